@@ -1,0 +1,47 @@
+"""Plain request and response values of the management API (no Azure Functions types)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.errors import SchedulerError
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    method: str
+    url: str  # absolute URL as the client sent it (scheme://host/path?query)
+    path: str  # the part after the route prefix, e.g. "subscriptions/x/providers/..."
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return None
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def json(cls, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> ApiResponse:
+        out = {"Content-Type": "application/json; charset=utf-8", **(headers or {})}
+        return cls(status, json.dumps(payload, separators=(",", ":")).encode(), out)
+
+    @classmethod
+    def error(cls, exc: SchedulerError) -> ApiResponse:
+        return cls.json(exc.status, exc.to_arm())
+
+    @classmethod
+    def empty(cls, status: int = 200, headers: Mapping[str, str] | None = None) -> ApiResponse:
+        return cls(status, b"", dict(headers or {}))

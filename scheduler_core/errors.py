@@ -1,0 +1,99 @@
+"""One exception tree for the whole service, rooted at :class:`SchedulerError`.
+
+Every error that can reach a client carries an HTTP ``status`` and an ARM error ``code`` so that the
+management API can answer with the ARM envelope ``{"error": {"code": ..., "message": ...}}``.
+Messages name the offending field (as a JSON path such as ``properties.recurrence.schedule.hours[0]``)
+and the rule it broke; they never contain secret values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SchedulerError(Exception):
+    """Base class of every error raised by ``scheduler_core``."""
+
+    status: int = 500
+    code: str = "InternalError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_arm(self) -> dict[str, Any]:
+        """The ARM error body for this error."""
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class ValidationError(SchedulerError):
+    """A request or definition breaks a rule. ``path`` names the field (JSON path), may be empty."""
+
+    status = 400
+    code = "BadRequest"
+
+    def __init__(self, path: str, rule: str) -> None:
+        self.path = path
+        self.rule = rule
+        super().__init__(f"{path}: {rule}" if path else rule)
+
+
+class PayloadTooLargeError(ValidationError):
+    """A request body or definition exceeds a documented size limit."""
+
+    status = 413
+    code = "RequestEntityTooLarge"
+
+
+class AuthenticationError(SchedulerError):
+    """The request carries no valid credentials."""
+
+    status = 401
+    code = "AuthenticationFailed"
+
+
+class ForbiddenError(SchedulerError):
+    """The credentials are valid but do not grant access to this resource."""
+
+    status = 403
+    code = "AuthorizationFailed"
+
+
+class NotFoundError(SchedulerError):
+    """The addressed resource does not exist."""
+
+    status = 404
+    code = "ResourceNotFound"
+
+
+class MethodNotAllowedError(SchedulerError):
+    """The HTTP method is not supported on this path."""
+
+    status = 405
+    code = "InvalidHttpVerb"
+
+
+class ConflictError(SchedulerError):
+    """The request conflicts with the stored state (final job states, races)."""
+
+    status = 409
+    code = "Conflict"
+
+
+class QuotaExceededError(ConflictError):
+    """A job collection quota (``maxJobCount``, ``maxRecurrence``) or plan limit would be exceeded."""
+
+    code = "QuotaExceeded"
+
+
+class PreconditionFailedError(SchedulerError):
+    """An ``If-Match`` ETag did not match the stored resource."""
+
+    status = 412
+    code = "PreconditionFailed"
+
+
+class ConfigurationError(SchedulerError):
+    """A setting is missing or malformed. Raised at start-up, never to a client."""
+
+    code = "ConfigurationError"

@@ -1,0 +1,138 @@
+"""Start and stop the Azurite storage emulator (npm package ``azurite``, pinned in ``package.json``).
+
+Used by ``make run`` (data kept under the git-ignored ``.azurite/``) and by the test suite (in memory, on
+free ports, so tests never collide with an Azurite the user already runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from scheduler_core.errors import ConfigurationError
+
+#: The emulator's well-known development account (public, documented by Microsoft; not a secret).
+DEV_ACCOUNT = "devstoreaccount1"
+DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class AzuritePorts:
+    """The three service ports of one Azurite instance."""
+
+    blob: int = 10000
+    queue: int = 10001
+    table: int = 10002
+
+    @classmethod
+    def free(cls) -> AzuritePorts:
+        return cls(blob=free_port(), queue=free_port(), table=free_port())
+
+    def connection_string(self) -> str:
+        """The explicit connection string for these ports (``UseDevelopmentStorage`` assumes defaults)."""
+        base = "http://127.0.0.1"
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+            f"BlobEndpoint={base}:{self.blob}/{DEV_ACCOUNT};"
+            f"QueueEndpoint={base}:{self.queue}/{DEV_ACCOUNT};"
+            f"TableEndpoint={base}:{self.table}/{DEV_ACCOUNT};"
+        )
+
+
+def _executable() -> str:
+    local = PROJECT_ROOT / "node_modules" / ".bin" / "azurite"
+    if local.exists():
+        return str(local)
+    found = shutil.which("azurite")
+    if found:
+        return found
+    raise ConfigurationError("Azurite is not installed: run 'npm ci' in the project root (make does it)")
+
+
+def _port_open(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        return True
+    return False
+
+
+class Azurite:
+    """An Azurite child process. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, ports: AzuritePorts | None = None, location: Path | None = None) -> None:
+        self.ports = ports or AzuritePorts.free()
+        self.location = location
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connection_string(self) -> str:
+        return self.ports.connection_string()
+
+    def start(self, timeout: float = 30.0) -> None:
+        for port in (self.ports.blob, self.ports.queue, self.ports.table):
+            if _port_open(port):
+                raise ConfigurationError(
+                    f"port {port} on 127.0.0.1 is already in use: is another Azurite running? "
+                    "Set AZURITE_BLOB_PORT, AZURITE_QUEUE_PORT and AZURITE_TABLE_PORT to other ports."
+                )
+        args = [
+            _executable(),
+            "--silent",
+            "--disableTelemetry",
+            "--skipApiVersionCheck",
+            "--blobHost", "127.0.0.1", "--blobPort", str(self.ports.blob),
+            "--queueHost", "127.0.0.1", "--queuePort", str(self.ports.queue),
+            "--tableHost", "127.0.0.1", "--tablePort", str(self.ports.table),
+        ]  # fmt: skip
+        if self.location is None:
+            args.append("--inMemoryPersistence")
+        else:
+            self.location.mkdir(parents=True, exist_ok=True)
+            args += ["--location", str(self.location)]
+        self._process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
+                raise ConfigurationError(f"Azurite exited at start-up: {err.strip()[:500]}")
+            if all(_port_open(p) for p in (self.ports.blob, self.ports.queue, self.ports.table)):
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ConfigurationError(f"Azurite did not start listening within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+    def __enter__(self) -> Azurite:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,172 @@
+"""Queue triggers of the local host, with the semantics of the Functions host's queue extension.
+
+For each queue function: poll with exponential back-off up to ``maxPollingInterval`` while the queue is
+empty; fetch ``batchSize`` messages at a time and fetch again when fewer than ``newBatchThreshold`` are in
+flight; run the function; delete the message on success; on failure make it visible again after
+``visibilityTimeout``, or move it to ``<queue>-poison`` once it has been dequeued ``maxDequeueCount`` times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from azure.core.exceptions import ResourceExistsError
+from azure.functions.queue import QueueMessage as FunctionQueueMessage
+from azure.storage.queue import (
+    BinaryBase64DecodePolicy,
+    BinaryBase64EncodePolicy,
+    QueueClient,
+    QueueMessage,
+)
+
+from scheduler_core.errors import ConfigurationError
+from scheduler_core.host.app_index import QueueFunction, resolve_setting_references
+from scheduler_core.host.hostjson import QueueOptions
+from scheduler_core.host.http_server import invoke
+from scheduler_core.storage.names import POISON_SUFFIX
+
+log = logging.getLogger("scheduler_core.host")
+
+#: How long a fetched message stays invisible while its function runs (the host renews; we do not need to).
+PROCESSING_LEASE_SECONDS = 600
+MIN_POLLING_INTERVAL = 0.1
+
+
+def connection_string_for(connection: str) -> str:
+    """The connection string behind a trigger's ``connection`` setting name (default AzureWebJobsStorage)."""
+    name = connection or "AzureWebJobsStorage"
+    value = os.environ.get(name) or os.environ.get(f"AzureWebJobs{name}")
+    if not value:
+        raise ConfigurationError(
+            f"queue trigger connection {name!r}: no such app setting with a connection string"
+        )
+    return value
+
+
+def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
+    policies: dict[str, Any] = {}
+    if encoding == "base64":
+        policies = {
+            "message_encode_policy": BinaryBase64EncodePolicy(),
+            "message_decode_policy": BinaryBase64DecodePolicy(),
+        }
+    return QueueClient.from_connection_string(connection_string_for(connection), queue, **policies)
+
+
+class QueuePoller:
+    """Polls one queue for one function in a thread and runs messages on a small pool."""
+
+    def __init__(self, function: QueueFunction, options: QueueOptions, stop: threading.Event) -> None:
+        self.function = function
+        self.options = options
+        self.queue_name = resolve_setting_references(function.queue_name)
+        self._queue = _queue_client(function.connection, self.queue_name, options.message_encoding)
+        self._poison = _queue_client(
+            function.connection, self.queue_name + POISON_SUFFIX, options.message_encoding
+        )
+        self._stop = stop
+        self._in_flight = 0
+        self._lock = threading.Condition()
+        self._pool = ThreadPoolExecutor(
+            max_workers=options.batch_size + options.new_batch_threshold,
+            thread_name_prefix=f"queue-{function.name}",
+        )
+        self._thread = threading.Thread(target=self._run, name=f"poll-{function.name}", daemon=True)
+
+    def start(self) -> None:
+        for queue in (self._queue, self._poison):
+            with contextlib.suppress(ResourceExistsError):
+                queue.create_queue()
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self) -> None:
+        delay = MIN_POLLING_INTERVAL
+        while not self._stop.is_set():
+            with self._lock:
+                while self._in_flight > self.options.new_batch_threshold and not self._stop.is_set():
+                    self._lock.wait(0.5)
+                room = self.options.batch_size
+            try:
+                messages = list(
+                    self._queue.receive_messages(
+                        messages_per_page=room, max_messages=room, visibility_timeout=PROCESSING_LEASE_SECONDS
+                    )
+                )
+            except Exception as exc:
+                log.warning("queue %s: receive failed (%s); retrying", self.queue_name, exc)
+                messages = []
+            if not messages:
+                if self._stop.wait(delay):
+                    return
+                delay = min(delay * 2, max(self.options.max_polling_interval, MIN_POLLING_INTERVAL))
+                continue
+            delay = MIN_POLLING_INTERVAL
+            with self._lock:
+                self._in_flight += len(messages)
+            for message in messages:
+                self._pool.submit(self._process, message)
+
+    def _process(self, message: QueueMessage) -> None:
+        try:
+            self.process(message)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._lock.notify_all()
+
+    def process(self, message: QueueMessage) -> None:
+        """Run the function on one received message and settle it (delete, release or poison)."""
+        content = message.content
+        body = content if isinstance(content, bytes) else str(content or "").encode()
+        request = FunctionQueueMessage(  # type: ignore[no-untyped-call]
+            id=message.id,
+            body=body,
+            dequeue_count=message.dequeue_count,
+            expiration_time=message.expires_on,
+            insertion_time=message.inserted_on,
+            time_next_visible=message.next_visible_on,
+            pop_receipt=message.pop_receipt,
+        )
+        started = time.perf_counter()
+        invocation = uuid.uuid4().hex[:12]
+        try:
+            invoke(self.function.handler, request)
+        except Exception as exc:
+            outcome = self._settle_failure(message, body, exc)
+        else:
+            self._queue.delete_message(message.id, message.pop_receipt)
+            outcome = "ok"
+        log.info(
+            "function=%s trigger=queue queue=%s message=%s dequeue_count=%s -> %s in %.1f ms (invocation %s)",
+            self.function.name,
+            self.queue_name,
+            message.id,
+            message.dequeue_count,
+            outcome,
+            (time.perf_counter() - started) * 1000,
+            invocation,
+        )
+
+    def _settle_failure(self, message: QueueMessage, body: bytes, exc: Exception) -> str:
+        log.error(
+            "function=%s message=%s raised %s: %s", self.function.name, message.id, type(exc).__name__, exc
+        )
+        if (message.dequeue_count or 0) >= self.options.max_dequeue_count:
+            self._poison.send_message(body if self.options.message_encoding == "base64" else body.decode())
+            self._queue.delete_message(message.id, message.pop_receipt)
+            return f"failed, moved to {self.queue_name}{POISON_SUFFIX}"
+        self._queue.update_message(
+            message.id, message.pop_receipt, visibility_timeout=int(self.options.visibility_timeout)
+        )
+        return f"failed, visible again in {self.options.visibility_timeout:g} s"

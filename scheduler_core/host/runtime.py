@@ -1,0 +1,81 @@
+"""The local host: runs a function app's HTTP, timer and queue triggers as the Functions host would."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import TracebackType
+
+import azure.functions as func
+
+from scheduler_core.host.app_index import AppIndex, index_app
+from scheduler_core.host.hostjson import HostConfig, load_host_json
+from scheduler_core.host.http_server import HttpHost
+from scheduler_core.host.queues import QueuePoller
+from scheduler_core.host.timers import TimerRunner
+
+
+class LocalHost:
+    """Everything one function app declares, running in this process until :meth:`stop`.
+
+    ``enable`` limits which trigger kinds run (``{"http", "timer", "queue"}``), so tests can drive a
+    trigger themselves while the host serves the others.
+    """
+
+    def __init__(
+        self,
+        app: func.FunctionApp,
+        host_json: Path | HostConfig,
+        host: str = "127.0.0.1",
+        port: int = 7071,
+        enable: frozenset[str] = frozenset({"http", "timer", "queue"}),
+    ) -> None:
+        self.index: AppIndex = index_app(app)
+        self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
+        self._stop = threading.Event()
+        self.http = (
+            HttpHost(self.index.http, self.config.route_prefix, host, port) if "http" in enable else None
+        )
+        self.timers = [TimerRunner(t, self._stop) for t in self.index.timers] if "timer" in enable else []
+        self.pollers = (
+            [QueuePoller(q, self.config.queues, self._stop) for q in self.index.queues]
+            if "queue" in enable
+            else []
+        )
+
+    @property
+    def base_url(self) -> str:
+        if self.http is None:
+            raise RuntimeError("the HTTP triggers are not enabled in this host")
+        return self.http.base_url
+
+    def start(self) -> None:
+        if self.http is not None:
+            self.http.start()
+        for timer in self.timers:
+            timer.start()
+        for poller in self.pollers:
+            poller.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.http is not None:
+            self.http.stop()
+        for timer in self.timers:
+            timer.join(timeout=10)
+        for poller in self.pollers:
+            poller.join(timeout=30)
+
+    def wait(self) -> None:
+        """Block until :meth:`stop` is called from another thread (or Ctrl-C)."""
+        while not self._stop.wait(0.5):
+            pass
+
+    def __enter__(self) -> LocalHost:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

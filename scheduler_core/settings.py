@@ -1,0 +1,159 @@
+"""Every setting the service reads, in one place.
+
+Settings come from the process environment: Azure Functions turns app settings into environment
+variables, and both Core Tools and the project's local host load ``local.settings.json`` ``Values`` into
+the environment. Code never reads ``os.environ`` for a setting anywhere else; it calls :func:`load` (or
+:func:`raw` for a setting that is only a binding reference). A test checks that every name declared here is
+listed in ``local.settings.sample.json`` and that no other module reads the environment directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scheduler_core.errors import ConfigurationError
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """A documented setting: its name, default (``None`` = no default) and what it is for."""
+
+    name: str
+    default: str | None
+    doc: str
+
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "AzureWebJobsStorage",
+        None,
+        "Storage account of the function app and of the scheduler's tables and queues: a connection "
+        "string (Azurite locally). In Azure, use identity-based AzureWebJobsStorage__accountName instead.",
+    ),
+    SettingSpec(
+        "AzureWebJobsStorage__accountName",
+        "",
+        "Storage account name for identity-based connections (managed identity, no keys). Used when "
+        "AzureWebJobsStorage is not set.",
+    ),
+    SettingSpec(
+        "FUNCTIONS_WORKER_RUNTIME",
+        "python",
+        "Azure Functions language worker; always 'python'. Read by the Functions host, not by this code.",
+    ),
+    SettingSpec(
+        "SCHEDULER_API_KEYS",
+        "",
+        "Management API keys, stored as hashes: entries separated by ';', each "
+        "'sha256:<hex digest of the key>' optionally followed by '@sub1,sub2' (subscription ids the key "
+        "may use; no suffix or '@*' = all). Create one with 'python -m scheduler_core.host keygen'.",
+    ),
+    SettingSpec(
+        "SCHEDULER_TABLE_PREFIX",
+        "",
+        "Prefix of every table name (letters and digits), so that several deployments or test runs can "
+        "share one storage account.",
+    ),
+    SettingSpec(
+        "SCHEDULER_SCAN_QUEUE",
+        "scheduler-scan",
+        "Queue of due-index scan requests (one message per shard per tick). Referenced by the scan "
+        "worker's trigger as %SCHEDULER_SCAN_QUEUE%.",
+    ),
+    SettingSpec(
+        "SCHEDULER_EXECUTION_QUEUE",
+        "scheduler-executions",
+        "Queue of execution attempts. Referenced by the executor's trigger as %SCHEDULER_EXECUTION_QUEUE%.",
+    ),
+    SettingSpec(
+        "SCHEDULER_DISPATCH_SCHEDULE",
+        "0 * * * * *",
+        "NCRONTAB schedule (6 fields, seconds first) of the dispatch timer. Referenced by the timer "
+        "trigger as %SCHEDULER_DISPATCH_SCHEDULE%.",
+    ),
+    SettingSpec(
+        "SCHEDULER_CLEANUP_SCHEDULE",
+        "0 30 3 * * *",
+        "NCRONTAB schedule of the daily history and finished-job cleanup timer "
+        "(%SCHEDULER_CLEANUP_SCHEDULE%).",
+    ),
+    SettingSpec(
+        "SCHEDULER_DUE_SHARDS",
+        "16",
+        "Number of due-index shards (partitions). Changing it on a live deployment requires a re-index.",
+    ),
+    SettingSpec(
+        "SCHEDULER_LOOKAHEAD_SECONDS",
+        "60",
+        "How far ahead of now a shard scan enqueues executions (they become visible at their due second).",
+    ),
+)
+
+_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+
+
+def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of a declared setting, its default when unset, or ``None`` when it has neither."""
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        raise ConfigurationError(f"setting {name!r} is not declared in scheduler_core.settings")
+    env = os.environ if environ is None else environ
+    value = env.get(name)
+    return value if value else spec.default
+
+
+def _int(name: str, environ: Mapping[str, str] | None, minimum: int, maximum: int) -> int:
+    text = raw(name, environ) or ""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigurationError(f"setting {name} must be an integer, got {text!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigurationError(f"setting {name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parsed settings the service runs with."""
+
+    storage_connection_string: str | None
+    storage_account_name: str
+    api_keys: str
+    table_prefix: str
+    scan_queue: str
+    execution_queue: str
+    due_shards: int
+    lookahead_seconds: int
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def table_name(self, base: str) -> str:
+        """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
+        return f"{self.table_prefix}{base}"
+
+
+def load(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and check every setting. Raises :class:`ConfigurationError` naming the bad setting."""
+    prefix = raw("SCHEDULER_TABLE_PREFIX", environ) or ""
+    if prefix and not (prefix.isascii() and prefix.isalnum() and prefix[0].isalpha()):
+        raise ConfigurationError(
+            "setting SCHEDULER_TABLE_PREFIX must be letters and digits, starting with a letter"
+        )
+    connection = raw("AzureWebJobsStorage", environ)
+    account = raw("AzureWebJobsStorage__accountName", environ) or ""
+    if not connection and not account:
+        raise ConfigurationError(
+            "set AzureWebJobsStorage (connection string) or AzureWebJobsStorage__accountName"
+        )
+    return Settings(
+        storage_connection_string=connection or None,
+        storage_account_name=account,
+        api_keys=raw("SCHEDULER_API_KEYS", environ) or "",
+        table_prefix=prefix,
+        scan_queue=raw("SCHEDULER_SCAN_QUEUE", environ) or "scheduler-scan",
+        execution_queue=raw("SCHEDULER_EXECUTION_QUEUE", environ) or "scheduler-executions",
+        due_shards=_int("SCHEDULER_DUE_SHARDS", environ, 1, 1000),
+        lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
+    )

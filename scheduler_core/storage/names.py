@@ -1,0 +1,31 @@
+"""Names of the tables and queues the service uses (before the configurable table prefix)."""
+
+from __future__ import annotations
+
+from scheduler_core.settings import Settings
+
+#: Job collections: PartitionKey = subscription id, RowKey = resource group + collection name.
+COLLECTIONS_TABLE = "JobCollections"
+#: Job definitions, state and status: PartitionKey = collection identity, RowKey = job name.
+JOBS_TABLE = "Jobs"
+#: Write-only secrets of jobs, kept apart from the definitions.
+SECRETS_TABLE = "JobSecrets"
+#: Due index: PartitionKey = shard, RowKey = due time + job identity + generation.
+DUE_INDEX_TABLE = "DueIndex"
+#: Execution history: PartitionKey = job identity, RowKey = inverted time + execution id.
+HISTORY_TABLE = "JobHistory"
+
+TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, SECRETS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE)
+
+POISON_SUFFIX = "-poison"
+
+
+def table_names(settings: Settings) -> list[str]:
+    """The real (prefixed) names of every table."""
+    return [settings.table_name(base) for base in TABLES]
+
+
+def queue_names(settings: Settings) -> list[str]:
+    """Every queue the service reads or writes, poison queues included."""
+    queues = [settings.scan_queue, settings.execution_queue]
+    return queues + [name + POISON_SUFFIX for name in queues]

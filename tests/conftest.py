@@ -1,0 +1,41 @@
+"""Shared fixtures: one in-memory Azurite per test session, on free ports, started by the project's code."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler_core import context, settings
+from scheduler_core.host.app_index import AppIndex, index_app
+from scheduler_core.host.azurite import Azurite
+
+
+@pytest.fixture(scope="session")
+def function_index() -> AppIndex:
+    """What function_app.py declares, indexed once (FunctionApp.get_functions keeps state)."""
+    import function_app
+
+    return index_app(function_app.app)
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """A private Azurite (in memory, free ports): never the user's own instance."""
+    with Azurite() as instance:
+        yield instance
+
+
+@pytest.fixture
+def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
+    """Environment for one test: the session's Azurite and tables and queues of its own (unique names)."""
+    suffix = uuid.uuid4().hex[:8]
+    monkeypatch.setenv("AzureWebJobsStorage", azurite.connection_string)
+    monkeypatch.setenv("SCHEDULER_TABLE_PREFIX", f"t{suffix}")
+    monkeypatch.setenv("SCHEDULER_SCAN_QUEUE", f"scan-{suffix}")
+    monkeypatch.setenv("SCHEDULER_EXECUTION_QUEUE", f"exec-{suffix}")
+    context.reset()
+    yield settings.load(os.environ)
+    context.reset()
