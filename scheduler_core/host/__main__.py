@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             location = None if args.in_memory else root / ".azurite"
             azurite = Azurite(_parse_ports(args.azurite_ports), location)
             azurite.start()
-            os.environ["AZUREWEBJOBSSTORAGE"] = azurite.connection_string
+            os.environ["AzureWebJobsStorage"] = azurite.connection_string
             print(
                 f"Azurite listening on 127.0.0.1 ports {args.azurite_ports} (data in {location or 'memory'})"
             )
