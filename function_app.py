@@ -1,18 +1,20 @@
 """Wiring of the Azure Functions app: each trigger converts its binding and calls scheduler_core.
 
-No logic lives here. Imports stay cheap: the Functions worker imports this module to index the functions.
+No logic lives here. Imports stay cheap: the Functions worker imports this module to index the functions,
+and nothing is connected or configured until the first invocation.
 """
 
 from __future__ import annotations
 
 import azure.functions as func
 
+from scheduler_core import triggers
 from scheduler_core.api import ApiRequest, ManagementApi
-from scheduler_core.context import services
+from scheduler_core.context import api_context
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
-_api = ManagementApi(services)
+_api = ManagementApi(api_context)
 
 
 @app.function_name("management_api")
@@ -40,3 +42,31 @@ def management_api(req: func.HttpRequest) -> func.HttpResponse:
         )
     )
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+
+
+@app.function_name("dispatch_tick")
+@app.timer_trigger(schedule="%SCHEDULER_DISPATCH_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
+def dispatch_tick(timer: func.TimerRequest) -> None:
+    """Every minute: one scan message per due-index shard."""
+    triggers.on_dispatch_tick(past_due=timer.past_due)
+
+
+@app.function_name("scan_shard")
+@app.queue_trigger(arg_name="msg", queue_name="%SCHEDULER_SCAN_QUEUE%", connection="AzureWebJobsStorage")
+def scan_shard(msg: func.QueueMessage) -> None:
+    """Dispatch the due occurrences of one shard as execution messages, visible at their due second."""
+    triggers.on_scan(msg.get_body())
+
+
+@app.function_name("execute_occurrence")
+@app.queue_trigger(arg_name="msg", queue_name="%SCHEDULER_EXECUTION_QUEUE%", connection="AzureWebJobsStorage")
+def execute_occurrence(msg: func.QueueMessage) -> None:
+    """Run one attempt of one occurrence of a job's action."""
+    triggers.on_execution(msg.get_body())
+
+
+@app.function_name("cleanup")
+@app.timer_trigger(schedule="%SCHEDULER_CLEANUP_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
+def cleanup(timer: func.TimerRequest) -> None:
+    """Daily: trim history to 60 days / 1,000 rows per job and remove jobs finished 60 days ago."""
+    triggers.on_cleanup()

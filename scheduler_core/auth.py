@@ -51,15 +51,11 @@ def parse_keys(text: str) -> tuple[ApiKey, ...]:
         digest_part, _, scope = entry.partition("@")
         algorithm, _, digest_hex = digest_part.partition(":")
         if algorithm.lower() != "sha256" or len(digest_hex) != 64:
-            raise ConfigurationError(
-                f"SCHEDULER_API_KEYS entry {number}: expected 'sha256:<64 hex digits>[@subs]'"
-            )
+            raise ConfigurationError(f"SCHEDULER_API_KEYS entry {number}: expected 'sha256:<64 hex digits>[@subs]'")
         try:
             digest = bytes.fromhex(digest_hex)
         except ValueError:
-            raise ConfigurationError(
-                f"SCHEDULER_API_KEYS entry {number}: digest is not hexadecimal"
-            ) from None
+            raise ConfigurationError(f"SCHEDULER_API_KEYS entry {number}: digest is not hexadecimal") from None
         subs = [s.strip().lower() for s in scope.split(",") if s.strip()]
         keys.append(ApiKey(digest, None if not subs or subs == ["*"] else frozenset(subs)))
     return tuple(keys)

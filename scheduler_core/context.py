@@ -1,28 +1,110 @@
-"""The process-wide services the triggers use, created lazily on first use.
+"""The composition root: the process-wide services the triggers use, created lazily on first use.
 
 ``function_app.py`` is imported by the Functions worker to index functions, so nothing here runs at import
-time: storage clients and settings are built on the first invocation and reused (clients are thread-safe
-and keep their connection pools).
+time: storage clients and settings are built on the first invocation and reused (the clients are
+thread-safe and keep their connection pools).
 """
 
 from __future__ import annotations
 
 import threading
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from azure.data.tables import TableServiceClient
+from azure.storage.queue import QueueClient
 
 from scheduler_core import auth, settings
-from scheduler_core.storage.clients import table_service
+from scheduler_core.actions import ActionRunner, OutboundPolicy
+from scheduler_core.actions.http import HttpSender
+from scheduler_core.api.handler import ApiContext
+from scheduler_core.pipeline.claims import ClaimStore
+from scheduler_core.pipeline.dispatch import Dispatcher, Send
+from scheduler_core.pipeline.execute import Executor
+from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.recurrence import format_instant
+from scheduler_core.service import SchedulerService
+from scheduler_core.storage.clients import queue_client, table_service
+from scheduler_core.storage.names import CLAIMS_TABLE
+from scheduler_core.storage.tables import JobRecord, Stores
 
 _lock = threading.Lock()
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
 class Services:
     settings: settings.Settings
-    tables: TableServiceClient
-    api_keys: tuple[auth.ApiKey, ...]
+    stores: Stores
+    scans: QueueClient
+    executions: QueueClient
+    service: SchedulerService
+    dispatcher: Dispatcher
+    executor: Executor
+    api: ApiContext
+    clock: Clock
+
+
+def build(
+    config: settings.Settings,
+    clock: Clock = utcnow,
+    runner: ActionRunner | None = None,
+    send_execution: Send | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Services:
+    """Wire the services for ``config``. ``clock``, ``sleep``, ``runner`` and ``send_execution`` are seams
+    for tests."""
+    tables = table_service(config)
+    stores = Stores.from_service(tables, config)
+    scans = queue_client(config, config.scan_queue)
+    executions = queue_client(config, config.execution_queue)
+
+    def send_to_queue(text: str, visibility: int) -> None:
+        executions.send_message(text, visibility_timeout=visibility or None)
+
+    send_execution = send_execution or send_to_queue
+
+    dispatcher = Dispatcher(stores, send_execution, config.due_shards, timedelta(seconds=config.lookahead_seconds))
+    if runner is None:
+        http = HttpSender(
+            policy=OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints),
+            timeout=float(config.http_timeout_seconds),
+        )
+        runner = ActionRunner({"Http": http, "Https": http})
+    claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
+    executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep)
+
+    def request_run(job: JobRecord) -> None:
+        message = ExecutionMessage(
+            job_partition=job.ref.partition_key,
+            job_row=job.ref.row_key,
+            generation=job.generation,
+            occurrence=format_instant(clock()),
+            trigger="manual",
+            execution_id=uuid.uuid4().hex,
+        )
+        send_execution(message.to_json(), 0)
+
+    def due_soon(job: JobRecord) -> None:
+        dispatcher.dispatch_job(job, clock())
+
+    service = SchedulerService(
+        stores,
+        config.due_shards,
+        clock=clock,
+        request_run=request_run,
+        due_soon=due_soon,
+        lookahead=timedelta(seconds=config.lookahead_seconds),
+    )
+    api = ApiContext(service, auth.parse_keys(config.api_keys))
+    return Services(config, stores, scans, executions, service, dispatcher, executor, api, clock)
 
 
 _current: list[Services] = []  # at most one element: the services of this process
@@ -33,9 +115,18 @@ def services() -> Services:
     if not _current:
         with _lock:
             if not _current:
-                config = settings.load()
-                _current.append(Services(config, table_service(config), auth.parse_keys(config.api_keys)))
+                _current.append(build(settings.load()))
     return _current[0]
+
+
+def api_context() -> ApiContext:
+    return services().api
+
+
+def install(built: Services) -> None:
+    """Use ``built`` as this process's services (tests install a clock or an action runner)."""
+    with _lock:
+        _current[:] = [built]
 
 
 def reset() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scheduler_core.errors import ConfigurationError
 
@@ -76,13 +76,23 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "SCHEDULER_CLEANUP_SCHEDULE",
         "0 30 3 * * *",
-        "NCRONTAB schedule of the daily history and finished-job cleanup timer "
-        "(%SCHEDULER_CLEANUP_SCHEDULE%).",
+        "NCRONTAB schedule of the daily history and finished-job cleanup timer (%SCHEDULER_CLEANUP_SCHEDULE%).",
     ),
     SettingSpec(
         "SCHEDULER_DUE_SHARDS",
         "16",
         "Number of due-index shards (partitions). Changing it on a live deployment requires a re-index.",
+    ),
+    SettingSpec(
+        "SCHEDULER_HTTP_TIMEOUT_SECONDS",
+        "60",
+        "Timeout of an HTTP action (Azure Scheduler's was 60 s). A slow target should answer 202 at once.",
+    ),
+    SettingSpec(
+        "SCHEDULER_ALLOW_METADATA_ENDPOINTS",
+        "false",
+        "Set to 'true' to let actions call cloud metadata and link-local addresses (169.254.0.0/16 etc.), "
+        "which are refused by default because they hand out the app's own identity tokens.",
     ),
     SettingSpec(
         "SCHEDULER_LOOKAHEAD_SECONDS",
@@ -115,6 +125,15 @@ def _int(name: str, environ: Mapping[str, str] | None, minimum: int, maximum: in
     return value
 
 
+def _bool(name: str, environ: Mapping[str, str] | None) -> bool:
+    text = (raw(name, environ) or "").strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise ConfigurationError(f"setting {name} must be true or false, got {text!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """The parsed settings the service runs with."""
@@ -127,7 +146,8 @@ class Settings:
     execution_queue: str
     due_shards: int
     lookahead_seconds: int
-    extra: Mapping[str, str] = field(default_factory=dict)
+    http_timeout_seconds: int = 60
+    allow_metadata_endpoints: bool = False
 
     def table_name(self, base: str) -> str:
         """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
@@ -138,15 +158,11 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     """Read and check every setting. Raises :class:`ConfigurationError` naming the bad setting."""
     prefix = raw("SCHEDULER_TABLE_PREFIX", environ) or ""
     if prefix and not (prefix.isascii() and prefix.isalnum() and prefix[0].isalpha()):
-        raise ConfigurationError(
-            "setting SCHEDULER_TABLE_PREFIX must be letters and digits, starting with a letter"
-        )
+        raise ConfigurationError("setting SCHEDULER_TABLE_PREFIX must be letters and digits, starting with a letter")
     connection = raw("AzureWebJobsStorage", environ)
     account = raw("AzureWebJobsStorage__accountName", environ) or ""
     if not connection and not account:
-        raise ConfigurationError(
-            "set AzureWebJobsStorage (connection string) or AzureWebJobsStorage__accountName"
-        )
+        raise ConfigurationError("set AzureWebJobsStorage (connection string) or AzureWebJobsStorage__accountName")
     return Settings(
         storage_connection_string=connection or None,
         storage_account_name=account,
@@ -156,4 +172,6 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         execution_queue=raw("SCHEDULER_EXECUTION_QUEUE", environ) or "scheduler-executions",
         due_shards=_int("SCHEDULER_DUE_SHARDS", environ, 1, 1000),
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
+        http_timeout_seconds=_int("SCHEDULER_HTTP_TIMEOUT_SECONDS", environ, 1, 600),
+        allow_metadata_endpoints=_bool("SCHEDULER_ALLOW_METADATA_ENDPOINTS", environ),
     )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from scheduler_core import context, settings
+from scheduler_core import settings
 from scheduler_core.host.app_index import AppIndex, index_app
 from scheduler_core.host.azurite import Azurite
 
@@ -21,6 +23,15 @@ def function_index() -> AppIndex:
     return index_app(function_app.app)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sample_settings() -> dict[str, str]:
+    """The values of local.settings.sample.json: what `make run` gives the app before its own changes."""
+    values: dict[str, str] = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    return values
+
+
 @pytest.fixture(scope="session")
 def azurite() -> Iterator[Azurite]:
     """A private Azurite (in memory, free ports): never the user's own instance."""
@@ -31,7 +42,11 @@ def azurite() -> Iterator[Azurite]:
 @pytest.fixture
 def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
     """Environment for one test: the session's Azurite and tables and queues of its own (unique names)."""
+    from scheduler_core import context
+
     suffix = uuid.uuid4().hex[:8]
+    for name, value in sample_settings().items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("AzureWebJobsStorage", azurite.connection_string)
     monkeypatch.setenv("SCHEDULER_TABLE_PREFIX", f"t{suffix}")
     monkeypatch.setenv("SCHEDULER_SCAN_QUEUE", f"scan-{suffix}")

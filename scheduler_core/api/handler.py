@@ -1,29 +1,50 @@
-"""Dispatch of management API requests: authentication, api-version, paths, errors."""
+"""Dispatch of management API requests: authentication, api-version, paths, bodies, paging, errors."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from scheduler_core import auth
+from scheduler_core.api import views
 from scheduler_core.api.messages import ApiRequest, ApiResponse
+from scheduler_core.api.paging import Page, paginate, parse_filter, parse_paging
 from scheduler_core.api.paths import ResourcePath, parse_path
-from scheduler_core.context import Services
-from scheduler_core.errors import MethodNotAllowedError, SchedulerError, ValidationError
-from scheduler_core.storage.names import COLLECTIONS_TABLE
+from scheduler_core.errors import (
+    MethodNotAllowedError,
+    PayloadTooLargeError,
+    SchedulerError,
+    ValidationError,
+)
+from scheduler_core.service import SchedulerService
+from scheduler_core.storage.keys import CollectionRef, JobRef
 
 log = logging.getLogger("scheduler_core.api")
 
 #: api-version values accepted (2016-03-01 is what azure-mgmt-scheduler 7.0.0 sends).
 API_VERSIONS = frozenset({"2016-03-01", "2016-01-01", "2014-08-01-preview"})
+#: Largest request body read (a job definition may be 16,000 characters; JSON escapes can grow it).
+MAX_BODY_BYTES = 64 * 1024
+#: Longest request URL (as Azure Scheduler's limit on URLs).
+MAX_URL_LENGTH = 4096
+
+
+class ApiContext:
+    """What the API needs from the process: the service and the API keys."""
+
+    def __init__(self, service: SchedulerService, api_keys: tuple[auth.ApiKey, ...]) -> None:
+        self.service = service
+        self.api_keys = api_keys
 
 
 class ManagementApi:
-    """The Microsoft.Scheduler management API over a set of :class:`Services`."""
+    """The Microsoft.Scheduler management API. ``context`` is called once per request (lazy set-up)."""
 
-    def __init__(self, services: Callable[[], Services]) -> None:
-        self._services = services
+    def __init__(self, context: Callable[[], ApiContext]) -> None:
+        self._context = context
 
     def handle(self, request: ApiRequest) -> ApiResponse:
         request_id = str(uuid.uuid4())
@@ -32,18 +53,19 @@ class ManagementApi:
         except SchedulerError as exc:
             response = ApiResponse.error(exc)
         except Exception:
-            log.exception("request %s %s failed", request_id, request.method)
+            log.exception("request %s: %s failed", request_id, request.method)
             response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
         response.headers["x-ms-request-id"] = request_id
-        response.headers.setdefault(
-            "x-ms-correlation-request-id", request.header("x-ms-correlation-request-id") or request_id
-        )
+        correlation = request.header("x-ms-correlation-request-id") or request_id
+        response.headers.setdefault("x-ms-correlation-request-id", correlation)
         return response
 
     def _handle(self, request: ApiRequest) -> ApiResponse:
-        services = self._services()
+        if len(request.url) > MAX_URL_LENGTH:
+            raise ValidationError("url", f"the request URL is longer than {MAX_URL_LENGTH} characters")
+        context = self._context()
         path = parse_path(request.path)
-        auth.authenticate(services.api_keys, request.headers, path.subscription)
+        auth.authenticate(context.api_keys, request.headers, path.subscription)
         version = request.query.get("api-version")
         if version is None:
             raise ValidationError("api-version", "the query parameter 'api-version' is required")
@@ -51,16 +73,135 @@ class ManagementApi:
             raise ValidationError(
                 "api-version", f"'{version}' is not supported; use one of {', '.join(sorted(API_VERSIONS))}"
             )
-        return self._route(services, request, path)
+        return _Operation(context.service, request, path).run()
 
-    def _route(self, services: Services, request: ApiRequest, path: ResourcePath) -> ApiResponse:
-        method = request.method.upper()
-        if path.kind in ("subscription_collections", "group_collections"):
-            if method != "GET":
-                raise MethodNotAllowedError(
-                    f"{method} is not supported on a list of job collections; use GET"
-                )
-            table = services.tables.get_table_client(services.settings.table_name(COLLECTIONS_TABLE))
-            rows = table.query_entities("PartitionKey eq @p", parameters={"p": path.subscription.lower()})
-            return ApiResponse.json(200, {"value": [dict(row).get("Definition") for row in rows]})
-        raise MethodNotAllowedError(f"{method} on this path is not implemented yet")
+
+def _body(request: ApiRequest) -> dict[str, Any]:
+    if len(request.body) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    if not request.body.strip():
+        raise ValidationError("", "a JSON request body is required")
+    try:
+        data = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValidationError("", f"the request body is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValidationError("", "the request body must be a JSON object")
+    return data
+
+
+class _Operation:
+    """One request: picks the operation from the method and the path kind."""
+
+    def __init__(self, service: SchedulerService, request: ApiRequest, path: ResourcePath) -> None:
+        self.service = service
+        self.request = request
+        self.path = path
+        self.method = request.method.upper()
+        self.if_match = request.header("If-Match")
+
+    def run(self) -> ApiResponse:
+        handlers: dict[tuple[str, str], Callable[[], ApiResponse]] = {
+            ("subscription_collections", "GET"): self.list_collections,
+            ("group_collections", "GET"): self.list_collections,
+            ("collection", "GET"): self.get_collection,
+            ("collection", "PUT"): self.put_collection,
+            ("collection", "PATCH"): self.patch_collection,
+            ("collection", "DELETE"): self.delete_collection,
+            ("collection_action", "POST"): self.collection_action,
+            ("jobs", "GET"): self.list_jobs,
+            ("job", "GET"): self.get_job,
+            ("job", "PUT"): self.put_job,
+            ("job", "PATCH"): self.patch_job,
+            ("job", "DELETE"): self.delete_job,
+            ("job_run", "POST"): self.run_job,
+            ("job_history", "GET"): self.list_history,
+        }
+        handler = handlers.get((self.path.kind, self.method))
+        if handler is None:
+            allowed = sorted(m for (kind, m) in handlers if kind == self.path.kind)
+            raise MethodNotAllowedError(f"{self.method} is not supported here; use {' or '.join(allowed)}")
+        return handler()
+
+    # --------------------------------------------------------------------------------------- references
+
+    def collection_ref(self) -> CollectionRef:
+        assert self.path.resource_group is not None
+        assert self.path.collection is not None
+        return CollectionRef(self.path.subscription, self.path.resource_group, self.path.collection)
+
+    def job_ref(self) -> JobRef:
+        assert self.path.job is not None
+        return JobRef(self.collection_ref(), self.path.job)
+
+    def _list(self, items: Sequence[Any], render: Callable[[Any], dict[str, Any]]) -> ApiResponse:
+        page: Page[Any] = paginate(items, parse_paging(self.request.query), self.request.url)
+        payload: dict[str, Any] = {"value": [render(item) for item in page.items]}
+        if page.next_link:
+            payload["nextLink"] = page.next_link
+        return ApiResponse.json(200, payload)
+
+    # -------------------------------------------------------------------------------------- collections
+
+    def list_collections(self) -> ApiResponse:
+        records = self.service.list_collections(self.path.subscription, self.path.resource_group)
+        payload = {"value": [views.collection(record) for record in records]}
+        return ApiResponse.json(200, payload)
+
+    def get_collection(self) -> ApiResponse:
+        record = self.service.get_collection(self.collection_ref())
+        return ApiResponse.json(200, views.collection(record), {"ETag": record.etag})
+
+    def put_collection(self) -> ApiResponse:
+        record, created = self.service.put_collection(self.collection_ref(), _body(self.request), self.if_match)
+        return ApiResponse.json(201 if created else 200, views.collection(record), {"ETag": record.etag})
+
+    def patch_collection(self) -> ApiResponse:
+        record = self.service.patch_collection(self.collection_ref(), _body(self.request), self.if_match)
+        return ApiResponse.json(200, views.collection(record), {"ETag": record.etag})
+
+    def delete_collection(self) -> ApiResponse:
+        self.service.delete_collection(self.collection_ref(), self.if_match)
+        return ApiResponse.empty(200)
+
+    def collection_action(self) -> ApiResponse:
+        state = "Enabled" if self.path.action == "enable" else "Disabled"
+        self.service.set_collection_state(self.collection_ref(), state)
+        return ApiResponse.empty(200)
+
+    # --------------------------------------------------------------------------------------------- jobs
+
+    def list_jobs(self) -> ApiResponse:
+        jobs = self.service.list_jobs(self.collection_ref())
+        wanted = parse_filter(self.request.query, "state", views.JOB_STATES)
+        if wanted is not None:
+            jobs = [job for job in jobs if job.state == wanted]
+        return self._list(jobs, views.job)
+
+    def get_job(self) -> ApiResponse:
+        record = self.service.get_job(self.job_ref())
+        return ApiResponse.json(200, views.job(record), {"ETag": record.etag})
+
+    def put_job(self) -> ApiResponse:
+        record, created = self.service.put_job(self.job_ref(), _body(self.request), self.if_match)
+        return ApiResponse.json(201 if created else 200, views.job(record), {"ETag": record.etag})
+
+    def patch_job(self) -> ApiResponse:
+        record = self.service.patch_job(self.job_ref(), _body(self.request), self.if_match)
+        return ApiResponse.json(200, views.job(record), {"ETag": record.etag})
+
+    def delete_job(self) -> ApiResponse:
+        self.service.delete_job(self.job_ref(), self.if_match)
+        return ApiResponse.empty(200)
+
+    def run_job(self) -> ApiResponse:
+        self.service.run_job(self.job_ref())
+        return ApiResponse.empty(200)
+
+    def list_history(self) -> ApiResponse:
+        ref = self.job_ref()
+        rows = self.service.list_history(ref)
+        wanted = parse_filter(self.request.query, "status", views.EXECUTION_STATUSES)
+        if wanted is not None:
+            rows = [row for row in rows if row.status == wanted]
+        return self._list(rows, lambda row: views.history(ref, row))

@@ -59,9 +59,7 @@ def _parse_ports(text: str) -> AzuritePorts:
     try:
         blob, queue, table = (int(p) for p in text.split(","))
     except ValueError:
-        raise ConfigurationError(
-            f"--azurite-ports must be three ports 'blob,queue,table', got {text!r}"
-        ) from None
+        raise ConfigurationError(f"--azurite-ports must be three ports 'blob,queue,table', got {text!r}") from None
     return AzuritePorts(blob, queue, table)
 
 
@@ -69,21 +67,18 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
     key = (
-        ensure_local_settings(root / "local.settings.json", root / "local.settings.sample.json")
-        if args.init
-        else None
+        ensure_local_settings(root / "local.settings.json", root / "local.settings.sample.json") if args.init else None
     )
     apply_local_settings(root / "local.settings.json")
     azurite: Azurite | None = None
+    host: LocalHost | None = None
     try:
         if args.azurite:
             location = None if args.in_memory else root / ".azurite"
             azurite = Azurite(_parse_ports(args.azurite_ports), location)
             azurite.start()
             os.environ["AzureWebJobsStorage"] = azurite.connection_string
-            print(
-                f"Azurite listening on 127.0.0.1 ports {args.azurite_ports} (data in {location or 'memory'})"
-            )
+            print(f"Azurite listening on 127.0.0.1 ports {args.azurite_ports} (data in {location or 'memory'})")
         config = settings.load()
         auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
         provision(config)
@@ -96,16 +91,15 @@ def run(args: argparse.Namespace) -> int:
             f"'{host.base_url}/subscriptions/x/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01'"
         )
         print("Press Ctrl-C to stop.", flush=True)
-        try:
-            host.wait()
-        except KeyboardInterrupt:
-            print("\nstopping...")
-        finally:
-            host.stop()
+        host.wait()
+    except KeyboardInterrupt:
+        print("\nstopping...")
     finally:
+        if host is not None:
+            host.stop()
         if azurite is not None:
             azurite.stop()
-            print("Azurite stopped.")
+            print("Azurite stopped.", flush=True)
     return 0
 
 
@@ -121,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scheduler_core.host", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
     run_parser = sub.add_parser("run", help="serve the function app locally")
-    run_parser.add_argument(
-        "--root", default=str(PROJECT_ROOT), help="project root (host.json, function_app.py)"
-    )
+    run_parser.add_argument("--root", default=str(PROJECT_ROOT), help="project root (host.json, function_app.py)")
     run_parser.add_argument("--app", default="function_app:app", help="module:attribute of the FunctionApp")
     run_parser.add_argument("--host", default="127.0.0.1")
     run_parser.add_argument("--port", type=int, default=7071)

@@ -94,10 +94,19 @@ class Azurite:
             "--silent",
             "--disableTelemetry",
             "--skipApiVersionCheck",
-            "--blobHost", "127.0.0.1", "--blobPort", str(self.ports.blob),
-            "--queueHost", "127.0.0.1", "--queuePort", str(self.ports.queue),
-            "--tableHost", "127.0.0.1", "--tablePort", str(self.ports.table),
-        ]  # fmt: skip
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(self.ports.blob),
+            "--queueHost",
+            "127.0.0.1",
+            "--queuePort",
+            str(self.ports.queue),
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            str(self.ports.table),
+        ]
         if self.location is None:
             args.append("--inMemoryPersistence")
         else:

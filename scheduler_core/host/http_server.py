@@ -114,9 +114,7 @@ class HttpHost:
                 try:
                     name, response = host.handle(self.command, self.path, headers, body, host.base_url)
                 except Exception:
-                    log.exception(
-                        "invocation %s %s %s failed", invocation, self.command, self.path.split("?")[0]
-                    )
+                    log.exception("invocation %s %s %s failed", invocation, self.command, self.path.split("?")[0])
                     response = func.HttpResponse(status_code=500)
                 payload = response.get_body() or b""
                 self.send_response(response.status_code)

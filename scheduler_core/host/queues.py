@@ -44,9 +44,7 @@ def connection_string_for(connection: str) -> str:
     name = connection or "AzureWebJobsStorage"
     value = os.environ.get(name) or os.environ.get(f"AzureWebJobs{name}")
     if not value:
-        raise ConfigurationError(
-            f"queue trigger connection {name!r}: no such app setting with a connection string"
-        )
+        raise ConfigurationError(f"queue trigger connection {name!r}: no such app setting with a connection string")
     return value
 
 
@@ -68,9 +66,7 @@ class QueuePoller:
         self.options = options
         self.queue_name = resolve_setting_references(function.queue_name)
         self._queue = _queue_client(function.connection, self.queue_name, options.message_encoding)
-        self._poison = _queue_client(
-            function.connection, self.queue_name + POISON_SUFFIX, options.message_encoding
-        )
+        self._poison = _queue_client(function.connection, self.queue_name + POISON_SUFFIX, options.message_encoding)
         self._stop = stop
         self._in_flight = 0
         self._lock = threading.Condition()
@@ -159,9 +155,7 @@ class QueuePoller:
         )
 
     def _settle_failure(self, message: QueueMessage, body: bytes, exc: Exception) -> str:
-        log.error(
-            "function=%s message=%s raised %s: %s", self.function.name, message.id, type(exc).__name__, exc
-        )
+        log.error("function=%s message=%s raised %s: %s", self.function.name, message.id, type(exc).__name__, exc)
         if (message.dequeue_count or 0) >= self.options.max_dequeue_count:
             self._poison.send_message(body if self.options.message_encoding == "base64" else body.decode())
             self._queue.delete_message(message.id, message.pop_receipt)

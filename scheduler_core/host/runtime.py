@@ -33,14 +33,10 @@ class LocalHost:
         self.index: AppIndex = index_app(app)
         self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
         self._stop = threading.Event()
-        self.http = (
-            HttpHost(self.index.http, self.config.route_prefix, host, port) if "http" in enable else None
-        )
+        self.http = HttpHost(self.index.http, self.config.route_prefix, host, port) if "http" in enable else None
         self.timers = [TimerRunner(t, self._stop) for t in self.index.timers] if "timer" in enable else []
         self.pollers = (
-            [QueuePoller(q, self.config.queues, self._stop) for q in self.index.queues]
-            if "queue" in enable
-            else []
+            [QueuePoller(q, self.config.queues, self._stop) for q in self.index.queues] if "queue" in enable else []
         )
 
     @property
@@ -50,12 +46,12 @@ class LocalHost:
         return self.http.base_url
 
     def start(self) -> None:
-        if self.http is not None:
-            self.http.start()
-        for timer in self.timers:
-            timer.start()
         for poller in self.pollers:
             poller.start()
+        for timer in self.timers:
+            timer.start()
+        if self.http is not None:  # last: once it answers, everything else runs
+            self.http.start()
 
     def stop(self) -> None:
         self._stop.set()

@@ -8,14 +8,15 @@ from scheduler_core.settings import Settings
 COLLECTIONS_TABLE = "JobCollections"
 #: Job definitions, state and status: PartitionKey = collection identity, RowKey = job name.
 JOBS_TABLE = "Jobs"
-#: Write-only secrets of jobs, kept apart from the definitions.
-SECRETS_TABLE = "JobSecrets"
 #: Due index: PartitionKey = shard, RowKey = due time + job identity + generation.
 DUE_INDEX_TABLE = "DueIndex"
 #: Execution history: PartitionKey = job identity, RowKey = inverted time + execution id.
 HISTORY_TABLE = "JobHistory"
 
-TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, SECRETS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE)
+#: Execution claims: PartitionKey = job identity, RowKey = occurrence | action | attempt.
+CLAIMS_TABLE = "Executions"
+
+TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, CLAIMS_TABLE)
 
 POISON_SUFFIX = "-poison"
 

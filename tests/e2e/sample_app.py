@@ -26,9 +26,7 @@ def get_item(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.route(route="{*path}", methods=["GET", "POST"])
 def catch_all(req: func.HttpRequest) -> func.HttpResponse:
-    return func.HttpResponse(
-        f"catch-all {req.route_params.get('path')} {req.get_body().decode()}", status_code=404
-    )
+    return func.HttpResponse(f"catch-all {req.route_params.get('path')} {req.get_body().decode()}", status_code=404)
 
 
 @app.timer_trigger(schedule="%SAMPLE_TIMER_SCHEDULE%", arg_name="timer", run_on_startup=False)

@@ -20,9 +20,10 @@ pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 CONFIG = HostConfig(
     route_prefix="api",
-    queues=QueueOptions(batch_size=4, new_batch_threshold=2, max_dequeue_count=2, visibility_timeout=0.0,
-                        max_polling_interval=0.5),
-)  # fmt: skip
+    queues=QueueOptions(
+        batch_size=4, new_batch_threshold=2, max_dequeue_count=2, visibility_timeout=0.0, max_polling_interval=0.5
+    ),
+)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:

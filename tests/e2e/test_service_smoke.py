@@ -22,6 +22,7 @@ from scheduler_core.host.azurite import free_port
 from scheduler_core.host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision
+from tests.conftest import sample_settings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -41,9 +42,7 @@ def service(storage_env: Settings, api_key: str) -> Iterator[str]:
     import function_app
 
     provision(storage_env)
-    with LocalHost(
-        function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})
-    ) as host:
+    with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
         yield host.base_url
 
 
@@ -83,13 +82,26 @@ def test_unknown_path_is_an_arm_404(service: str, api_key: str) -> None:
 
 def test_service_command_starts_azurite_serves_and_stops_on_ctrl_c(tmp_path: Path, api_key: str) -> None:
     port, ports = free_port(), [free_port() for _ in range(3)]
-    env = {**os.environ, "SCHEDULER_TABLE_PREFIX": "smoke"}
+    env = {
+        **os.environ,
+        **sample_settings(),
+        "SCHEDULER_TABLE_PREFIX": "smoke",
+        "SCHEDULER_API_KEYS": auth.hash_entry(api_key),
+    }
     env.pop("AzureWebJobsStorage", None)
-    command = [sys.executable, "-m", "scheduler_core.host", "run", "--azurite", "--in-memory",
-               "--port", str(port), "--azurite-ports", ",".join(map(str, ports))]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    command = [
+        sys.executable,
+        "-m",
+        "scheduler_core.host",
+        "run",
+        "--azurite",
+        "--in-memory",
+        "--port",
+        str(port),
+        "--azurite-ports",
+        ",".join(map(str, ports)),
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

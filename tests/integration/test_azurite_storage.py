@@ -34,15 +34,17 @@ def test_table_round_trip_with_etag_concurrency(storage_env: Settings) -> None:
     entity = table.get_entity("p", "r")
     assert (entity["Value"], entity["Count"]) == ("one", 1)
     etag = entity.metadata["etag"]
-    table.update_entity({"PartitionKey": "p", "RowKey": "r", "Value": "two"}, etag=etag,
-                        match_condition=MatchConditions.IfNotModified)  # fmt: skip
-    with pytest.raises(ResourceModifiedError):
-        table.update_entity({"PartitionKey": "p", "RowKey": "r", "Value": "stale"}, etag=etag,
-                            match_condition=MatchConditions.IfNotModified)  # fmt: skip
-    assert table.get_entity("p", "r")["Value"] == "two"
-    rows = list(
-        table.query_entities("PartitionKey eq @p and RowKey ge @lo", parameters={"p": "p", "lo": "a"})
+    table.update_entity(
+        {"PartitionKey": "p", "RowKey": "r", "Value": "two"}, etag=etag, match_condition=MatchConditions.IfNotModified
     )
+    with pytest.raises(ResourceModifiedError):
+        table.update_entity(
+            {"PartitionKey": "p", "RowKey": "r", "Value": "stale"},
+            etag=etag,
+            match_condition=MatchConditions.IfNotModified,
+        )
+    assert table.get_entity("p", "r")["Value"] == "two"
+    rows = list(table.query_entities("PartitionKey eq @p and RowKey ge @lo", parameters={"p": "p", "lo": "a"}))
     assert [r["RowKey"] for r in rows] == ["r"]
 
 
@@ -50,9 +52,7 @@ def test_queue_messages_are_base64_text_on_the_wire(storage_env: Settings) -> No
     provision(storage_env)
     sender = queue_client(storage_env, storage_env.execution_queue)
     sender.send_message('{"v": 1, "job": "j"}')
-    raw = QueueClient.from_connection_string(
-        storage_env.storage_connection_string or "", storage_env.execution_queue
-    )
+    raw = QueueClient.from_connection_string(storage_env.storage_connection_string or "", storage_env.execution_queue)
     [peeked] = raw.peek_messages()
     assert base64.b64decode(peeked.content) == b'{"v": 1, "job": "j"}'  # what the Functions host decodes
     [received] = sender.receive_messages(max_messages=1)

@@ -10,8 +10,14 @@ from scheduler_core.host.routing import compile_route
 EXPECTED_HTTP = {
     "management_api": ("subscriptions/{*resource}", {"GET", "PUT", "PATCH", "DELETE", "POST"}),
 }
-EXPECTED_TIMERS: dict[str, str] = {}
-EXPECTED_QUEUES: dict[str, tuple[str, str]] = {}
+EXPECTED_TIMERS = {
+    "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",
+    "cleanup": "%SCHEDULER_CLEANUP_SCHEDULE%",
+}
+EXPECTED_QUEUES = {
+    "scan_shard": ("%SCHEDULER_SCAN_QUEUE%", "AzureWebJobsStorage"),
+    "execute_occurrence": ("%SCHEDULER_EXECUTION_QUEUE%", "AzureWebJobsStorage"),
+}
 
 
 def test_http_functions(function_index: AppIndex) -> None:

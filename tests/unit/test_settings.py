@@ -36,9 +36,7 @@ def _environment_reads(path: Path) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if (
-            isinstance(node, ast.Attribute)
-            and node.attr in ("environ", "getenv")
-            and isinstance(node.value, ast.Name)
+            isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and isinstance(node.value, ast.Name)
         ) and node.value.id == "os":
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
         if (

@@ -1,0 +1,108 @@
+"""Benchmark: dispatch of many jobs due in the same minute, next to raw queue sends.
+
+    .venv/bin/python bench/dispatch.py [--jobs 20000] [--threads 8]
+
+Writes ``--jobs`` hourly jobs due in the same minute straight into the tables (batched, not timed), then
+times the scans of every due-index shard (``--threads`` shards at a time) from the first read to the last
+execution message sent, and the same number of raw ``send_message`` calls on the same queue from this
+process with the same concurrency. Prints executions per second of each and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+from bench.common import azurite_settings, table, timed_calls
+from scheduler_core import context
+from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
+from scheduler_core.storage.tables import MAX_BATCH, DueIndexStore, DueRow, DueSlot, JobRecord, JobStore
+
+
+def seed(jobs: int, due: datetime) -> None:
+    services = context.services()
+    shards = services.settings.due_shards
+    per_collection = 1000
+    properties = {
+        "startTime": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "state": "Enabled",
+        "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+        "recurrence": {"frequency": "Hour", "interval": 1},
+    }
+    due_rows: dict[str, list[DueRow]] = {}
+    for c in range(-(-jobs // per_collection)):
+        collection = CollectionRef("bench", "rg", f"c{c}")
+        batch = []
+        for i in range(c * per_collection, min(jobs, (c + 1) * per_collection)):
+            ref = JobRef(collection, f"job{i}")
+            shard = shard_of(ref.identity, shards)
+            row = DueRow(shard, due_row_key(due, ref.identity, 1), ref.partition_key, ref.row_key, 1, due)
+            due_rows.setdefault(shard, []).append(row)
+            record = JobRecord(
+                ref=ref,
+                properties=properties,
+                secrets={},
+                state="Enabled",
+                generation=1,
+                defined_at=due - timedelta(hours=1),
+                created_at=due - timedelta(hours=1),
+                next_execution_time=due,
+                due=DueSlot(shard, row.row_key),
+            )
+            batch.append(("upsert", JobStore.entity(record)))
+        for start in range(0, len(batch), MAX_BATCH):
+            services.stores.jobs.table.submit_transaction(batch[start : start + MAX_BATCH])
+    for _shard, rows in due_rows.items():
+        for start in range(0, len(rows), MAX_BATCH):
+            ops = [("upsert", DueIndexStore._entity(r)) for r in rows[start : start + MAX_BATCH]]
+            services.stores.due.table.submit_transaction(ops)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=20000)
+    parser.add_argument("--threads", type=int, default=8)
+    args = parser.parse_args()
+    with azurite_settings() as config:
+        services = context.services()
+        now = datetime.now(UTC).replace(microsecond=0)
+        due = now + timedelta(seconds=30)
+        started = time.perf_counter()
+        seed(args.jobs, due)
+        print(f"seeded {args.jobs} jobs in {time.perf_counter() - started:.1f} s (not timed)")
+        shards = [f"{s:04d}" for s in range(config.due_shards)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=args.threads) as pool:
+            reports = list(pool.map(lambda shard: services.dispatcher.scan(shard, now), shards))
+        dispatch_seconds = time.perf_counter() - started
+        fired = sum(r.fired for r in reports)
+        assert fired == args.jobs, f"dispatched {fired} of {args.jobs}"
+        queue = services.executions
+
+        def send(i: int) -> None:
+            queue.send_message(f'{{"v":1,"raw":{i}}}', visibility_timeout=30)
+
+        raw_seconds, _ = timed_calls(send, args.jobs, args.threads)
+    dispatch_rate, raw_rate = fired / dispatch_seconds, args.jobs / raw_seconds
+    print(
+        table(
+            ["operation", "count", "threads", "seconds", "per second", "vs raw send"],
+            [
+                [
+                    "dispatch (scan → execution message)",
+                    fired,
+                    args.threads,
+                    f"{dispatch_seconds:.1f}",
+                    f"{dispatch_rate:.0f}",
+                    f"{dispatch_rate / raw_rate:.0%}",
+                ],
+                ["raw send_message", args.jobs, args.threads, f"{raw_seconds:.1f}", f"{raw_rate:.0f}", "100%"],
+            ],
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

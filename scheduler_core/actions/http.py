@@ -1,0 +1,98 @@
+"""HTTP(S) actions with ``requests``: a pooled session, a timeout, success = 2xx after redirects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from scheduler_core import __version__
+from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
+from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused
+from scheduler_core.recurrence import format_instant
+
+USER_AGENT = f"azure-scheduler-successor/{__version__} (compatible; Azure-Scheduler)"
+DEFAULT_TIMEOUT_SECONDS = 60.0
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def scheduler_headers(context: ActionContext) -> dict[str, str]:
+    """Headers that let a receiver recognise and de-duplicate a call (compatible with Azure Scheduler)."""
+    return {
+        "x-ms-scheduler-jobid": context.job_id,
+        "x-ms-scheduler-jobcollectionid": context.collection_id,
+        "x-ms-scheduler-expected-execution-time": format_instant(context.expected_time),
+        "x-ms-scheduler-execution-id": context.execution_id,
+        "x-ms-scheduler-retry-count": str(context.retry_count),
+        "x-ms-client-request-id": context.execution_id,
+        "User-Agent": USER_AGENT,
+    }
+
+
+class HttpSender:
+    """Sends ``Http``/``Https`` actions. ``session`` is the transport seam (a pooled ``requests.Session``)."""
+
+    def __init__(
+        self,
+        session: requests.Session | None = None,
+        policy: OutboundPolicy | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.session = session or requests.Session()
+        self.policy = policy or OutboundPolicy()
+        self.timeout = timeout
+
+    def _auth(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """requests keyword arguments for the request's authentication, or a reason it cannot be used."""
+        authentication = request.get("authentication") or {}
+        kind = authentication.get("type")
+        if not kind or kind == "NotSpecified":
+            return {}, None
+        if kind == "Basic":
+            return {"auth": (authentication.get("username", ""), authentication.get("password", ""))}, None
+        return {}, f"authentication type '{kind}' is not supported by this deployment"
+
+    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
+        request = action.get("request") or {}
+        uri = str(request.get("uri", ""))
+        host = urlsplit(uri).hostname or ""
+        try:
+            self.policy.check_host(host)
+        except OutboundRefused as exc:
+            return ActionResult(False, f"Http Action - Request to '{host}' refused: {exc}")
+        auth_kwargs, problem = self._auth(request)
+        if problem:
+            return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {problem}")
+        headers = {**scheduler_headers(context), **(request.get("headers") or {})}
+        body = request.get("body")
+        try:
+            response = self.session.request(
+                str(request.get("method") or "GET").upper(),
+                uri,
+                data=body.encode() if isinstance(body, str) else None,
+                headers=headers,
+                timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
+                allow_redirects=True,
+                **auth_kwargs,
+            )
+        except requests.Timeout:
+            return ActionResult(False, f"Http Action - Request to host '{host}' timed out after {self.timeout:g} s")
+        except requests.exceptions.SSLError as exc:
+            return ActionResult(False, f"Http Action - TLS error talking to host '{host}': {type(exc).__name__}")
+        except requests.RequestException as exc:
+            reason = type(exc).__name__
+            return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
+        return ActionResult(200 <= response.status_code < 300, describe_response(host, response))
+
+
+def describe_response(host: str, response: requests.Response) -> str:
+    """The history message: status, response headers and at most 2,048 bytes of the body."""
+    content = response.content[:MAX_BODY_IN_HISTORY]
+    text = content.decode(response.encoding or "utf-8", errors="replace")
+    headers = ", ".join(f"{k}: {v}" for k, v in response.headers.items())
+    return (
+        f"Http Action - Response from host '{host}': '{response.status_code} {response.reason}' "
+        f"Response Headers: {headers} Body: {text}"
+    )

@@ -1,0 +1,67 @@
+"""Job collection and job definitions: parsing, validation, normalisation and serialisation.
+
+Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
+
+* :func:`parse_collection` -> :class:`CollectionSpec` (plans, quotas, states);
+* :func:`parse_job` -> :class:`JobSpec` (canonical properties without secrets, secrets by dotted path);
+* :func:`merge_patch` / :func:`merge_collection_patch` for PATCH (JSON merge, then parse again);
+* :func:`job_output` to shape a GET response's ``properties``;
+* :func:`restore_secrets` for the executor (the definition with its secrets put back);
+* :func:`recurrence_exceeds_quota` and :func:`retry_intervals` for collection and plan checks.
+
+Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
+TimeSpan; output uses the swagger's PascalCase enums, camelCase fields and ISO 8601 durations.
+Every error is a :class:`scheduler_core.errors.ValidationError` (or ``PayloadTooLargeError``) naming the
+JSON path and the rule, and never quoting a secret.
+"""
+
+from scheduler_core.definitions._actions import (
+    DEFAULT_RETRY_COUNT,
+    DEFAULT_RETRY_INTERVAL,
+    MAX_BODY,
+    MAX_HEADER_CHARS,
+    MAX_HEADERS,
+    MAX_RETRY_COUNT,
+    MAX_RETRY_INTERVAL,
+    MAX_URI,
+    MIN_RETRY_INTERVAL,
+)
+from scheduler_core.definitions._collection import PLANS, CollectionSpec, Plan, parse_collection
+from scheduler_core.definitions._durations import format_duration, parse_duration
+from scheduler_core.definitions._job import (
+    MAX_JOB_CHARS,
+    JobSpec,
+    job_output,
+    parse_job,
+    recurrence_exceeds_quota,
+    restore_secrets,
+    retry_intervals,
+)
+from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
+
+__all__ = [
+    "DEFAULT_RETRY_COUNT",
+    "DEFAULT_RETRY_INTERVAL",
+    "MAX_BODY",
+    "MAX_HEADERS",
+    "MAX_HEADER_CHARS",
+    "MAX_JOB_CHARS",
+    "MAX_RETRY_COUNT",
+    "MAX_RETRY_INTERVAL",
+    "MAX_URI",
+    "MIN_RETRY_INTERVAL",
+    "PLANS",
+    "CollectionSpec",
+    "JobSpec",
+    "Plan",
+    "format_duration",
+    "job_output",
+    "merge_collection_patch",
+    "merge_patch",
+    "parse_collection",
+    "parse_duration",
+    "parse_job",
+    "recurrence_exceeds_quota",
+    "restore_secrets",
+    "retry_intervals",
+]

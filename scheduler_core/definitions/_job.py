@@ -1,0 +1,210 @@
+"""Jobs: the PUT/PATCH body of a ``JobDefinition``, its canonical output, secrets and limits."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from dateutil.relativedelta import relativedelta
+
+from scheduler_core.definitions._actions import Prior, parse_action
+from scheduler_core.definitions._durations import parse_duration
+from scheduler_core.definitions._json import Fields, enum_value
+from scheduler_core.errors import PayloadTooLargeError, ValidationError
+from scheduler_core.recurrence import (
+    Recurrence,
+    format_instant,
+    parse_recurrence,
+    parse_start_time,
+    validate_against_quota,
+)
+
+__all__ = [
+    "MAX_JOB_CHARS",
+    "JobSpec",
+    "job_output",
+    "parse_job",
+    "recurrence_exceeds_quota",
+    "restore_secrets",
+    "retry_intervals",
+]
+
+#: Largest job definition, in characters of compact JSON (includes/scheduler-limits-table.md: "16K").
+MAX_JOB_CHARS = 16_000
+#: How far ahead a job may start, and how long its recurrence may span (limits table: 18 months).
+MAX_AHEAD = relativedelta(months=18)
+
+_CLIENT_STATES = {"enabled": "Enabled", "disabled": "Disabled"}
+_ALL_STATES = _CLIENT_STATES | {"completed": "Completed", "faulted": "Faulted"}
+_PROPERTIES = ("startTime", "action", "recurrence", "state")
+_READ_ONLY = ("id", "type", "name")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A validated job. ``properties`` is the canonical ``JobProperties`` JSON without ``status`` and
+    without secrets; ``secrets`` maps dotted paths inside it (``action.request.authentication.password``)
+    to the write-only values. Secrets are kept out of ``repr`` so that a logged spec leaks nothing."""
+
+    properties: dict[str, Any]
+    secrets: dict[str, str] = field(repr=False)
+    state: str
+    start_time: datetime | None
+    recurrence: Recurrence | None
+    action_types: tuple[str, ...]
+    uses_authentication: bool
+
+
+def _definition_size(body: Mapping[str, Any]) -> int:
+    """Characters of the body as compact JSON, without the read-only parts a client may echo back."""
+    trimmed: dict[str, Any] = {k: v for k, v in body.items() if not (isinstance(k, str) and k.lower() in _READ_ONLY)}
+    for key, value in list(trimmed.items()):
+        if isinstance(key, str) and key.lower() == "properties" and isinstance(value, Mapping):
+            trimmed[key] = {k: v for k, v in value.items() if not (isinstance(k, str) and k.lower() == "status")}
+    return len(json.dumps(trimmed, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def parse_job(
+    body: Mapping[str, Any],
+    *,
+    previous: JobSpec | None = None,
+    now: datetime | None = None,
+    validate_limits: bool = True,
+) -> JobSpec:
+    """Validate the body of a job PUT (``{"properties": {...}}``), or a PATCH merged into the stored job.
+
+    ``previous`` is the stored job: a secret the body omits is kept from it while the action kind, the
+    authentication type and its identity (username; tenant + clientId; certificate thumbprint; storage
+    account + queue; namespace + sasKeyName) and, for HTTP, the URI's scheme, host and port are unchanged.
+
+    ``validate_limits=False`` reads a stored job back: the size and time-window limits (which depend on
+    when the job was written) are skipped, and the service-set states Completed and Faulted are accepted.
+    ``now`` (aware; default: the current time) is the reference for the time windows.
+    """
+    if validate_limits and isinstance(body, Mapping):
+        size = _definition_size(body)
+        if size > MAX_JOB_CHARS:
+            raise PayloadTooLargeError(
+                "", f"the job definition is {size:,} characters of JSON; at most {MAX_JOB_CHARS:,} are allowed"
+            )
+    top = Fields(body, "", ("properties",), ignored=_READ_ONLY, hint="; the job's fields belong inside 'properties'")
+    if "properties" not in top:
+        raise ValidationError("properties", "is required (a JSON object with at least an action)")
+    props = Fields(top.get("properties"), top.where("properties"), _PROPERTIES, ignored=("status",))
+
+    recurrence = parse_recurrence(props.get("recurrence"), props.where("recurrence"))
+    start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
+
+    state = "Enabled"
+    if "state" in props:
+        state = enum_value(props.get("state"), props.where("state"), _ALL_STATES)
+        if validate_limits and state not in _CLIENT_STATES.values():
+            raise ValidationError(
+                props.where("state"),
+                f"'{state}' is set by the service when a job ends; a client may set only Enabled or Disabled",
+            )
+
+    if "action" not in props:
+        raise ValidationError(props.where("action"), "is required")
+    prior = Prior(previous.properties, previous.secrets).sub("action") if previous is not None else None
+    action = parse_action(props.get("action"), props.where("action"), prior, error_action=False, limits=validate_limits)
+
+    if validate_limits:
+        _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
+
+    properties: dict[str, Any] = {}
+    if start_time is not None:
+        properties["startTime"] = format_instant(start_time)
+    properties["action"] = action.output
+    if recurrence is not None:
+        properties["recurrence"] = recurrence.to_json()
+    properties["state"] = state
+    return JobSpec(
+        properties=properties,
+        secrets={f"action.{path}": value for path, value in action.secrets.items()},
+        state=state,
+        start_time=start_time,
+        recurrence=recurrence,
+        action_types=tuple(action.types),
+        uses_authentication=action.uses_authentication,
+    )
+
+
+def _check_time_windows(
+    props: Fields, start_time: datetime | None, recurrence: Recurrence | None, now: datetime
+) -> None:
+    if start_time is not None and start_time > now + MAX_AHEAD:
+        raise ValidationError(
+            props.where("startTime"), "must be at most 18 months from now (the furthest a job may start)"
+        )
+    if recurrence is None or recurrence.end_time is None:
+        return
+    where = f"{props.where('recurrence')}.endTime"
+    end = recurrence.end_time
+    if end <= now:
+        raise ValidationError(where, "must be in the future")
+    if start_time is not None and end < start_time:
+        raise ValidationError(where, f"must not be before {props.where('startTime')}")
+    begin = max(start_time, now) if start_time is not None else now
+    if end > begin + MAX_AHEAD:
+        raise ValidationError(
+            where, "must be at most 18 months after the start (a recurrence may span at most 18 months)"
+        )
+
+
+def job_output(spec_properties: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``properties`` of a job in a response: the canonical definition and its read-only ``status``
+    (the three counters, always; ``lastExecutionTime`` and ``nextExecutionTime`` only when known).
+    Datetimes in ``status`` may be given as aware datetimes or as formatted text."""
+    out = {key: copy.deepcopy(value) for key, value in spec_properties.items() if key != "status"}
+    shaped: dict[str, Any] = {}
+    for key in ("lastExecutionTime", "nextExecutionTime"):
+        value = status.get(key)
+        if value is not None:
+            shaped[key] = format_instant(value) if isinstance(value, datetime) else value
+    for key in ("executionCount", "failureCount", "faultedCount"):
+        shaped[key] = int(status.get(key) or 0)
+    out["status"] = shaped
+    return out
+
+
+def restore_secrets(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> dict[str, Any]:
+    """The full definition (a deep copy of ``properties``) with each secret put back at its dotted path.
+    A secret whose parent object is no longer in the definition is left out."""
+    out: dict[str, Any] = copy.deepcopy(dict(properties))
+    for path, value in secrets.items():
+        *parents, leaf = path.split(".")
+        node: Any = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node[leaf] = value
+    return out
+
+
+def recurrence_exceeds_quota(
+    recurrence: Recurrence | None, max_recurrence: tuple[str, int], start_time: datetime | None = None
+) -> bool:
+    """True when the job would recur more often than a collection's ``maxRecurrence`` allows (its
+    smallest gap between occurrences, by the recurrence engine, is below the quota's)."""
+    frequency, interval = max_recurrence
+    return not validate_against_quota(recurrence, frequency, interval, start_time)
+
+
+def retry_intervals(spec: JobSpec) -> list[float]:
+    """The retry interval in seconds of each action (main, then error) whose policy retries at all.
+    For ``Exponential`` that is the first (shortest) delay. Empty when nothing is retried."""
+    out: list[float] = []
+    action = spec.properties.get("action") or {}
+    for candidate in (action, action.get("errorAction")):
+        policy = candidate.get("retryPolicy") if isinstance(candidate, Mapping) else None
+        if not isinstance(policy, Mapping) or policy.get("retryType") == "None":
+            continue
+        if not policy.get("retryCount"):
+            continue
+        out.append(parse_duration(policy["retryInterval"], "retryInterval").total_seconds())
+    return out

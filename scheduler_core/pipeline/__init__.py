@@ -1,0 +1,1 @@
+"""The scheduling pipeline: dispatch of due occurrences and execution of actions."""

@@ -1,0 +1,192 @@
+"""Dispatch: every tick, each due-index shard is scanned and its due occurrences become execution messages.
+
+For each live row due before ``now + lookahead`` the scan sends an execution message that becomes visible
+at the due second, then replaces the fired row by the row of the job's following occurrence (batched per
+shard). Rows of stale generations, deleted or disabled jobs are
+removed without firing. Occurrences missed while the service was down are coalesced into one late run,
+recorded as such, and the schedule resumes at the next future occurrence.
+
+A row is *live* when its job exists, is enabled and has the row's generation; a job has at most one row
+per generation, because the dispatcher replaces a fired row by the following one in one transaction. A
+row whose generation is newer than its job's belongs to a write still in progress (the row is written
+before the job): it is left alone unless it is older than :data:`ABANDONED_AFTER`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.recurrence import format_instant
+from scheduler_core.schedules import schedule_of
+from scheduler_core.storage.keys import due_row_key, format_due, shard_of
+from scheduler_core.storage.tables import DueRow, JobRecord, Stores
+
+log = logging.getLogger("scheduler_core.dispatch")
+
+#: A due-index row newer than its job's generation is left alone for this long (the job write may be
+#: in flight); after that it is an abandoned write and is removed.
+ABANDONED_AFTER = timedelta(minutes=2)
+#: Queue messages can be delayed by at most 7 days (Azure Storage queues).
+MAX_VISIBILITY = timedelta(days=7)
+
+Send = Callable[[str, int], None]  # (message text, visibility timeout in whole seconds)
+
+
+def visibility_seconds(due: datetime, now: datetime) -> int:
+    """Whole seconds until ``due``, rounded down (queues count whole seconds): the message appears up to a
+    second early and the executor waits out the rest, so actions fire at the due instant, not up to a
+    second late. 0 when it is due already."""
+    return max(0, math.floor((due - now).total_seconds()))
+
+
+@dataclass
+class ScanReport:
+    shard: str
+    fired: int = 0
+    coalesced: int = 0
+    stale: int = 0
+    retries: int = 0
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+    moves: list[tuple[str, DueRow | None]] = field(default_factory=list)
+
+
+class Dispatcher:
+    """Turns due-index rows into execution messages.
+
+    Per occurrence it costs one job read and one queue send; the index rows it replaces (the fired row
+    deleted, the following occurrence's row written) are batched per shard, each pair in one transaction.
+    """
+
+    def __init__(self, stores: Stores, send: Send, shards: int, lookahead: timedelta) -> None:
+        self.stores = stores
+        self.send = send
+        self.shards = shards
+        self.lookahead = lookahead
+
+    def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
+        """One scan message per shard (the timer's whole job: scans then run in parallel)."""
+        for shard in range(self.shards):
+            send_scan(ScanMessage(shard=f"{shard:04d}", tick=format_instant(now)).to_json())
+        return self.shards
+
+    def scan(self, shard: str, now: datetime) -> ScanReport:
+        report = ScanReport(shard)
+        horizon = format_due(now + self.lookahead)
+        for row in list(self.stores.due.due_before(shard, horizon)):
+            try:
+                self._dispatch_row(row, now, report)
+            except Exception:
+                # One bad row must not stop the shard; it stays in the index and is retried next tick.
+                log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
+        self._apply(report)
+        log.info(
+            "shard %s scanned: fired=%d coalesced=%d retries=%d stale=%d",
+            shard,
+            report.fired,
+            report.coalesced,
+            report.retries,
+            report.stale,
+        )
+        return report
+
+    def dispatch_job(self, job: JobRecord, now: datetime) -> ScanReport:
+        """Dispatch a job's row right away (a job written with an occurrence inside the lookahead window
+        would otherwise wait for the next tick and fire late)."""
+        report = ScanReport(job.due.shard if job.due else "")
+        if job.due is None or job.next_execution_time is None:
+            return report
+        row = DueRow(
+            job.due.shard,
+            job.due.row_key,
+            job.ref.partition_key,
+            job.ref.row_key,
+            job.generation,
+            job.next_execution_time,
+        )
+        self._dispatch_row(row, now, report, job)
+        self._apply(report)
+        return report
+
+    def _apply(self, report: ScanReport) -> None:
+        if report.moves:
+            self.stores.due.advance(report.shard, report.moves)
+        self.stores.due.delete_many(report.deleted)
+
+    def _dispatch_row(self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None = None) -> None:
+        job = job or self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
+        if row.message is not None:  # a long-delayed retry parked in the index
+            if job is not None and job.generation == row.generation and job.state == "Enabled":
+                self.send(row.message, visibility_seconds(row.due, now))
+                report.retries += 1
+            report.deleted.append((row.shard, row.row_key))
+            return
+        if job is None or row.generation > job.generation:
+            written = row.written_at or now
+            if now - written > ABANDONED_AFTER:
+                report.stale += 1
+                report.deleted.append((row.shard, row.row_key))
+            return
+        if row.generation != job.generation or job.state != "Enabled":
+            report.stale += 1
+            report.deleted.append((row.shard, row.row_key))
+            return
+        self._fire(job, row, now, report)
+
+    def _fire(self, job: JobRecord, row: DueRow, now: datetime, report: ScanReport) -> None:
+        """Send the row's occurrence, and any following ones that fall inside this scan's window (after a
+        late or coalesced run the next occurrence may be near), then move the row past them."""
+        schedule = schedule_of(job)
+        horizon = now + self.lookahead
+        occurrence = row.due
+        following = schedule.next_occurrence(occurrence + timedelta(microseconds=1))
+        missed = 0
+        if following is not None and following <= now:
+            # Down for more than one occurrence: one late run stands for all of them.
+            resume = schedule.next_occurrence(now)
+            # How many occurrences this run stands for (0 when the series ended meanwhile: not counted).
+            missed = schedule.ordinal(resume) - schedule.ordinal(occurrence) if resume is not None else 0
+            following = resume
+            report.coalesced += 1
+        while True:
+            message = ExecutionMessage(
+                job_partition=job.ref.partition_key,
+                job_row=job.ref.row_key,
+                generation=job.generation,
+                occurrence=format_instant(occurrence),
+                trigger="schedule",
+                execution_id=uuid.uuid4().hex,
+                missed=missed,
+                last=following is None,
+            )
+            self.send(message.to_json(), visibility_seconds(occurrence, now))
+            report.fired += 1
+            if following is None or following >= horizon:
+                break
+            occurrence, missed = following, 0
+            following = schedule.next_occurrence(occurrence + timedelta(microseconds=1))
+        new_row = None
+        if following is not None:
+            key = due_row_key(following, job.ref.identity, job.generation)
+            new_row = DueRow(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
+        report.moves.append((row.row_key, new_row))
+
+    def park_retry(self, job: JobRecord, message: ExecutionMessage, due: datetime) -> None:
+        """Keep a retry whose delay is longer than a queue allows in the due index until it is near."""
+        shard = shard_of(job.ref.identity, self.shards)
+        key = due_row_key(due, job.ref.identity, job.generation) + f"|retry{message.attempt}{message.action}"
+        row = DueRow(shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json())
+        self.stores.due.put(row)
+
+
+def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:
+    """Send ``text`` to appear at ``due``: directly when a queue can hold it that long, else via the index."""
+    if due - now <= MAX_VISIBILITY - timedelta(minutes=5):
+        send(text, visibility_seconds(due, now))
+    else:
+        park(due)

@@ -1,0 +1,28 @@
+"""The schedule of a stored job, and its next execution time as of an instant."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from scheduler_core.recurrence import CompiledSchedule, compile_schedule, parse_recurrence, parse_start_time
+from scheduler_core.storage.tables import JobRecord
+
+
+def schedule_of(job: JobRecord) -> CompiledSchedule:
+    """The compiled schedule of a stored job (its definition was validated when it was written)."""
+    recurrence = parse_recurrence(job.properties.get("recurrence"))
+    start = parse_start_time(job.properties.get("startTime"), recurrence)
+    return compile_schedule(start, recurrence, job.defined_at)
+
+
+def with_next_execution(job: JobRecord, now: datetime) -> JobRecord:
+    """``job`` with ``next_execution_time`` as of ``now``: the first occurrence not yet fired, or none
+    when the job is not enabled or its series is over. (The dispatcher does not rewrite jobs as it
+    advances them, so this is computed when a job is read.)"""
+    if job.state != "Enabled":
+        return replace(job, next_execution_time=None)
+    floor = now
+    if job.last_execution_time is not None and job.last_execution_time >= floor:
+        floor = job.last_execution_time + timedelta(microseconds=1)  # that occurrence has run
+    return replace(job, next_execution_time=schedule_of(job).next_occurrence(floor))

@@ -1,0 +1,362 @@
+"""The scheduler's management operations: job collections and jobs, over the table stores.
+
+Plain Python (no HTTP, no Azure Functions). Every write validates fully before it touches storage, so a
+rejected request changes nothing. Job writes follow the design's order: the due-index row of the new
+generation first, then the job (ETag-guarded), then the old due-index row is deleted. The dispatcher
+ignores rows whose generation is not the job's, so a crash between two writes loses nothing and fires
+nothing stale.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from scheduler_core import definitions
+from scheduler_core.definitions import CollectionSpec, JobSpec
+from scheduler_core.errors import (
+    ConflictError,
+    NotFoundError,
+    PreconditionFailedError,
+    QuotaExceededError,
+    SchedulerError,
+)
+from scheduler_core.recurrence import compile_schedule
+from scheduler_core.schedules import with_next_execution
+from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
+from scheduler_core.storage.tables import (
+    CollectionRecord,
+    DueRow,
+    DueSlot,
+    HistoryRecord,
+    JobRecord,
+    Stores,
+)
+
+log = logging.getLogger("scheduler_core.service")
+
+FINAL_STATES = frozenset({"Completed", "Faulted"})
+#: How often a write is retried when another writer changed the row between our read and our write
+#: (only when the client sent no If-Match: with If-Match the client gets 412 instead).
+WRITE_ATTEMPTS = 4
+#: Free collections: retries at most hourly (plan limit).
+FREE_MIN_RETRY_INTERVAL = 3600.0
+#: Subscriptions may hold at most one Free collection (plan limit).
+MAX_FREE_COLLECTIONS = 1
+
+Clock = Callable[[], datetime]
+RunRequest = Callable[[JobRecord], None]
+DueSoon = Callable[[JobRecord], None]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def check_if_match(etag: str | None, if_match: str | None, what: str) -> None:
+    """Honour an ``If-Match`` header against the stored ETag (``None`` = the resource does not exist)."""
+    if if_match is None:
+        return
+    if etag is None:
+        raise PreconditionFailedError(f"If-Match was given but the {what} does not exist")
+    if if_match.strip() != "*" and if_match.strip() != etag:
+        raise PreconditionFailedError(f"If-Match does not match the current ETag of the {what}")
+
+
+class SchedulerService:
+    """Management operations. ``clock`` is injectable; ``request_run`` starts an immediate execution."""
+
+    def __init__(
+        self,
+        stores: Stores,
+        shards: int,
+        clock: Clock = _utcnow,
+        request_run: RunRequest | None = None,
+        due_soon: DueSoon | None = None,
+        lookahead: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self.stores = stores
+        self.shards = shards
+        self.clock = clock
+        self._request_run = request_run
+        self._due_soon = due_soon
+        self.lookahead = lookahead
+
+    # ------------------------------------------------------------------------------------- collections
+
+    def get_collection(self, ref: CollectionRef) -> CollectionRecord:
+        record = self.stores.collections.get(ref)
+        if record is None:
+            raise NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
+        return record
+
+    def list_collections(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
+        return self.stores.collections.list(subscription, resource_group)
+
+    def put_collection(
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+    ) -> tuple[CollectionRecord, bool]:
+        spec = definitions.parse_collection(body, name=ref.name)
+        existing = self.stores.collections.get(ref)
+        check_if_match(existing.etag if existing else None, if_match, "job collection")
+        return self._save_collection(ref, spec, existing), existing is None
+
+    def patch_collection(
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+    ) -> CollectionRecord:
+        existing = self.get_collection(ref)
+        check_if_match(existing.etag, if_match, "job collection")
+        current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
+        spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
+        return self._save_collection(ref, spec, existing)
+
+    def _save_collection(
+        self, ref: CollectionRef, spec: CollectionSpec, existing: CollectionRecord | None
+    ) -> CollectionRecord:
+        if spec.sku == "Free" and (existing is None or existing.properties["sku"]["name"] != "Free"):
+            others = [
+                c for c in self.stores.collections.list(ref.subscription) if c.properties["sku"]["name"] == "Free"
+            ]
+            if len(others) >= MAX_FREE_COLLECTIONS:
+                raise QuotaExceededError(
+                    f"properties.sku.name: subscription '{ref.subscription}' already has a Free job collection "
+                    f"(the Free plan allows {MAX_FREE_COLLECTIONS})"
+                )
+        if existing is not None:
+            self._check_jobs_fit(ref, spec)
+        record = CollectionRecord(
+            ref=existing.ref if existing else ref,
+            location=spec.location,
+            tags=spec.tags,
+            properties=spec.properties,
+            created_at=existing.created_at if existing else self.clock(),
+            etag=existing.etag if existing else "",
+        )
+        saved = self.stores.collections.save(record, create=existing is None)
+        if existing is not None and existing.state != spec.state and spec.state in ("Enabled", "Disabled"):
+            self._set_jobs_state(saved.ref, spec.state)
+        return saved
+
+    def _check_jobs_fit(self, ref: CollectionRef, spec: CollectionSpec) -> None:
+        """A collection update must keep every existing job within the new plan and quota."""
+        jobs = self.stores.jobs.list(ref)
+        if len(jobs) > spec.max_job_count:
+            raise QuotaExceededError(
+                f"properties.quota.maxJobCount: the collection has {len(jobs)} jobs, more than {spec.max_job_count}"
+            )
+        for job in jobs:
+            self._check_job_against_collection(job.ref, self._spec_of(job), spec)
+
+    def delete_collection(self, ref: CollectionRef, if_match: str | None = None) -> None:
+        existing = self.get_collection(ref)
+        check_if_match(existing.etag, if_match, "job collection")
+        for job in self.stores.jobs.list(existing.ref):
+            self._delete_job_rows(job)
+        self.stores.collections.delete(existing.ref)
+
+    def set_collection_state(self, ref: CollectionRef, state: str) -> None:
+        """Enable or disable a collection and every job in it (final jobs stay as they are)."""
+        existing = self.get_collection(ref)
+        properties = {**existing.properties, "state": state}
+        saved = self.stores.collections.save(replace(existing, properties=properties), create=False)
+        self._set_jobs_state(saved.ref, state)
+
+    def _set_jobs_state(self, ref: CollectionRef, state: str) -> None:
+        for job in self.stores.jobs.list(ref):
+            if job.state in FINAL_STATES or job.state == state:
+                continue
+            for _ in range(WRITE_ATTEMPTS):
+                current = self.stores.jobs.get(job.ref)
+                if current is None or current.state in FINAL_STATES or current.state == state:
+                    break
+                properties = {**current.properties, "state": state}
+                try:
+                    self._write_job(current.ref, self._spec_of(replace(current, properties=properties)), current)
+                    break
+                except (PreconditionFailedError, ConflictError):
+                    continue
+
+    # -------------------------------------------------------------------------------------------- jobs
+
+    def _stored_job(self, ref: JobRef) -> JobRecord:
+        record = self.stores.jobs.get(ref)
+        if record is None:
+            raise NotFoundError(f"job '{ref.name}' was not found in job collection '{ref.collection.name}'")
+        return record
+
+    def get_job(self, ref: JobRef) -> JobRecord:
+        """The job with its status as of now (next execution time computed from its schedule)."""
+        return with_next_execution(self._stored_job(ref), self.clock())
+
+    def list_jobs(self, ref: CollectionRef) -> list[JobRecord]:
+        collection = self.get_collection(ref)
+        now = self.clock()
+        return [with_next_execution(job, now) for job in self.stores.jobs.list(collection.ref)]
+
+    def put_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[JobRecord, bool]:
+        """Create or replace a job. Returns the stored job and whether it was created."""
+        collection = self.get_collection(ref.collection)
+        ref = JobRef(collection.ref, ref.name)
+        for attempt in range(WRITE_ATTEMPTS):
+            existing = self.stores.jobs.get(ref) if attempt or if_match else None
+            if attempt == 0 and if_match is None:
+                # Hot path: most PUTs create. Only read the job when the create finds it exists.
+                spec = definitions.parse_job(body)
+                self._check_new_job(collection, spec)
+                try:
+                    return self._write_job(ref, spec, None), True
+                except ConflictError:
+                    continue
+            check_if_match(existing.etag if existing else None, if_match, "job")
+            self._refuse_final(existing)
+            spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
+            if existing is None:
+                self._check_new_job(collection, spec)
+            else:
+                self._check_job_against_collection(ref, spec, self._collection_spec(collection))
+            try:
+                return self._write_job(ref, spec, existing), existing is None
+            except (PreconditionFailedError, ConflictError):
+                if if_match is not None:
+                    raise
+        raise ConflictError(f"job '{ref.name}' is being changed by other requests; retry")
+
+    def patch_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> JobRecord:
+        """Merge ``body`` into the stored job (JSON merge semantics) and store the result."""
+        collection = self.get_collection(ref.collection)
+        ref = JobRef(collection.ref, ref.name)
+        for _ in range(WRITE_ATTEMPTS):
+            existing = self._stored_job(ref)
+            check_if_match(existing.etag, if_match, "job")
+            self._refuse_final(existing)
+            merged = definitions.merge_patch({"properties": existing.properties}, body)
+            spec = definitions.parse_job(merged, previous=self._spec_of(existing))
+            self._check_job_against_collection(ref, spec, self._collection_spec(collection))
+            try:
+                return self._write_job(ref, spec, existing)
+            except (PreconditionFailedError, ConflictError):
+                if if_match is not None:
+                    raise
+        raise ConflictError(f"job '{ref.name}' is being changed by other requests; retry")
+
+    def delete_job(self, ref: JobRef, if_match: str | None = None) -> None:
+        existing = self._stored_job(ref)
+        check_if_match(existing.etag, if_match, "job")
+        self.stores.jobs.delete(existing.ref, etag=existing.etag if if_match else None)
+        self._delete_job_rows(existing, job_deleted=True)
+
+    def run_job(self, ref: JobRef) -> None:
+        """Fire the job now, outside its schedule (its schedule is not changed)."""
+        job = self._stored_job(ref)
+        if self._request_run is None:
+            raise SchedulerError("running jobs on demand is not available in this deployment")
+        self._request_run(job)
+
+    def list_history(self, ref: JobRef) -> list[HistoryRecord]:
+        job = self._stored_job(ref)
+        return list(self.stores.history.list(job.ref))
+
+    # ----------------------------------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _refuse_final(existing: JobRecord | None) -> None:
+        if existing is not None and existing.state in FINAL_STATES:
+            raise ConflictError(
+                f"job '{existing.ref.name}' is {existing.state}; a finished job cannot be updated, only deleted"
+            )
+
+    @staticmethod
+    def _spec_of(job: JobRecord) -> JobSpec:
+        return definitions.parse_job(
+            {"properties": definitions.restore_secrets(job.properties, job.secrets)}, validate_limits=False
+        )
+
+    @staticmethod
+    def _collection_spec(collection: CollectionRecord) -> CollectionSpec:
+        body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
+        return definitions.parse_collection(body, name=collection.ref.name)
+
+    def _check_new_job(self, collection: CollectionRecord, spec: JobSpec) -> None:
+        limits = self._collection_spec(collection)
+        self._check_job_against_collection(JobRef(collection.ref, ""), spec, limits)
+        count = self.stores.jobs.count(collection.ref)
+        if count >= limits.max_job_count:
+            raise QuotaExceededError(
+                f"job collection '{collection.ref.name}' already has {count} jobs; its quota.maxJobCount is "
+                f"{limits.max_job_count}"
+            )
+
+    @staticmethod
+    def _check_job_against_collection(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:
+        label = f"job '{ref.name}'" if ref.name else "the job"
+        if definitions.recurrence_exceeds_quota(spec.recurrence, limits.max_recurrence):
+            frequency, interval = limits.max_recurrence
+            raise QuotaExceededError(
+                f"properties.recurrence: {label} recurs more often than the collection's quota.maxRecurrence "
+                f"allows (at most once every {interval} {frequency.lower()}(s))"
+            )
+        if limits.sku == "Free":
+            if spec.uses_authentication:
+                raise QuotaExceededError(
+                    f"properties.action.request.authentication: {label} uses outbound authentication, "
+                    "which the Free plan does not allow"
+                )
+            if any(seconds < FREE_MIN_RETRY_INTERVAL for seconds in definitions.retry_intervals(spec)):
+                raise QuotaExceededError(
+                    f"properties.action.retryPolicy.retryInterval: {label} retries more often than hourly, "
+                    "which the Free plan does not allow"
+                )
+
+    def _write_job(self, ref: JobRef, spec: JobSpec, existing: JobRecord | None) -> JobRecord:
+        now = self.clock()
+        generation = existing.generation + 1 if existing else 1
+        state = spec.state
+        next_time = None
+        if state == "Enabled":
+            next_time = compile_schedule(spec.start_time, spec.recurrence, now).next_occurrence(now)
+            if next_time is None:
+                state = "Completed"
+        due: DueSlot | None = None
+        if next_time is not None:
+            shard = shard_of(ref.identity, self.shards)
+            row_key = due_row_key(next_time, ref.identity, generation)
+            self.stores.due.put(DueRow(shard, row_key, ref.partition_key, ref.row_key, generation, next_time))
+            due = DueSlot(shard, row_key)
+        record = JobRecord(
+            ref=ref,
+            properties={**spec.properties, "state": state},
+            secrets=dict(spec.secrets),
+            state=state,
+            generation=generation,
+            defined_at=now,
+            created_at=existing.created_at if existing else now,
+            execution_count=existing.execution_count if existing else 0,
+            failure_count=existing.failure_count if existing else 0,
+            faulted_count=existing.faulted_count if existing else 0,
+            last_execution_time=existing.last_execution_time if existing else None,
+            next_execution_time=next_time,
+            due=due,
+            ended_at=now if state in FINAL_STATES else None,
+        )
+        try:
+            saved = self.stores.jobs.save(record, create=existing is None, etag=existing.etag if existing else None)
+        except SchedulerError:
+            if due is not None:
+                self.stores.due.delete(due.shard, due.row_key)
+            raise
+        if existing is not None and existing.due is not None and existing.due != due:
+            self.stores.due.delete(existing.due.shard, existing.due.row_key)
+        if next_time is not None and self._due_soon is not None and next_time - now < self.lookahead:
+            # The scan that covers this occurrence has already run: dispatch it now, at its second.
+            self._due_soon(saved)
+        return saved
+
+    def _delete_job_rows(self, job: JobRecord, job_deleted: bool = False) -> None:
+        if not job_deleted:
+            self.stores.jobs.delete(job.ref)
+        if job.due is not None:
+            self.stores.due.delete(job.due.shard, job.due.row_key)
+        self.stores.history.delete_all(job.ref)

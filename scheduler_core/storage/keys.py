@@ -1,0 +1,111 @@
+"""Table keys: escaping, resource identities, due-index shards and row keys.
+
+Table Storage forbids ``/ \\ # ?`` and control characters in keys and limits them to 1 KiB. Names are
+matched case-insensitively (as ARM does), so keys hold the lower-cased name, percent-escaped; the
+original spelling is kept in an entity property for output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from scheduler_core.errors import ValidationError
+
+_ESCAPE = frozenset("/\\#?%|'\"")
+MAX_KEY_LENGTH = 1024
+SEPARATOR = "|"
+
+
+def escape_key(text: str) -> str:
+    """``text`` lower-cased and percent-escaped so that it is a valid key part and contains no ``|``."""
+    out: list[str] = []
+    for char in text.lower():
+        if char in _ESCAPE or ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F:
+            out.extend(f"%{byte:02X}" for byte in char.encode())
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _checked(key: str, what: str) -> str:
+    if len(key.encode()) > MAX_KEY_LENGTH:
+        raise ValidationError(what, f"is too long (the storage key would exceed {MAX_KEY_LENGTH} bytes)")
+    return key
+
+
+@dataclass(frozen=True)
+class CollectionRef:
+    """A job collection, as addressed by a request (names in the client's spelling)."""
+
+    subscription: str
+    resource_group: str
+    name: str
+
+    @property
+    def partition_key(self) -> str:
+        return _checked(escape_key(self.subscription), "subscriptionId")
+
+    @property
+    def row_key(self) -> str:
+        return _checked(escape_key(self.resource_group) + SEPARATOR + escape_key(self.name), "jobCollectionName")
+
+    @property
+    def identity(self) -> str:
+        """The collection's identity: the partition of its jobs."""
+        return self.partition_key + SEPARATOR + self.row_key
+
+    @property
+    def resource_id(self) -> str:
+        return (
+            f"/subscriptions/{self.subscription}/resourceGroups/{self.resource_group}"
+            f"/providers/Microsoft.Scheduler/jobCollections/{self.name}"
+        )
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A job inside a collection."""
+
+    collection: CollectionRef
+    name: str
+
+    @property
+    def partition_key(self) -> str:
+        return _checked(self.collection.identity, "jobCollectionName")
+
+    @property
+    def row_key(self) -> str:
+        return _checked(escape_key(self.name), "jobName")
+
+    @property
+    def identity(self) -> str:
+        """The job's identity: the partition of its history and part of its due-index rows."""
+        return self.partition_key + SEPARATOR + self.row_key
+
+    @property
+    def resource_id(self) -> str:
+        return f"{self.collection.resource_id}/jobs/{self.name}"
+
+
+def shard_of(identity: str, shards: int) -> str:
+    """The due-index shard (partition key) of a job: a stable hash of its identity modulo ``shards``."""
+    digest = hashlib.blake2b(identity.encode(), digest_size=8).digest()
+    return f"{int.from_bytes(digest, 'big') % shards:04d}"
+
+
+def format_due(instant: datetime) -> str:
+    """A sortable, fixed-width UTC text of an instant (microseconds kept)."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def due_row_key(due: datetime, job_identity: str, generation: int) -> str:
+    """Due-index row key: due time, then the job and its generation, so a range scan on time finds it."""
+    return _checked(f"{format_due(due)}{SEPARATOR}{job_identity}{SEPARATOR}{generation:010d}", "jobName")
+
+
+def history_row_key(started: datetime, execution_id: str) -> str:
+    """History row key: inverted time first, so that a partition scan returns the newest rows first."""
+    inverted = 10**17 - int(started.astimezone(UTC).timestamp() * 1_000_000)
+    return f"{inverted:017d}{SEPARATOR}{execution_id}"

@@ -1,0 +1,485 @@
+"""Table Storage adapters: job collections, jobs, the due index and history.
+
+Each store wraps one table and speaks in records (plain dataclasses), never in raw entities. Optimistic
+concurrency uses the table's ETags: a write that names an ETag fails with
+:class:`~scheduler_core.errors.PreconditionFailedError` when the row changed since it was read, and a
+create fails with :class:`~scheduler_core.errors.ConflictError` when the row exists.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
+
+from scheduler_core.errors import ConflictError, PreconditionFailedError
+from scheduler_core.settings import Settings
+from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
+from scheduler_core.storage.names import COLLECTIONS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
+
+#: Version of the persisted job and collection entities (bumped when their shape changes).
+SCHEMA_VERSION = 1
+#: Table Storage accepts at most 100 operations in one batch transaction.
+MAX_BATCH = 100
+
+
+def _aware(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value))
+
+
+def _etag(entity: Any) -> str:
+    return str(entity.metadata["etag"])
+
+
+def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create: bool) -> str:
+    """Create or replace ``entity``; returns the new ETag. ``etag`` guards a replace (``"*"`` = exists)."""
+    try:
+        if create:
+            result = table.create_entity(entity)
+        elif etag is None:
+            result = table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+        else:
+            result = table.update_entity(
+                entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
+            )
+    except ResourceExistsError:
+        raise ConflictError("the resource was created by another request at the same time; retry") from None
+    except (ResourceModifiedError, ResourceNotFoundError):
+        raise PreconditionFailedError("the resource was changed by another request (ETag mismatch)") from None
+    return str(result["etag"])
+
+
+# --------------------------------------------------------------------------------------------- collections
+
+
+@dataclass(frozen=True)
+class CollectionRecord:
+    ref: CollectionRef
+    location: str
+    tags: dict[str, str]
+    properties: dict[str, Any]  # canonical JobCollectionProperties
+    created_at: datetime
+    etag: str = ""
+
+    @property
+    def state(self) -> str:
+        return str(self.properties.get("state", "Enabled"))
+
+
+class CollectionStore:
+    """``JobCollections``: PartitionKey = subscription, RowKey = resource group | collection name."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    def _record(self, entity: Any) -> CollectionRecord:
+        ref = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
+        return CollectionRecord(
+            ref=ref,
+            location=entity["Location"],
+            tags=json.loads(entity.get("Tags") or "{}"),
+            properties=json.loads(entity["Properties"]),
+            created_at=_aware(entity.get("CreatedAt")) or datetime.now(UTC),
+            etag=_etag(entity),
+        )
+
+    def get(self, ref: CollectionRef) -> CollectionRecord | None:
+        try:
+            return self._record(self.table.get_entity(ref.partition_key, ref.row_key))
+        except ResourceNotFoundError:
+            return None
+
+    def list(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
+        partition = escape_key(subscription)
+        if resource_group is None:
+            rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": partition})
+        else:
+            prefix = escape_key(resource_group) + SEPARATOR
+            rows = self.table.query_entities(
+                "PartitionKey eq @p and RowKey ge @lo and RowKey lt @hi",
+                parameters={"p": partition, "lo": prefix, "hi": prefix[:-1] + chr(ord(SEPARATOR) + 1)},
+            )
+        return [self._record(row) for row in rows]
+
+    def all_partitions(self) -> builtins.list[str]:
+        """Every subscription that has collections (the cleanup walks them all)."""
+        rows = self.table.query_entities("PartitionKey ne ''", select=["Subscription"])
+        return sorted({str(row["Subscription"]) for row in rows})
+
+    def save(self, record: CollectionRecord, *, create: bool) -> CollectionRecord:
+        entity = {
+            "PartitionKey": record.ref.partition_key,
+            "RowKey": record.ref.row_key,
+            "SchemaVersion": SCHEMA_VERSION,
+            "Subscription": record.ref.subscription,
+            "ResourceGroup": record.ref.resource_group,
+            "Name": record.ref.name,
+            "Location": record.location,
+            "Tags": json.dumps(record.tags),
+            "Properties": json.dumps(record.properties),
+            "CreatedAt": record.created_at,
+        }
+        etag = _write(self.table, entity, None if create else record.etag or None, create)
+        return replace(record, etag=etag)
+
+    def delete(self, ref: CollectionRef) -> None:
+        with contextlib.suppress(ResourceNotFoundError):
+            self.table.delete_entity(ref.partition_key, ref.row_key)
+
+
+# ---------------------------------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True)
+class DueSlot:
+    """Where a job's live due-index row is."""
+
+    shard: str
+    row_key: str
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    ref: JobRef
+    properties: dict[str, Any]  # canonical JobProperties without status and without secrets
+    secrets: dict[str, str]
+    state: str
+    generation: int
+    defined_at: datetime  # when this definition was written (the "creation time" of its schedule)
+    created_at: datetime
+    execution_count: int = 0
+    failure_count: int = 0
+    faulted_count: int = 0
+    last_execution_time: datetime | None = None
+    next_execution_time: datetime | None = None
+    due: DueSlot | None = None
+    ended_at: datetime | None = None
+    etag: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def status(self) -> dict[str, Any]:
+        from scheduler_core.recurrence import format_instant
+
+        status: dict[str, Any] = {
+            "executionCount": self.execution_count,
+            "failureCount": self.failure_count,
+            "faultedCount": self.faulted_count,
+        }
+        if self.last_execution_time is not None:
+            status["lastExecutionTime"] = format_instant(self.last_execution_time)
+        if self.next_execution_time is not None:
+            status["nextExecutionTime"] = format_instant(self.next_execution_time)
+        return status
+
+
+class JobStore:
+    """``Jobs``: PartitionKey = collection identity, RowKey = job name. Secrets sit in their own property,
+    never copied into ``Definition``, so nothing that serialises a definition can leak them."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    def _record(self, entity: Any, collection: CollectionRef | None = None) -> JobRecord:
+        shard, due_key = entity.get("DueShard"), entity.get("DueRowKey")
+        if collection is None:
+            collection = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
+        return JobRecord(
+            ref=JobRef(collection, entity["Name"]),
+            properties=json.loads(entity["Definition"]),
+            secrets=json.loads(entity.get("Secrets") or "{}"),
+            state=entity["State"],
+            generation=int(entity["Generation"]),
+            defined_at=_aware(entity["DefinedAt"]) or datetime.now(UTC),
+            created_at=_aware(entity["CreatedAt"]) or datetime.now(UTC),
+            execution_count=int(entity.get("ExecutionCount", 0)),
+            failure_count=int(entity.get("FailureCount", 0)),
+            faulted_count=int(entity.get("FaultedCount", 0)),
+            last_execution_time=_aware(entity.get("LastExecutionTime")),
+            next_execution_time=_aware(entity.get("NextExecutionTime")),
+            due=DueSlot(shard, due_key) if shard and due_key else None,
+            ended_at=_aware(entity.get("EndedAt")),
+            etag=_etag(entity),
+        )
+
+    def get(self, ref: JobRef) -> JobRecord | None:
+        try:
+            return self._record(self.table.get_entity(ref.partition_key, ref.row_key), ref.collection)
+        except ResourceNotFoundError:
+            return None
+
+    def get_by_keys(self, partition: str, row: str) -> JobRecord | None:
+        """The job stored under these keys (as named by a due-index row or a queue message)."""
+        try:
+            return self._record(self.table.get_entity(partition, row))
+        except ResourceNotFoundError:
+            return None
+
+    def list(self, collection: CollectionRef) -> list[JobRecord]:
+        rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": collection.identity})
+        return sorted((self._record(row, collection) for row in rows), key=lambda r: r.ref.name.lower())
+
+    def count(self, collection: CollectionRef) -> int:
+        rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": collection.identity}, select=["RowKey"])
+        return sum(1 for _ in rows)
+
+    def save(self, record: JobRecord, *, create: bool, etag: str | None = None) -> JobRecord:
+        """Create (fails if it exists) or replace guarded by ``etag`` (``None`` = unconditional)."""
+        new_etag = _write(self.table, self.entity(record), etag, create)
+        return replace(record, etag=new_etag)
+
+    @staticmethod
+    def entity(record: JobRecord) -> dict[str, Any]:
+        """The table entity of a job record."""
+        entity: dict[str, Any] = {
+            "PartitionKey": record.ref.partition_key,
+            "RowKey": record.ref.row_key,
+            "SchemaVersion": SCHEMA_VERSION,
+            "Name": record.ref.name,
+            "Subscription": record.ref.collection.subscription,
+            "ResourceGroup": record.ref.collection.resource_group,
+            "Collection": record.ref.collection.name,
+            "Definition": json.dumps(record.properties),
+            "Secrets": json.dumps(record.secrets),
+            "State": record.state,
+            "Generation": record.generation,
+            "DefinedAt": record.defined_at,
+            "CreatedAt": record.created_at,
+            "ExecutionCount": record.execution_count,
+            "FailureCount": record.failure_count,
+            "FaultedCount": record.faulted_count,
+        }
+        optional = {
+            "LastExecutionTime": record.last_execution_time,
+            "NextExecutionTime": record.next_execution_time,
+            "EndedAt": record.ended_at,
+            "DueShard": record.due.shard if record.due else None,
+            "DueRowKey": record.due.row_key if record.due else None,
+        }
+        entity.update({k: v for k, v in optional.items() if v is not None})
+        return entity
+
+    def delete(self, ref: JobRef, etag: str | None = None) -> None:
+        try:
+            if etag is None:
+                self.table.delete_entity(ref.partition_key, ref.row_key)
+            else:
+                self.table.delete_entity(
+                    ref.partition_key, ref.row_key, etag=etag, match_condition=MatchConditions.IfNotModified
+                )
+        except ResourceNotFoundError:
+            pass
+        except ResourceModifiedError:
+            raise PreconditionFailedError("the job was changed by another request (ETag mismatch)") from None
+
+
+# ----------------------------------------------------------------------------------------------- due index
+
+
+@dataclass(frozen=True)
+class DueRow:
+    """A due-index row. ``message`` is set on rows that carry a delayed retry (longer than a queue allows)."""
+
+    shard: str
+    row_key: str
+    job_partition: str
+    job_row: str
+    generation: int
+    due: datetime
+    message: str | None = None
+    written_at: datetime | None = None
+
+
+class DueIndexStore:
+    """``DueIndex``: PartitionKey = shard, RowKey = due time | job identity | generation."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    @staticmethod
+    def _entity(row: DueRow) -> dict[str, Any]:
+        entity: dict[str, Any] = {
+            "PartitionKey": row.shard,
+            "RowKey": row.row_key,
+            "JobPartition": row.job_partition,
+            "JobRow": row.job_row,
+            "Generation": row.generation,
+            "Due": row.due,
+        }
+        if row.message is not None:
+            entity["Message"] = row.message
+        return entity
+
+    def put(self, row: DueRow) -> None:
+        self.table.upsert_entity(self._entity(row))
+
+    def advance(self, shard: str, moves: list[tuple[str, DueRow | None]]) -> None:
+        """Replace rows of one shard: each ``(old row key, new row or None)`` deletes the old row and writes
+        the new one in the same batch transaction (≤ 50 pairs per batch), so a job never has two live rows.
+        A batch that fails because a row is already gone (another scan moved it) is applied row by row."""
+        for start in range(0, len(moves), MAX_BATCH // 2):
+            chunk = moves[start : start + MAX_BATCH // 2]
+            operations: list[Any] = []
+            for old_key, new_row in chunk:
+                operations.append(("delete", {"PartitionKey": shard, "RowKey": old_key}))
+                if new_row is not None:
+                    operations.append(("upsert", self._entity(new_row)))
+            try:
+                self.table.submit_transaction(operations)
+            except (TableTransactionError, ResourceNotFoundError):
+                for old_key, new_row in chunk:
+                    if new_row is not None:
+                        self.put(new_row)
+                    self.delete(shard, old_key)
+
+    def delete(self, shard: str, row_key: str) -> None:
+        with contextlib.suppress(ResourceNotFoundError):
+            self.table.delete_entity(shard, row_key)
+
+    def delete_many(self, rows: list[tuple[str, str]]) -> None:
+        """Delete rows in batch transactions per shard (≤ 100 operations each); missing rows are fine."""
+        by_shard: dict[str, list[str]] = {}
+        for shard, key in rows:
+            by_shard.setdefault(shard, []).append(key)
+        for shard, keys in by_shard.items():
+            for start in range(0, len(keys), MAX_BATCH):
+                chunk = keys[start : start + MAX_BATCH]
+                try:
+                    self.table.submit_transaction([("delete", {"PartitionKey": shard, "RowKey": k}) for k in chunk])
+                except TableTransactionError:
+                    for key in chunk:  # one of them was already gone: fall back to single deletes
+                        self.delete(shard, key)
+
+    def due_before(self, shard: str, before: str) -> Iterator[DueRow]:
+        """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first."""
+        rows = self.table.query_entities("PartitionKey eq @p and RowKey lt @b", parameters={"p": shard, "b": before})
+        for row in rows:
+            yield DueRow(
+                shard=row["PartitionKey"],
+                row_key=row["RowKey"],
+                job_partition=row["JobPartition"],
+                job_row=row["JobRow"],
+                generation=int(row["Generation"]),
+                due=_aware(row["Due"]) or datetime.now(UTC),
+                message=row.get("Message"),
+                written_at=_aware(row.metadata.get("timestamp")),
+            )
+
+
+# ------------------------------------------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class HistoryRecord:
+    execution_id: str
+    row_key: str
+    start_time: datetime
+    end_time: datetime | None
+    expected_execution_time: datetime | None
+    action_name: str  # MainAction | ErrorAction
+    status: str  # Completed | Failed | Postponed
+    message: str
+    retry_count: int
+    repeat_count: int
+
+
+class HistoryStore:
+    """``JobHistory``: PartitionKey = job identity, RowKey = inverted start time | execution id."""
+
+    def __init__(self, table: TableClient) -> None:
+        self.table = table
+
+    def add(self, job: JobRef, record: HistoryRecord) -> None:
+        entity: dict[str, Any] = {
+            "PartitionKey": job.identity,
+            "RowKey": record.row_key,
+            "ExecutionId": record.execution_id,
+            "StartTime": record.start_time,
+            "ActionName": record.action_name,
+            "Status": record.status,
+            "Message": record.message,
+            "RetryCount": record.retry_count,
+            "RepeatCount": record.repeat_count,
+        }
+        if record.end_time is not None:
+            entity["EndTime"] = record.end_time
+        if record.expected_execution_time is not None:
+            entity["ExpectedExecutionTime"] = record.expected_execution_time
+        self.table.upsert_entity(entity)
+
+    def list(self, job: JobRef) -> Iterator[HistoryRecord]:
+        """Newest first."""
+        for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": job.identity}):
+            yield HistoryRecord(
+                execution_id=row["ExecutionId"],
+                row_key=row["RowKey"],
+                start_time=_aware(row["StartTime"]) or datetime.now(UTC),
+                end_time=_aware(row.get("EndTime")),
+                expected_execution_time=_aware(row.get("ExpectedExecutionTime")),
+                action_name=row["ActionName"],
+                status=row["Status"],
+                message=row.get("Message", ""),
+                retry_count=int(row.get("RetryCount", 0)),
+                repeat_count=int(row.get("RepeatCount", 0)),
+            )
+
+    def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
+        """Delete rows older than ``older_than`` and all but the newest ``keep``. Returns how many."""
+        rows = list(
+            self.table.query_entities(
+                "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey", "StartTime"]
+            )
+        )
+        doomed = [
+            row["RowKey"]
+            for index, row in enumerate(rows)  # newest first (inverted time keys)
+            if index >= keep or (_aware(row.get("StartTime")) or older_than) < older_than
+        ]
+        for start in range(0, len(doomed), MAX_BATCH):
+            chunk = doomed[start : start + MAX_BATCH]
+            self.table.submit_transaction([("delete", {"PartitionKey": job.identity, "RowKey": k}) for k in chunk])
+        return len(doomed)
+
+    def delete_all(self, job: JobRef) -> None:
+        keys = [
+            row["RowKey"]
+            for row in self.table.query_entities(
+                "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey"]
+            )
+        ]
+        for start in range(0, len(keys), MAX_BATCH):
+            chunk = keys[start : start + MAX_BATCH]
+            self.table.submit_transaction([("delete", {"PartitionKey": job.identity, "RowKey": k}) for k in chunk])
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Every table store of one deployment."""
+
+    collections: CollectionStore
+    jobs: JobStore
+    due: DueIndexStore
+    history: HistoryStore
+
+    @classmethod
+    def from_service(cls, service: TableServiceClient, settings: Settings) -> Stores:
+        def table(base: str) -> TableClient:
+            return service.get_table_client(settings.table_name(base))
+
+        return cls(
+            collections=CollectionStore(table(COLLECTIONS_TABLE)),
+            jobs=JobStore(table(JOBS_TABLE)),
+            due=DueIndexStore(table(DUE_INDEX_TABLE)),
+            history=HistoryStore(table(HISTORY_TABLE)),
+        )

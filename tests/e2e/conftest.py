@@ -1,0 +1,74 @@
+"""Fixtures for the end-to-end tests: the real function app on the local host, and clients for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from azure.core.pipeline import PipelineRequest
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.mgmt.scheduler import SchedulerManagementClient
+
+from scheduler_core import auth
+from scheduler_core.host.azurite import free_port
+from scheduler_core.host.runtime import LocalHost
+from scheduler_core.settings import Settings
+from scheduler_core.storage.provision import provision
+
+ROOT = Path(__file__).resolve().parents[2]
+API_VERSION = "2016-03-01"
+
+
+class ApiKeyPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
+    """Sends the API key as a bearer token (the SDK's own bearer policy refuses plain http)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def on_request(self, request: PipelineRequest) -> None:  # type: ignore[type-arg]
+        request.http_request.headers["Authorization"] = f"Bearer {self.key}"
+
+
+@dataclass
+class Api:
+    """The management API of a running local host, with a valid key."""
+
+    base_url: str
+    key: str
+    settings: Settings
+
+    def url(self, path: str, **query: str) -> str:
+        params = "&".join(f"{k}={v}" for k, v in {"api-version": API_VERSION, **query}.items())
+        return f"{self.base_url}/{path.lstrip('/')}?{params}"
+
+    def call(self, method: str, path: str, body: Any = None, key: str | None = None, **kw: Any) -> requests.Response:
+        headers = {"Authorization": f"Bearer {key or self.key}", **kw.pop("headers", {})}
+        url = path if path.startswith("http") else self.url(path, **kw.pop("query", {}))
+        if isinstance(body, (dict, list)):
+            return requests.request(method, url, json=body, headers=headers, timeout=30, **kw)
+        return requests.request(method, url, data=body, headers=headers, timeout=30, **kw)
+
+    def sdk(self, subscription: str = "sub1") -> SchedulerManagementClient:
+        return SchedulerManagementClient(
+            object(),
+            subscription,
+            base_url=self.base_url,
+            authentication_policy=ApiKeyPolicy(self.key),
+            polling_interval=0,
+            retry_total=0,
+        )
+
+
+@pytest.fixture
+def api(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    import function_app
+
+    key = auth.generate_key()
+    monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
+    provision(storage_env)
+    with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
+        yield Api(host.base_url, key, storage_env)

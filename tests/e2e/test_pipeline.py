@@ -1,0 +1,267 @@
+"""The scheduling pipeline on Azurite with simulated time: dispatch, execution, retries, error actions,
+exactly-once under duplicates and races, coalescing after downtime, stale definitions never firing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_core.pipeline.execute import Outcome
+from scheduler_core.recurrence import format_instant
+from scheduler_core.settings import Settings
+from tests.e2e.pipeline_harness import Pipeline
+from tests.support.http_target import HttpTarget, http_target
+
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def target() -> Iterator[HttpTarget]:
+    with http_target() as server:
+        yield server
+
+
+@pytest.fixture
+def pipeline(storage_env: Settings) -> Pipeline:
+    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
+    return Pipeline(storage_env, start)
+
+
+def http_action(url: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "Http", "request": {"uri": url, "method": "POST", "body": "ping"}, **extra}
+
+
+def expected_times(target: HttpTarget) -> list[str]:
+    return [r.headers["x-ms-scheduler-expected-execution-time"] for r in target.received]
+
+
+def test_every_minute_job_fires_at_its_seconds(pipeline: Pipeline, target: HttpTarget) -> None:
+    first = pipeline.clock.now + timedelta(seconds=30)
+    pipeline.put_job(
+        "minutely",
+        {
+            "startTime": format_instant(first),
+            "action": http_action(target.base_url + "/hook"),
+            "recurrence": {"frequency": "Minute", "interval": 1},
+        },
+    )
+    pipeline.run_until(first + timedelta(minutes=4, seconds=1))
+    assert expected_times(target) == [format_instant(first + timedelta(minutes=i)) for i in range(5)]
+    job = pipeline.services.service.get_job(pipeline.job_ref("minutely"))
+    assert (job.execution_count, job.failure_count) == (5, 0)
+    assert job.next_execution_time == first + timedelta(minutes=5)
+    history = pipeline.services.service.list_history(pipeline.job_ref("minutely"))
+    assert [h.expected_execution_time for h in history] == [first + timedelta(minutes=i) for i in range(4, -1, -1)]
+    assert all(h.status == "Completed" and h.action_name == "MainAction" for h in history)
+    assert "Response from host '127.0.0.1': '200 OK'" in history[0].message
+    headers = target.received[0].headers
+    assert headers["x-ms-scheduler-jobid"].endswith("/jobCollections/jc/jobs/minutely")
+    assert headers["x-ms-scheduler-retry-count"] == "0"
+    assert target.received[0].body == b"ping"
+
+
+def test_duplicate_delivery_fires_once(pipeline: Pipeline, target: HttpTarget) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    hourly = {"frequency": "Hour", "interval": 1}
+    pipeline.put_job(
+        "dup", {"startTime": format_instant(due), "action": http_action(target.base_url), "recurrence": hourly}
+    )
+    pipeline.clock.set(due)
+    [(_, message)] = pipeline.queue.take_visible()
+    first = pipeline.services.executor.execute(message)
+    second = pipeline.services.executor.execute(message)
+    assert (first.outcome, second.outcome) == (Outcome.SUCCEEDED, Outcome.DUPLICATE)
+    assert len(target.received) == 1
+    job = pipeline.services.service.get_job(pipeline.job_ref("dup"))
+    assert job.execution_count == 1
+    assert job.next_execution_time == due + timedelta(hours=1)
+
+
+def test_one_shot_job_completes_and_a_late_duplicate_does_not_fire(pipeline: Pipeline, target: HttpTarget) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    pipeline.put_job("once", {"startTime": format_instant(due), "action": http_action(target.base_url)})
+    pipeline.clock.set(due)
+    [(_, message)] = pipeline.queue.take_visible()
+    assert pipeline.services.executor.execute(message).outcome is Outcome.SUCCEEDED
+    job = pipeline.services.service.get_job(pipeline.job_ref("once"))
+    assert (job.state, job.execution_count, job.next_execution_time) == ("Completed", 1, None)
+    assert pipeline.services.executor.execute(message).outcome is Outcome.STALE  # the job has ended
+    assert len(target.received) == 1
+
+
+def test_two_scans_of_one_shard_fire_each_occurrence_once(pipeline: Pipeline, target: HttpTarget) -> None:
+    due = pipeline.clock.now + timedelta(minutes=3)
+    for index in range(6):
+        pipeline.put_job(
+            f"j{index}",
+            {
+                "startTime": format_instant(due),
+                "action": http_action(target.base_url),
+                "recurrence": {"frequency": "Hour", "interval": 1},
+            },
+        )
+    pipeline.clock.set(due - timedelta(seconds=30))
+    shards = [f"{s:04d}" for s in range(pipeline.services.settings.due_shards)]
+    barrier = threading.Barrier(2)
+
+    def scan() -> None:
+        barrier.wait()
+        for shard in shards:
+            pipeline.services.dispatcher.scan(shard, pipeline.clock())
+
+    threads = [threading.Thread(target=scan) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    pipeline.clock.set(due)
+    pipeline.deliver_visible()
+    assert sorted(r.headers["x-ms-scheduler-jobid"].rsplit("/", 1)[1] for r in target.received) == [
+        f"j{i}" for i in range(6)
+    ]
+    assert set(expected_times(target)) == {format_instant(due)}
+
+
+def test_downtime_is_coalesced_into_one_late_run_then_the_schedule_resumes(
+    pipeline: Pipeline, target: HttpTarget
+) -> None:
+    first = pipeline.clock.now + timedelta(seconds=25)
+    pipeline.put_job(
+        "m",
+        {
+            "startTime": format_instant(first),
+            "action": http_action(target.base_url),
+            "recurrence": {"frequency": "Minute", "interval": 1},
+        },
+    )
+    pipeline.run_until(first + timedelta(seconds=1))
+    assert len(target.received) == 1
+    # Ten minutes with no ticks and no deliveries (the host is stopped), then it comes back.
+    pipeline.clock.set(first + timedelta(minutes=10, seconds=30))
+    pipeline.queue.items.clear()  # the message dispatched before the stop was lost with the host's memory
+    pipeline.scan_all()
+    pipeline.deliver_visible()
+    assert len(target.received) == 2  # one late run for the nine missed occurrences
+    history = pipeline.services.service.list_history(pipeline.job_ref("m"))
+    assert "missed" in history[0].message
+    job = pipeline.services.service.get_job(pipeline.job_ref("m"))
+    assert job.next_execution_time == first + timedelta(minutes=11)
+    pipeline.run_until(first + timedelta(minutes=12, seconds=1))
+    assert expected_times(target)[-2:] == [format_instant(first + timedelta(minutes=m)) for m in (11, 12)]
+
+
+def test_failure_then_success_shows_the_retry_in_history(pipeline: Pipeline, target: HttpTarget) -> None:
+    target.answer([500, 200])
+    due = pipeline.clock.now + timedelta(seconds=15)
+    pipeline.put_job(
+        "r",
+        {
+            "startTime": format_instant(due),
+            "action": http_action(
+                target.base_url, retryPolicy={"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 3}
+            ),
+        },
+    )
+    pipeline.run_until(due + timedelta(seconds=25))
+    assert len(target.received) == 2
+    assert target.received[1].at >= target.received[0].at
+    assert [r.headers["x-ms-scheduler-retry-count"] for r in target.received] == ["0", "1"]
+    assert set(expected_times(target)) == {format_instant(due)}
+    history = pipeline.services.service.list_history(pipeline.job_ref("r"))
+    assert [(h.status, h.retry_count) for h in history] == [("Completed", 1), ("Failed", 0)]
+    assert "'500 Internal Server Error'" in history[1].message
+    job = pipeline.services.service.get_job(pipeline.job_ref("r"))
+    assert (job.execution_count, job.failure_count, job.faulted_count, job.state) == (2, 1, 0, "Completed")
+
+
+def test_always_failing_target_runs_the_error_action_and_faults(pipeline: Pipeline, target: HttpTarget) -> None:
+    target.answer([503])
+    due = pipeline.clock.now + timedelta(seconds=15)
+    with http_target() as fallback:
+        pipeline.put_job(
+            "f",
+            {
+                "startTime": format_instant(due),
+                "action": http_action(
+                    target.base_url + "/main",
+                    retryPolicy={"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 2},
+                    errorAction={"type": "Http", "request": {"uri": fallback.base_url + "/error", "method": "POST"}},
+                ),
+            },
+        )
+        pipeline.run_until(due + timedelta(minutes=2))
+        assert len(target.received) == 3  # first try and two retries
+        assert [r.path for r in fallback.received] == ["/error"]
+    job = pipeline.services.service.get_job(pipeline.job_ref("f"))
+    assert (job.execution_count, job.failure_count, job.faulted_count) == (3, 3, 1)
+    assert job.state == "Faulted"
+    history = pipeline.services.service.list_history(pipeline.job_ref("f"))
+    assert [h.action_name for h in history] == ["ErrorAction", "MainAction", "MainAction", "MainAction"]
+
+
+def test_update_or_disable_between_dispatch_and_firing_never_fires_the_stale_definition(
+    pipeline: Pipeline, target: HttpTarget
+) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    action = http_action(target.base_url + "/old")
+    recurrence = {"frequency": "Hour", "interval": 1}
+    pipeline.put_job("u", {"startTime": format_instant(due), "action": action, "recurrence": recurrence})
+    pipeline.put_job("d", {"startTime": format_instant(due), "action": action, "recurrence": recurrence})
+    assert len(pipeline.queue.items) == 2  # dispatched at once: due inside the lookahead window
+    later = due + timedelta(minutes=30)
+    pipeline.put_job(
+        "u",
+        {"startTime": format_instant(later), "action": http_action(target.base_url + "/new"), "recurrence": recurrence},
+    )
+    pipeline.services.service.patch_job(pipeline.job_ref("d"), {"properties": {"state": "Disabled"}})
+    pipeline.clock.set(due)
+    reports = pipeline.deliver_visible()
+    assert [r.outcome for r in reports] == [Outcome.STALE, Outcome.STALE]
+    assert target.received == []
+    pipeline.run_until(later + timedelta(seconds=1))
+    assert [r.path for r in target.received] == ["/new"]
+
+
+def test_worker_killed_mid_action_yields_exactly_one_completed_occurrence(
+    pipeline: Pipeline, target: HttpTarget
+) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    pipeline.put_job("k", {"startTime": format_instant(due), "action": http_action(target.base_url)})
+    pipeline.clock.set(due)
+    [(_, message)] = pipeline.queue.take_visible()
+    target.answer([200], delay=60)  # the first worker hangs inside the action
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.e2e.executor_worker", message.to_json()],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        target.wait_for(1, timeout=30)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    target.answer([200], delay=0)
+    real_now = datetime.now(UTC)
+    # Redelivered while the dead worker's lease is still live: left alone and re-sent for later.
+    pipeline.clock.set(real_now + timedelta(seconds=5))
+    assert pipeline.services.executor.execute(message).outcome is Outcome.BUSY
+    # Redelivered after the lease expired: taken over, run once, completed.
+    pipeline.clock.set(real_now + timedelta(minutes=3))
+    assert pipeline.services.executor.execute(message).outcome is Outcome.SUCCEEDED
+    assert pipeline.services.executor.execute(message).outcome is Outcome.STALE  # the one-shot job has completed
+    history = pipeline.services.service.list_history(pipeline.job_ref("k"))
+    assert [(h.status, h.action_name) for h in history] == [("Completed", "MainAction")]
+    assert len(target.received) == 2  # the dead worker's call reached the target; the occurrence completed once

@@ -1,0 +1,89 @@
+"""A real HTTP server on 127.0.0.1 that records what it receives and answers as told (a test peer)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float  # time.time() when it arrived
+
+
+@dataclass
+class HttpTarget:
+    """Answers each request with the next status of ``statuses`` (the last one repeats)."""
+
+    statuses: list[int] = field(default_factory=lambda: [200])
+    delay: float = 0.0
+    received: list[Received] = field(default_factory=list)
+    base_url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answer(self, statuses: list[int], delay: float = 0.0) -> None:
+        with self.lock:
+            self.statuses = list(statuses)
+            self.delay = delay
+
+    def _next_status(self) -> int:
+        with self.lock:
+            return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.received) >= count:
+                    return list(self.received)
+            time.sleep(0.02)
+        raise AssertionError(f"expected {count} requests, got {len(self.received)}")
+
+
+@contextmanager
+def http_target(statuses: list[int] | None = None) -> Iterator[HttpTarget]:
+    target = HttpTarget(statuses=statuses or [200])
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            with target.lock:
+                target.received.append(Received(self.command, self.path, dict(self.headers), body, time.time()))
+                delay = target.delay
+            if delay:
+                time.sleep(delay)
+            status = target._next_status()
+            payload = f"status {status}".encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    target.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield target
+    finally:
+        server.shutdown()
+        server.server_close()
