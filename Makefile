@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PORT ?= 7071
 AZURITE_PORTS ?= 10000,10001,10002
 
-.PHONY: install run test lint unit clean
+.PHONY: install run test lint infra-check clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,10 +27,13 @@ test: install
 	$(PY) -m pytest
 	$(MAKE) lint
 
+infra-check: $(VENV)/.installed
+	$(PY) -m pytest tests/infra
+
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) node_modules .azurite .run .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-infra node_modules .azurite .run .pytest_cache .mypy_cache .ruff_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -26,7 +27,9 @@ def azurite_settings(**extra: str) -> Iterator[settings.Settings]:
     """A private in-memory Azurite and settings pointing at it (fresh tables and queues)."""
     with Azurite() as azurite:
         suffix = uuid.uuid4().hex[:6]
+        sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
         values = {
+            **sample,
             "AzureWebJobsStorage": azurite.connection_string,
             "SCHEDULER_TABLE_PREFIX": f"b{suffix}",
             "SCHEDULER_SCAN_QUEUE": f"scan-{suffix}",

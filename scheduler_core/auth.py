@@ -62,14 +62,18 @@ def parse_keys(text: str) -> tuple[ApiKey, ...]:
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The key a request presents: ``Authorization: Bearer KEY`` or ``x-functions-key: KEY``."""
+    """The key a request presents: ``x-functions-key: KEY``, else ``Authorization: Bearer KEY``.
+
+    ``x-functions-key`` wins when both are sent, so that behind App Service Authentication a client can
+    carry its Entra ID token in ``Authorization`` and its API key in ``x-functions-key``."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    authorization = lowered.get("authorization", "")
-    scheme, _, value = authorization.partition(" ")
+    key = lowered.get("x-functions-key", "").strip()
+    if key:
+        return key
+    scheme, _, value = lowered.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    key = lowered.get("x-functions-key", "").strip()
-    return key or None
+    return None
 
 
 def authenticate(keys: tuple[ApiKey, ...], headers: Mapping[str, str], subscription_id: str | None) -> ApiKey:

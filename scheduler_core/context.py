@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from azure.storage.queue import QueueClient
 
 from scheduler_core import auth, settings
-from scheduler_core.actions import ActionRunner, OutboundPolicy
-from scheduler_core.actions.http import HttpSender
+from scheduler_core.actions import ActionRunner
+from scheduler_core.actions.registry import default_runner
 from scheduler_core.api.handler import ApiContext
 from scheduler_core.pipeline.claims import ClaimStore
 from scheduler_core.pipeline.dispatch import Dispatcher, Send
@@ -73,11 +73,7 @@ def build(
 
     dispatcher = Dispatcher(stores, send_execution, config.due_shards, timedelta(seconds=config.lookahead_seconds))
     if runner is None:
-        http = HttpSender(
-            policy=OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints),
-            timeout=float(config.http_timeout_seconds),
-        )
-        runner = ActionRunner({"Http": http, "Https": http})
+        runner = default_runner(config)
     claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
     executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep)
 

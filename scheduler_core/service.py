@@ -10,6 +10,7 @@ nothing stale.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -42,6 +43,10 @@ FINAL_STATES = frozenset({"Completed", "Faulted"})
 #: How often a write is retried when another writer changed the row between our read and our write
 #: (only when the client sent no If-Match: with If-Match the client gets 412 instead).
 WRITE_ATTEMPTS = 4
+#: Attempts of an ETag-guarded counter update under contention.
+COUNTER_ATTEMPTS = 50
+#: A job counter untouched this long has no reservation in flight, so it may be repaired from a count.
+COUNTER_SETTLE = timedelta(seconds=60)
 #: Free collections: retries at most hourly (plan limit).
 FREE_MIN_RETRY_INTERVAL = 3600.0
 #: Subscriptions may hold at most one Free collection (plan limit).
@@ -84,6 +89,10 @@ class SchedulerService:
         self._request_run = request_run
         self._due_soon = due_soon
         self.lookahead = lookahead
+        # Job counters of collections: the last record this process wrote, and a lock per collection.
+        self._counters: dict[str, CollectionRecord] = {}
+        self._counter_locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
 
     # ------------------------------------------------------------------------------------- collections
 
@@ -100,18 +109,30 @@ class SchedulerService:
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
     ) -> tuple[CollectionRecord, bool]:
         spec = definitions.parse_collection(body, name=ref.name)
-        existing = self.stores.collections.get(ref)
-        check_if_match(existing.etag if existing else None, if_match, "job collection")
-        return self._save_collection(ref, spec, existing), existing is None
+        for _ in range(COUNTER_ATTEMPTS):
+            existing = self.stores.collections.get(ref)
+            check_if_match(existing.etag if existing else None, if_match, "job collection")
+            try:
+                return self._save_collection(ref, spec, existing), existing is None
+            except (PreconditionFailedError, ConflictError):
+                if if_match is not None:
+                    raise
+        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
 
     def patch_collection(
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
     ) -> CollectionRecord:
-        existing = self.get_collection(ref)
-        check_if_match(existing.etag, if_match, "job collection")
-        current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
-        spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
-        return self._save_collection(ref, spec, existing)
+        for _ in range(COUNTER_ATTEMPTS):
+            existing = self.get_collection(ref)
+            check_if_match(existing.etag, if_match, "job collection")
+            current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
+            spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
+            try:
+                return self._save_collection(ref, spec, existing)
+            except PreconditionFailedError:
+                if if_match is not None:
+                    raise
+        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
 
     def _save_collection(
         self, ref: CollectionRef, spec: CollectionSpec, existing: CollectionRecord | None
@@ -134,6 +155,7 @@ class SchedulerService:
             properties=spec.properties,
             created_at=existing.created_at if existing else self.clock(),
             etag=existing.etag if existing else "",
+            job_count=existing.job_count if existing else 0,
         )
         saved = self.stores.collections.save(record, create=existing is None)
         if existing is not None and existing.state != spec.state and spec.state in ("Enabled", "Disabled"):
@@ -159,10 +181,16 @@ class SchedulerService:
 
     def set_collection_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are)."""
-        existing = self.get_collection(ref)
-        properties = {**existing.properties, "state": state}
-        saved = self.stores.collections.save(replace(existing, properties=properties), create=False)
-        self._set_jobs_state(saved.ref, state)
+        for _ in range(COUNTER_ATTEMPTS):
+            existing = self.get_collection(ref)
+            properties = {**existing.properties, "state": state}
+            try:
+                saved = self.stores.collections.save(replace(existing, properties=properties), create=False)
+            except PreconditionFailedError:
+                continue
+            self._set_jobs_state(saved.ref, state)
+            return
+        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
 
     def _set_jobs_state(self, ref: CollectionRef, state: str) -> None:
         for job in self.stores.jobs.list(ref):
@@ -197,28 +225,43 @@ class SchedulerService:
         return [with_next_execution(job, now) for job in self.stores.jobs.list(collection.ref)]
 
     def put_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[JobRecord, bool]:
-        """Create or replace a job. Returns the stored job and whether it was created."""
-        collection = self.get_collection(ref.collection)
+        """Create or replace a job. Returns the stored job and whether it was created.
+
+        A create costs three storage round trips: the ETag-guarded reservation on the collection row
+        (which also proves the collection is still the one this process last saw, so it need not be read
+        again), the due-index row, and the job row."""
+        collection = self._counters.get(ref.collection.identity) or self.get_collection(ref.collection)
+        limits = self._collection_spec(collection)
         ref = JobRef(collection.ref, ref.name)
         for attempt in range(WRITE_ATTEMPTS):
-            existing = self.stores.jobs.get(ref) if attempt or if_match else None
-            if attempt == 0 and if_match is None:
-                # Hot path: most PUTs create. Only read the job when the create finds it exists.
-                spec = definitions.parse_job(body)
-                self._check_new_job(collection, spec)
-                try:
-                    return self._write_job(ref, spec, None), True
-                except ConflictError:
-                    continue
+            # Hot path: most PUTs create, so the first attempt does not read the job; a create that finds
+            # the job exists (or a full collection) goes round again and reads it.
+            optimistic = attempt == 0 and if_match is None
+            existing = None if optimistic else self.stores.jobs.get(ref)
             check_if_match(existing.etag if existing else None, if_match, "job")
             self._refuse_final(existing)
             spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
+            self._check_job_against_collection(ref, spec, limits)
             if existing is None:
-                self._check_new_job(collection, spec)
-            else:
-                self._check_job_against_collection(ref, spec, self._collection_spec(collection))
+                reserved = self._reserve_job_slot(collection, limits)
+                if reserved is None:  # the collection changed since this process last saw it: start again
+                    collection = self.get_collection(ref.collection)
+                    limits = self._collection_spec(collection)
+                    continue
+                if not reserved:
+                    if optimistic:
+                        continue
+                    raise QuotaExceededError(
+                        f"job collection '{collection.ref.name}' already has {limits.max_job_count} jobs, "
+                        f"its quota.maxJobCount"
+                    )
+                try:
+                    return self._write_job(ref, spec, None), True
+                except ConflictError:
+                    self._release_job_slot(collection.ref)
+                    continue
             try:
-                return self._write_job(ref, spec, existing), existing is None
+                return self._write_job(ref, spec, existing), False
             except (PreconditionFailedError, ConflictError):
                 if if_match is not None:
                     raise
@@ -247,6 +290,7 @@ class SchedulerService:
         check_if_match(existing.etag, if_match, "job")
         self.stores.jobs.delete(existing.ref, etag=existing.etag if if_match else None)
         self._delete_job_rows(existing, job_deleted=True)
+        self._release_job_slot(existing.ref.collection)
 
     def run_job(self, ref: JobRef) -> None:
         """Fire the job now, outside its schedule (its schedule is not changed)."""
@@ -279,15 +323,59 @@ class SchedulerService:
         body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
         return definitions.parse_collection(body, name=collection.ref.name)
 
-    def _check_new_job(self, collection: CollectionRecord, spec: JobSpec) -> None:
-        limits = self._collection_spec(collection)
-        self._check_job_against_collection(JobRef(collection.ref, ""), spec, limits)
-        count = self.stores.jobs.count(collection.ref)
-        if count >= limits.max_job_count:
-            raise QuotaExceededError(
-                f"job collection '{collection.ref.name}' already has {count} jobs; its quota.maxJobCount is "
-                f"{limits.max_job_count}"
-            )
+    def _reserve_job_slot(self, collection: CollectionRecord, limits: CollectionSpec) -> bool | None:
+        """Count a new job against ``maxJobCount`` before it is written (False: the collection is full;
+        None: the collection row is no longer ``collection``, so the caller re-reads it and checks again).
+
+        The counter lives on the collection row and moves by ETag-guarded merges, so concurrent creates
+        cannot both take the last slot. A crash between a reservation and its job write leaves the counter
+        one too high: when it says the collection is full and the row has been quiet for
+        :data:`COUNTER_SETTLE` (no reservation can still be in flight), the jobs are counted exactly and
+        the counter is repaired. An unknown counter is counted the same way."""
+        key = collection.ref.identity
+        with self._counter_lock(key):  # this process's writers queue here instead of colliding on the ETag
+            current: CollectionRecord | None = self._counters.get(key, collection)
+            for _ in range(COUNTER_ATTEMPTS):
+                if current is None:
+                    current = self.get_collection(collection.ref)
+                    if current.properties != collection.properties:
+                        self._counters.pop(key, None)
+                        return None
+                count = current.job_count
+                try:
+                    if count is None or count >= limits.max_job_count:
+                        quiet = current.modified_at is None or self.clock() - current.modified_at > COUNTER_SETTLE
+                        if count is not None and not quiet:
+                            return False
+                        exact = self.stores.jobs.count(current.ref)
+                        if exact != count:
+                            current = self.stores.collections.set_job_count(current, exact)
+                        if exact >= limits.max_job_count:
+                            return False
+                        count = exact
+                    self._counters[key] = self.stores.collections.set_job_count(current, count + 1)
+                    return True
+                except PreconditionFailedError:
+                    current = None
+        raise ConflictError(f"job collection '{collection.ref.name}' is being changed by many requests; retry")
+
+    def _counter_lock(self, key: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._counter_locks.setdefault(key, threading.Lock())
+
+    def _release_job_slot(self, ref: CollectionRef) -> None:
+        with self._counter_lock(ref.identity):
+            self._counters.pop(ref.identity, None)
+            for _ in range(COUNTER_ATTEMPTS):
+                current = self.stores.collections.get(ref)
+                if current is None or current.job_count is None:
+                    return
+                try:
+                    self.stores.collections.set_job_count(current, max(0, current.job_count - 1))
+                    return
+                except PreconditionFailedError:
+                    continue
+        log.warning("job collection %s: job counter not decremented (it is repaired when the quota is reached)", ref)
 
     @staticmethod
     def _check_job_against_collection(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:

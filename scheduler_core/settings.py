@@ -69,9 +69,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec(
         "SCHEDULER_DISPATCH_SCHEDULE",
-        "0 * * * * *",
+        "45 * * * * *",
         "NCRONTAB schedule (6 fields, seconds first) of the dispatch timer. Referenced by the timer "
-        "trigger as %SCHEDULER_DISPATCH_SCHEDULE%.",
+        "trigger as %SCHEDULER_DISPATCH_SCHEDULE%. It ticks at second 45, so that a scan has finished "
+        "well before the occurrences at the start of the next minute.",
     ),
     SettingSpec(
         "SCHEDULER_CLEANUP_SCHEDULE",
@@ -95,9 +96,41 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "which are refused by default because they hand out the app's own identity tokens.",
     ),
     SettingSpec(
+        "SCHEDULER_STORAGE_QUEUE_ENDPOINT",
+        "core.windows.net",
+        "Where Storage queue actions send: a DNS suffix (core.windows.net; core.chinacloudapi.cn, "
+        "core.usgovcloudapi.net for sovereign clouds) giving https://{account}.queue.{suffix}, or a URL with "
+        "{account} (http://127.0.0.1:10001/{account} for Azurite).",
+    ),
+    SettingSpec(
+        "SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT",
+        "envelope",
+        "How Storage queue actions write the message: 'envelope' (Azure Scheduler's StorageQueueMessage XML, "
+        "base64, as the original service sent it), 'base64' (the message text, base64) or 'text' (as is).",
+    ),
+    SettingSpec(
+        "SCHEDULER_SERVICE_BUS_ENDPOINT",
+        "servicebus.windows.net",
+        "Where Service Bus actions send: a DNS suffix (servicebus.windows.net; servicebus.chinacloudapi.cn, "
+        "servicebus.usgovcloudapi.net) giving {namespace}.{suffix} over AMQP/TLS, or a URL with {namespace}; "
+        "the scheme amqp:// with a port (amqp://127.0.0.1:5672) turns TLS off for the emulator and tests.",
+    ),
+    SettingSpec(
+        "SCHEDULER_SERVICE_BUS_IDLE_SECONDS",
+        "300",
+        "Service Bus senders are reused per namespace and entity, and closed after this many seconds unused.",
+    ),
+    SettingSpec(
+        "SCHEDULER_ENTRA_AUTHORITY_HOST",
+        "https://login.microsoftonline.com",
+        "Entra ID authority of ActiveDirectoryOAuth HTTP authentication (https://login.chinacloudapi.cn, "
+        "https://login.microsoftonline.us for sovereign clouds).",
+    ),
+    SettingSpec(
         "SCHEDULER_LOOKAHEAD_SECONDS",
-        "60",
-        "How far ahead of now a shard scan enqueues executions (they become visible at their due second).",
+        "75",
+        "How far ahead of now a shard scan enqueues executions (they become visible just before their due "
+        "second). Keep it longer than the dispatch timer's period (60 s) plus a scan's duration.",
     ),
 )
 
@@ -134,6 +167,32 @@ def _bool(name: str, environ: Mapping[str, str] | None) -> bool:
     raise ConfigurationError(f"setting {name} must be true or false, got {text!r}")
 
 
+def _choice(name: str, choices: tuple[str, ...], environ: Mapping[str, str] | None) -> str:
+    text = (raw(name, environ) or "").strip().lower()
+    if text not in choices:
+        raise ConfigurationError(f"setting {name} must be one of {', '.join(choices)}, got {text!r}")
+    return text
+
+
+def _endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None) -> str:
+    """A DNS suffix, or a URL (usually containing ``placeholder``; without it, one endpoint for all)."""
+    text = (raw(name, environ) or "").strip()
+    if "://" in text and not text.split("://", 1)[1].strip("/"):
+        raise ConfigurationError(
+            f"setting {name} must be a DNS suffix or a URL with a host ({placeholder}), got {text!r}"
+        )
+    if not text or any(c.isspace() for c in text):
+        raise ConfigurationError(f"setting {name} must be a DNS suffix or a URL, got {text!r}")
+    return text
+
+
+def _https_url(name: str, environ: Mapping[str, str] | None) -> str:
+    text = (raw(name, environ) or "").strip().rstrip("/")
+    if not text.startswith("https://") or len(text) <= len("https://"):
+        raise ConfigurationError(f"setting {name} must be an https URL, got {text!r}")
+    return text
+
+
 @dataclass(frozen=True)
 class Settings:
     """The parsed settings the service runs with."""
@@ -148,6 +207,11 @@ class Settings:
     lookahead_seconds: int
     http_timeout_seconds: int = 60
     allow_metadata_endpoints: bool = False
+    storage_queue_endpoint: str = "core.windows.net"
+    storage_queue_message_format: str = "envelope"
+    service_bus_endpoint: str = "servicebus.windows.net"
+    service_bus_idle_seconds: int = 300
+    entra_authority_host: str = "https://login.microsoftonline.com"
 
     def table_name(self, base: str) -> str:
         """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
@@ -174,4 +238,11 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
         http_timeout_seconds=_int("SCHEDULER_HTTP_TIMEOUT_SECONDS", environ, 1, 600),
         allow_metadata_endpoints=_bool("SCHEDULER_ALLOW_METADATA_ENDPOINTS", environ),
+        storage_queue_endpoint=_endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
+        storage_queue_message_format=_choice(
+            "SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT", ("envelope", "base64", "text"), environ
+        ),
+        service_bus_endpoint=_endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
+        service_bus_idle_seconds=_int("SCHEDULER_SERVICE_BUS_IDLE_SECONDS", environ, 1, 86400),
+        entra_authority_host=_https_url("SCHEDULER_ENTRA_AUTHORITY_HOST", environ),
     )

@@ -10,6 +10,7 @@ import requests
 
 from scheduler_core import __version__
 from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
+from scheduler_core.actions.http_auth import AuthenticationProblem, ClientCertificateSessions, OAuthTokens
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused
 from scheduler_core.recurrence import format_instant
 
@@ -32,27 +33,49 @@ def scheduler_headers(context: ActionContext) -> dict[str, str]:
 
 
 class HttpSender:
-    """Sends ``Http``/``Https`` actions. ``session`` is the transport seam (a pooled ``requests.Session``)."""
+    """Sends ``Http``/``Https`` actions. ``session`` is the transport seam (a pooled ``requests.Session``);
+    ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting). Authentication:
+    ``Basic``, ``ClientCertificate`` (mutual TLS; a session per certificate, which copies ``session``'s
+    trust settings) and ``ActiveDirectoryOAuth`` (``Authorization: Bearer``)."""
 
     def __init__(
         self,
         session: requests.Session | None = None,
         policy: OutboundPolicy | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        oauth: OAuthTokens | None = None,
     ) -> None:
         self.session = session or requests.Session()
         self.policy = policy or OutboundPolicy()
         self.timeout = timeout
+        self.oauth = oauth or OAuthTokens()
+        self.certificates = ClientCertificateSessions(self.session)
 
-    def _auth(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-        """requests keyword arguments for the request's authentication, or a reason it cannot be used."""
+    def _auth(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], requests.Session, str | None]:
+        """requests keyword arguments and the session for the request's authentication, or a reason it
+        cannot be used (never quoting a secret)."""
         authentication = request.get("authentication") or {}
         kind = authentication.get("type")
         if not kind or kind == "NotSpecified":
-            return {}, None
+            return {}, self.session, None
         if kind == "Basic":
-            return {"auth": (authentication.get("username", ""), authentication.get("password", ""))}, None
-        return {}, f"authentication type '{kind}' is not supported by this deployment"
+            return (
+                {"auth": (authentication.get("username", ""), authentication.get("password", ""))},
+                self.session,
+                None,
+            )
+        try:
+            if kind == "ClientCertificate":
+                session = self.certificates.session_for(
+                    str(authentication.get("pfx") or ""), authentication.get("password") or None
+                )
+                return {}, session, None
+            if kind == "ActiveDirectoryOAuth":
+                token = self.oauth.token(authentication)
+                return {"headers": {"Authorization": f"Bearer {token}"}}, self.session, None
+        except AuthenticationProblem as exc:
+            return {}, self.session, str(exc)
+        return {}, self.session, f"authentication type '{kind}' is not supported by this deployment"
 
     def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
         request = action.get("request") or {}
@@ -62,13 +85,13 @@ class HttpSender:
             self.policy.check_host(host)
         except OutboundRefused as exc:
             return ActionResult(False, f"Http Action - Request to '{host}' refused: {exc}")
-        auth_kwargs, problem = self._auth(request)
+        auth_kwargs, session, problem = self._auth(request)
         if problem:
             return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {problem}")
-        headers = {**scheduler_headers(context), **(request.get("headers") or {})}
+        headers = {**scheduler_headers(context), **(request.get("headers") or {}), **auth_kwargs.pop("headers", {})}
         body = request.get("body")
         try:
-            response = self.session.request(
+            response = session.request(
                 str(request.get("method") or "GET").upper(),
                 uri,
                 data=body.encode() if isinstance(body, str) else None,

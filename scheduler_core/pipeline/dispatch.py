@@ -38,11 +38,15 @@ MAX_VISIBILITY = timedelta(days=7)
 Send = Callable[[str, int], None]  # (message text, visibility timeout in whole seconds)
 
 
+#: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
+#: that queues (which count whole seconds) cannot express; the executor holds them until the due instant.
+#: With a queue polling interval of at most this margin, actions fire at their second, not after it.
+EARLY_MARGIN_SECONDS = 1
+
+
 def visibility_seconds(due: datetime, now: datetime) -> int:
-    """Whole seconds until ``due``, rounded down (queues count whole seconds): the message appears up to a
-    second early and the executor waits out the rest, so actions fire at the due instant, not up to a
-    second late. 0 when it is due already."""
-    return max(0, math.floor((due - now).total_seconds()))
+    """The visibility timeout that shows a message 1–2 s before ``due`` (0 when that is already past)."""
+    return max(0, math.floor((due - now).total_seconds()) - EARLY_MARGIN_SECONDS)
 
 
 @dataclass

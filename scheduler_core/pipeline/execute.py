@@ -38,7 +38,7 @@ CLAIM_LEASE = timedelta(seconds=120)
 #: Attempts of one job's counters update before giving up (other executors race on the same row).
 COUNTER_ATTEMPTS = 10
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
-MAX_EARLY_WAIT = timedelta(seconds=2)
+MAX_EARLY_WAIT = timedelta(seconds=3)
 
 Clock = Callable[[], datetime]
 

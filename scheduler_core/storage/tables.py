@@ -72,6 +72,8 @@ class CollectionRecord:
     properties: dict[str, Any]  # canonical JobCollectionProperties
     created_at: datetime
     etag: str = ""
+    job_count: int | None = None  # jobs in the collection (None: not known, count them)
+    modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
 
     @property
     def state(self) -> str:
@@ -93,6 +95,8 @@ class CollectionStore:
             properties=json.loads(entity["Properties"]),
             created_at=_aware(entity.get("CreatedAt")) or datetime.now(UTC),
             etag=_etag(entity),
+            job_count=entity.get("JobCount"),
+            modified_at=_aware(entity.metadata.get("timestamp")),
         )
 
     def get(self, ref: CollectionRef) -> CollectionRecord | None:
@@ -131,8 +135,21 @@ class CollectionStore:
             "Properties": json.dumps(record.properties),
             "CreatedAt": record.created_at,
         }
+        if record.job_count is not None:
+            entity["JobCount"] = record.job_count
         etag = _write(self.table, entity, None if create else record.etag or None, create)
         return replace(record, etag=etag)
+
+    def set_job_count(self, record: CollectionRecord, count: int) -> CollectionRecord:
+        """Set the collection's job counter, guarded by the record's ETag (412 if it changed meanwhile)."""
+        entity = {"PartitionKey": record.ref.partition_key, "RowKey": record.ref.row_key, "JobCount": count}
+        try:
+            result = self.table.update_entity(
+                entity, mode=UpdateMode.MERGE, etag=record.etag, match_condition=MatchConditions.IfNotModified
+            )
+        except (ResourceModifiedError, ResourceNotFoundError):
+            raise PreconditionFailedError("the job collection was changed by another request") from None
+        return replace(record, etag=str(result["etag"]), job_count=count, modified_at=datetime.now(UTC))
 
     def delete(self, ref: CollectionRef) -> None:
         with contextlib.suppress(ResourceNotFoundError):

@@ -173,3 +173,24 @@ def test_paging_links_are_absolute_and_keep_the_query(api: Api, collection: str)
     for bad in ("0", "101", "x"):
         assert api.call("GET", f"{collection}/jobs", query={"$top": bad}).status_code == 400
     assert api.call("GET", f"{collection}/jobs", query={"$filter": "name eq 'a'"}).status_code == 400
+
+
+def test_concurrent_creates_never_exceed_max_job_count(api: Api) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    small = JC_PATH.replace("/jc", "/small")
+    body = {"location": "westus", "properties": {"quota": {"maxJobCount": 5}}}
+    assert api.call("PUT", small, body).status_code == 201
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(
+            pool.map(lambda i: api.call("PUT", f"{small}/jobs/j{i}", lowercase_job()).status_code, range(12))
+        )
+    assert sorted(statuses) == [201] * 5 + [409] * 7
+    assert len(api.call("GET", f"{small}/jobs").json()["value"]) == 5
+    # Deleting one frees a slot; replacing an existing job needs none.
+    listed = api.call("GET", f"{small}/jobs").json()["value"]
+    first, second = (job["name"].split("/")[1] for job in listed[:2])
+    assert api.call("PUT", f"{small}/jobs/{first}", lowercase_job()).status_code == 200
+    assert api.call("DELETE", f"{small}/jobs/{second}").status_code == 200
+    assert api.call("PUT", f"{small}/jobs/new", lowercase_job()).status_code == 201
+    assert api.call("PUT", f"{small}/jobs/newer", lowercase_job()).status_code == 409

@@ -55,6 +55,7 @@ def http_target(statuses: list[int] | None = None) -> Iterator[HttpTarget]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

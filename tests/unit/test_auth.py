@@ -21,6 +21,13 @@ def test_bearer_and_function_key_headers_authenticate() -> None:
     assert auth.authenticate(keys, {"x-functions-key": key}, "sub") is keys[0]
 
 
+def test_function_key_header_wins_over_an_entra_bearer_token() -> None:
+    key = auth.generate_key()
+    keys = auth.parse_keys(auth.hash_entry(key))
+    headers = {"Authorization": "Bearer eyJ0eXAiOiJKV1QiLCJhbGciOi.entra.token", "x-functions-key": key}
+    assert auth.authenticate(keys, headers, "sub") is keys[0]
+
+
 def test_missing_or_wrong_key_is_401() -> None:
     keys = auth.parse_keys(auth.hash_entry(auth.generate_key()))
     with pytest.raises(AuthenticationError, match="authentication required"):

@@ -98,9 +98,10 @@ def test_due_and_history_keys_sort_by_time() -> None:
     assert history == sorted(history, reverse=True)  # newest first
 
 
-def test_visibility_rounds_down_and_never_negative() -> None:
+def test_visibility_shows_messages_one_to_two_seconds_early_and_never_negative() -> None:
     now = datetime(2026, 1, 1, 0, 0, 0, 300000, tzinfo=UTC)
-    assert visibility_seconds(datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC), now) == 29
+    assert visibility_seconds(datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC), now) == 28
+    assert visibility_seconds(datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC), now) == 0
     assert visibility_seconds(datetime(2026, 1, 1, 0, 0, 0, tzinfo=UTC), now) == 0
 
 

@@ -88,7 +88,7 @@ def test_load_parses_and_checks_values() -> None:
     env = {"AzureWebJobsStorage": "UseDevelopmentStorage=true", "SCHEDULER_DUE_SHARDS": "32"}
     loaded = settings.load(env)
     assert loaded.due_shards == 32
-    assert loaded.lookahead_seconds == 60
+    assert loaded.lookahead_seconds == 75
     assert loaded.table_name("Jobs") == "Jobs"
     with pytest.raises(ConfigurationError, match="SCHEDULER_DUE_SHARDS"):
         settings.load({**env, "SCHEDULER_DUE_SHARDS": "zero"})

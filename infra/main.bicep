@@ -1,0 +1,308 @@
+// Azure Scheduler successor: everything one deployment needs, in its own resource group.
+//   azd up                                    (uses main.parameters.json)
+//   az deployment sub create -l <region> -f infra/main.bicep -p environmentName=<name> location=<region>
+// See docs/deploy.md. Modules: monitoring, storage (tables and queues), key vault (API key hashes),
+// function app (plan, site, optional App Service Authentication), roles, app settings, optional
+// Service Bus namespace.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('Name of the environment (azd: AZURE_ENV_NAME); names the resource group and seeds unique names.')
+param environmentName string
+
+@minLength(1)
+@description('Azure region of every resource.')
+param location string
+
+@description('Resource group to create or reuse. Empty: rg-<environmentName>.')
+param resourceGroupName string = ''
+
+@description('Hosting plan: FlexConsumption (FC1, default) or ElasticPremium (EP1-EP3).')
+@allowed([
+  'FlexConsumption'
+  'ElasticPremium'
+])
+param hostingPlan string = 'FlexConsumption'
+
+@description('Elastic Premium SKU (hostingPlan ElasticPremium only).')
+@allowed([
+  'EP1'
+  'EP2'
+  'EP3'
+])
+param elasticPremiumSku string = 'EP1'
+
+@description('Flex Consumption: maximum number of instances.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+
+@description('Replication of the storage account that holds the scheduler state (geo-redundant by default).')
+@allowed([
+  'Standard_LRS'
+  'Standard_ZRS'
+  'Standard_GRS'
+  'Standard_GZRS'
+  'Standard_RAGRS'
+  'Standard_RAGZRS'
+])
+param storageSku string = 'Standard_GRS'
+
+@description('SCHEDULER_API_KEYS entries (hashes from python -m scheduler_core.host keygen). Empty: leave the Key Vault secret as it is.')
+@secure()
+param apiKeyHashes string = ''
+
+@description('Object id of the deploying user or group (azd: AZURE_PRINCIPAL_ID), given Key Vault Secrets Officer to manage the API key hashes. Empty: none.')
+param principalId string = ''
+
+@description('Principal type of principalId.')
+@allowed([
+  'User'
+  'Group'
+  'ServicePrincipal'
+])
+param principalType string = 'User'
+
+@description('Put App Service Authentication (Microsoft Entra ID) in front of the API, in addition to API keys.')
+param enableAppServiceAuth bool = false
+
+@description('Client id of the Entra app registration of the API (needed when enableAppServiceAuth is true).')
+param authClientId string = ''
+
+@description('Accepted token audiences. Empty: api://<authClientId>.')
+param authAllowedAudiences array = []
+
+@description('Deploy a Service Bus namespace (local auth off) that the app may send to with its identity.')
+param deployServiceBus bool = false
+
+@description('Service Bus tier, when deployServiceBus is true.')
+@allowed([
+  'Basic'
+  'Standard'
+  'Premium'
+])
+param serviceBusSku string = 'Standard'
+
+// ---- Scheduler settings (defaults are those of scheduler_core/settings.py) ----
+
+@description('SCHEDULER_TABLE_PREFIX: prefix of every table name (letters and digits).')
+param tablePrefix string = ''
+
+@description('SCHEDULER_SCAN_QUEUE: queue of due-index scan requests.')
+param scanQueueName string = 'scheduler-scan'
+
+@description('SCHEDULER_EXECUTION_QUEUE: queue of execution attempts.')
+param executionQueueName string = 'scheduler-executions'
+
+@description('SCHEDULER_DISPATCH_SCHEDULE: NCRONTAB of the dispatch timer.')
+param dispatchSchedule string = '45 * * * * *'
+
+@description('SCHEDULER_CLEANUP_SCHEDULE: NCRONTAB of the daily cleanup timer.')
+param cleanupSchedule string = '0 30 3 * * *'
+
+@description('SCHEDULER_DUE_SHARDS: due-index shards (changing it on a live deployment needs a re-index).')
+@minValue(1)
+@maxValue(1000)
+param dueShards int = 16
+
+@description('SCHEDULER_LOOKAHEAD_SECONDS: how far ahead a scan enqueues executions.')
+@minValue(5)
+@maxValue(300)
+param lookaheadSeconds int = 75
+
+@description('SCHEDULER_HTTP_TIMEOUT_SECONDS: timeout of an HTTP action.')
+@minValue(1)
+@maxValue(600)
+param httpTimeoutSeconds int = 60
+
+@description('SCHEDULER_ALLOW_METADATA_ENDPOINTS: let actions call link-local / cloud metadata addresses.')
+param allowMetadataEndpoints bool = false
+
+@description('SCHEDULER_STORAGE_QUEUE_ENDPOINT: DNS suffix (or URL template with {account}) of Storage queue actions.')
+param storageQueueEndpoint string = 'core.windows.net'
+
+@description('SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT: envelope (Azure Scheduler XML, base64), base64 or text.')
+@allowed([
+  'envelope'
+  'base64'
+  'text'
+])
+param storageQueueMessageFormat string = 'envelope'
+
+@description('SCHEDULER_SERVICE_BUS_ENDPOINT: DNS suffix (or URL template with {namespace}) of Service Bus actions.')
+param serviceBusEndpoint string = 'servicebus.windows.net'
+
+@description('SCHEDULER_SERVICE_BUS_IDLE_SECONDS: close a reused Service Bus sender after this long unused.')
+@minValue(1)
+@maxValue(86400)
+param serviceBusIdleSeconds int = 300
+
+@description('SCHEDULER_ENTRA_AUTHORITY_HOST: Entra ID authority of ActiveDirectoryOAuth HTTP authentication.')
+param entraAuthorityHost string = 'https://login.microsoftonline.com'
+
+// Python version of the app: the lowest version pyproject.toml's requires-python allows.
+var pythonVersion = '3.11'
+
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = {
+  'azd-env-name': environmentName
+}
+var rgName = empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
+var storageAccountName = 'st${resourceToken}'
+var keyVaultName = 'kv-${resourceToken}'
+var functionAppName = 'func-${resourceToken}'
+var apiKeysSecretName = 'scheduler-api-keys'
+var deploymentContainerName = 'app-package-${resourceToken}'
+
+// Tables of scheduler_core/storage/names.py TABLES (the storage module adds tablePrefix).
+var tableNames = [
+  'JobCollections'
+  'Jobs'
+  'DueIndex'
+  'JobHistory'
+  'Executions'
+]
+
+// Queues: scan and execution, and the -poison queues the host moves failed messages to.
+var queueNames = [
+  scanQueueName
+  executionQueueName
+  '${scanQueueName}-poison'
+  '${executionQueueName}-poison'
+]
+
+// Every setting of scheduler_core/settings.py SETTINGS. AzureWebJobsStorage (a connection string with
+// a key) is replaced by the identity-based AzureWebJobsStorage__accountName; FUNCTIONS_WORKER_RUNTIME
+// is set by appsettings.bicep (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
+var schedulerSettings = {
+  AzureWebJobsStorage__accountName: storageAccountName
+  SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
+  SCHEDULER_TABLE_PREFIX: tablePrefix
+  SCHEDULER_SCAN_QUEUE: scanQueueName
+  SCHEDULER_EXECUTION_QUEUE: executionQueueName
+  SCHEDULER_DISPATCH_SCHEDULE: dispatchSchedule
+  SCHEDULER_CLEANUP_SCHEDULE: cleanupSchedule
+  SCHEDULER_DUE_SHARDS: string(dueShards)
+  SCHEDULER_LOOKAHEAD_SECONDS: string(lookaheadSeconds)
+  SCHEDULER_HTTP_TIMEOUT_SECONDS: string(httpTimeoutSeconds)
+  SCHEDULER_ALLOW_METADATA_ENDPOINTS: string(allowMetadataEndpoints)
+  SCHEDULER_STORAGE_QUEUE_ENDPOINT: storageQueueEndpoint
+  SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT: storageQueueMessageFormat
+  SCHEDULER_SERVICE_BUS_ENDPOINT: serviceBusEndpoint
+  SCHEDULER_SERVICE_BUS_IDLE_SECONDS: string(serviceBusIdleSeconds)
+  SCHEDULER_ENTRA_AUTHORITY_HOST: entraAuthorityHost
+}
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: rgName
+  location: location
+  tags: tags
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    logAnalyticsName: 'log-${resourceToken}'
+    appInsightsName: 'appi-${resourceToken}'
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: storageAccountName
+    storageSkuName: storageSku
+    tablePrefix: tablePrefix
+    tableNames: tableNames
+    queueNames: queueNames
+    deploymentContainerName: deploymentContainerName
+  }
+}
+
+module keyVault 'modules/keyvault.bicep' = {
+  name: 'keyvault'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: keyVaultName
+    apiKeysSecretName: apiKeysSecretName
+    apiKeyHashes: apiKeyHashes
+  }
+}
+
+module functionApp 'modules/functionapp.bicep' = {
+  name: 'functionapp'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: functionAppName
+    planName: 'plan-${resourceToken}'
+    hostingPlan: hostingPlan
+    elasticPremiumSku: elasticPremiumSku
+    pythonVersion: pythonVersion
+    storageBlobEndpoint: storage.outputs.blobEndpoint
+    deploymentContainerName: deploymentContainerName
+    maximumInstanceCount: maximumInstanceCount
+    enableAppServiceAuth: enableAppServiceAuth
+    authClientId: authClientId
+    authAllowedAudiences: authAllowedAudiences
+  }
+}
+
+module roles 'modules/roles.bicep' = {
+  name: 'roles'
+  scope: rg
+  params: {
+    principalId: functionApp.outputs.principalId
+    storageAccountName: storage.outputs.name
+    keyVaultName: keyVault.outputs.name
+    appInsightsName: monitoring.outputs.appInsightsName
+    secretsOfficerPrincipalId: principalId
+    secretsOfficerPrincipalType: principalType
+  }
+}
+
+module serviceBus 'modules/servicebus.bicep' = if (deployServiceBus) {
+  name: 'servicebus'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: 'sb-${resourceToken}'
+    serviceBusSkuName: serviceBusSku
+    principalId: functionApp.outputs.principalId
+  }
+}
+
+module appSettings 'modules/appsettings.bicep' = {
+  name: 'appsettings'
+  scope: rg
+  dependsOn: [
+    roles
+  ]
+  params: {
+    functionAppName: functionApp.outputs.name
+    hostingPlan: hostingPlan
+    schedulerSettings: schedulerSettings
+    appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+  }
+}
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output SCHEDULER_FUNCTION_APP_NAME string = functionApp.outputs.name
+output SCHEDULER_ENDPOINT string = 'https://${functionApp.outputs.defaultHostName}'
+output SCHEDULER_STORAGE_ACCOUNT string = storage.outputs.name
+output SCHEDULER_KEY_VAULT_NAME string = keyVault.outputs.name
+output SCHEDULER_API_KEYS_SECRET string = apiKeysSecretName
+output SCHEDULER_SERVICE_BUS_NAMESPACE string = deployServiceBus ? 'sb-${resourceToken}' : ''

@@ -1,0 +1,117 @@
+// Role assignments of the function app's system-assigned managed identity (least privilege, each on
+// the one resource it needs). Names are guid(scope, principal, roleDefinitionId) so that redeploying
+// is idempotent. The Service Bus role is in servicebus.bicep, deployed only with the namespace.
+
+@description('Principal (object) id of the function app managed identity.')
+param principalId string
+
+@description('Storage account of the host and of the scheduler tables and queues.')
+param storageAccountName string
+
+@description('Key Vault holding the API key hashes.')
+param keyVaultName string
+
+@description('Application Insights component (local auth disabled).')
+param appInsightsName string
+
+@description('Optional: object id of a user or group that may manage the API key secret (azd sets AZURE_PRINCIPAL_ID). Empty: none.')
+param secretsOfficerPrincipalId string = ''
+
+@description('Principal type of secretsOfficerPrincipalId.')
+@allowed([
+  'User'
+  'Group'
+  'ServicePrincipal'
+])
+param secretsOfficerPrincipalType string = 'User'
+
+// Storage Table Data Contributor
+var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+// Storage Queue Data Contributor
+var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+// Storage Blob Data Owner
+var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+// Key Vault Secrets User
+var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6'
+// Key Vault Secrets Officer
+var keyVaultSecretsOfficer = 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
+// Monitoring Metrics Publisher
+var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
+  name: keyVaultName
+}
+
+resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: appInsightsName
+}
+
+// Role: Storage Table Data Contributor (job collections, jobs, due index, history, claims).
+resource tableRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageTableDataContributor)
+  scope: storage
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+  }
+}
+
+// Role: Storage Queue Data Contributor (scan and execution queues, the host's queue triggers).
+resource queueRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageQueueDataContributor)
+  scope: storage
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
+  }
+}
+
+// Role: Storage Blob Data Owner (the Functions host: timer leases, keys, the deployment package).
+resource blobRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageBlobDataOwner)
+  scope: storage
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+  }
+}
+
+// Role: Key Vault Secrets User (resolves the SCHEDULER_API_KEYS Key Vault reference).
+resource secretsUserRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vault.id, principalId, keyVaultSecretsUser)
+  scope: vault
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsUser)
+  }
+}
+
+// Role: Monitoring Metrics Publisher (telemetry to Application Insights with Entra ID auth).
+resource telemetryRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(appInsights.id, principalId, monitoringMetricsPublisher)
+  scope: appInsights
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', monitoringMetricsPublisher)
+  }
+}
+
+// Role: Key Vault Secrets Officer, for the operator who manages the API key hashes (optional).
+resource secretsOfficerRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(secretsOfficerPrincipalId)) {
+  name: guid(vault.id, secretsOfficerPrincipalId, keyVaultSecretsOfficer)
+  scope: vault
+  properties: {
+    principalId: secretsOfficerPrincipalId
+    principalType: secretsOfficerPrincipalType
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsOfficer)
+  }
+}

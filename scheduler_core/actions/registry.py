@@ -1,0 +1,72 @@
+"""Every action sender, built from the settings: the runner the executor uses.
+
+Managed identity: a Storage queue action without ``sasToken`` or a Service Bus action without ``sasKey``
+uses ``credential`` (by default ``DefaultAzureCredential``, created on first need, which picks up the
+function app's managed identity in Azure; set ``AZURE_CLIENT_ID`` for a user-assigned one). Roles to grant
+that identity: *Storage Queue Data Message Sender* on the target queues (or their accounts) and *Azure
+Service Bus Data Sender* on the target queues and topics (or their namespaces).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from azure.core.credentials import TokenCredential
+
+from scheduler_core.actions.base import ActionRunner
+from scheduler_core.actions.http import HttpSender
+from scheduler_core.actions.http_auth import OAuthTokens
+from scheduler_core.actions.outbound import OutboundPolicy
+from scheduler_core.actions.service_bus import ServiceBusSender
+from scheduler_core.actions.storage_queue import StorageQueueSender
+from scheduler_core.settings import Settings
+
+
+class _SharedCredential:
+    """Hands out one credential, made on first use (``DefaultAzureCredential`` unless one was given)."""
+
+    def __init__(self, credential: TokenCredential | None) -> None:
+        self._credential = credential
+        self._lock = threading.Lock()
+
+    def __call__(self) -> TokenCredential:
+        with self._lock:
+            if self._credential is None:
+                from azure.identity import DefaultAzureCredential
+
+                self._credential = DefaultAzureCredential()
+            return self._credential
+
+
+def default_runner(config: Settings, credential: TokenCredential | None = None) -> ActionRunner:
+    """The runner for every action type: Http/Https (with Basic, ClientCertificate, ActiveDirectoryOAuth),
+    StorageQueue, ServiceBusQueue and ServiceBusTopic. ``credential`` is the app's identity for actions
+    without a key (a seam for tests)."""
+    identity = _SharedCredential(credential)
+    timeout = float(config.http_timeout_seconds)
+    http = HttpSender(
+        policy=OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints),
+        timeout=timeout,
+        oauth=OAuthTokens(authority_host=config.entra_authority_host),
+    )
+    storage = StorageQueueSender(
+        endpoint=config.storage_queue_endpoint,
+        credential_factory=identity,
+        message_format=config.storage_queue_message_format,
+        timeout=timeout,
+    )
+    service_bus = ServiceBusSender(
+        endpoint=config.service_bus_endpoint,
+        credential_factory=identity,
+        idle_seconds=float(config.service_bus_idle_seconds),
+        timeout=timeout,
+    )
+    return ActionRunner(
+        {
+            "Http": http,
+            "Https": http,
+            "StorageQueue": storage,
+            "ServiceBusQueue": service_bus,
+            "ServiceBusTopic": service_bus,
+        }
+    )

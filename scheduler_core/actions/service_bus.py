@@ -1,0 +1,353 @@
+"""Service Bus queue and topic actions (``ServiceBusQueue``, ``ServiceBusTopic``) with ``azure-servicebus``.
+
+The namespace endpoint comes from the setting ``SCHEDULER_SERVICE_BUS_ENDPOINT``: a DNS suffix
+(``servicebus.windows.net``, the default, or a sovereign cloud's) gives ``{namespace}.{suffix}`` over
+AMQP/TLS; a URL with ``{namespace}`` is used as given, and the scheme ``amqp://`` (with a port) turns TLS
+off, as the SDK's ``UseDevelopmentEmulator=true`` does, for the Service Bus emulator and tests.
+
+Authentication: ``sasKeyName`` + ``sasKey`` (a shared access key), or, without a ``sasKey``, the function
+app's own identity (``DefaultAzureCredential`` by default), which needs the *Azure Service Bus Data
+Sender* role on the entity or namespace.
+
+Message mapping: ``message`` is the body (a ``data`` section, UTF-8); ``customMessageProperties`` become
+application properties; ``brokeredMessageProperties`` map to their AMQP fields: ``contentType``,
+``correlationId``, ``label`` (subject), ``messageId`` (default: the execution id, so Service Bus duplicate
+detection can drop a repeated attempt), ``partitionKey`` (``x-opt-partition-key``), ``replyTo``,
+``replyToSessionId`` (reply-to-group-id), ``sessionId`` (group-id), ``timeToLive`` (header ttl), ``to``,
+``viaPartitionKey`` (``x-opt-via-partition-key``), ``scheduledEnqueueTimeUtc``
+(``x-opt-scheduled-enqueue-time``). ``forcePersistence`` is accepted and ignored: every Service Bus
+message is persisted today. ``transportType`` ``NetMessaging`` (a retired .NET protocol) is sent over AMQP.
+
+Opening a sender costs about half a second in the SDK (connection, CBS token, link), so senders are kept
+per namespace endpoint + entity + credential, reused by every action that targets them, and closed after
+``idle_seconds`` without use (or on :meth:`ServiceBusSender.close`). Sends on one sender are serialised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusSender as SdkSender
+from azure.servicebus.exceptions import (
+    MessageSizeExceededError,
+    MessagingEntityDisabledError,
+    MessagingEntityNotFoundError,
+    OperationTimeoutError,
+    ServiceBusAuthenticationError,
+    ServiceBusAuthorizationError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+    ServiceBusQuotaExceededError,
+    ServiceBusServerBusyError,
+)
+
+from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.definitions import parse_duration
+from scheduler_core.errors import ValidationError
+from scheduler_core.recurrence import parse_instant
+
+log = logging.getLogger("scheduler_core.actions.service_bus")
+
+DEFAULT_ENDPOINT = "servicebus.windows.net"
+DEFAULT_IDLE_SECONDS = 300.0
+
+CredentialFactory = Callable[[], TokenCredential]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Where to connect: ``host`` (with a port when not the default) and whether TLS is used."""
+
+    host: str
+    use_tls: bool
+
+
+def namespace_endpoint(template: str, namespace: str) -> Namespace:
+    """The endpoint of ``namespace`` from the setting (a DNS suffix or a URL template)."""
+    text = (template or DEFAULT_ENDPOINT).strip()
+    if "://" not in text:
+        if "." in namespace:  # already a fully qualified namespace
+            return Namespace(namespace, True)
+        return Namespace(f"{namespace}.{text.strip('.')}", True)
+    parts = urlsplit(text.replace("{namespace}", namespace))
+    return Namespace(parts.netloc, parts.scheme.lower() not in ("amqp", "http"))
+
+
+def build_message(payload: Mapping[str, Any], context: ActionContext) -> ServiceBusMessage:
+    """The AMQP message of a ``serviceBus*Message`` object. Raises ``ValueError`` for values Service Bus
+    refuses (e.g. a partitionKey that differs from the sessionId)."""
+    props: Mapping[str, Any] = payload.get("brokeredMessageProperties") or {}
+    custom = payload.get("customMessageProperties") or {}
+    ttl: timedelta | None = None
+    if props.get("timeToLive"):
+        try:
+            ttl = parse_duration(props["timeToLive"], "timeToLive")
+        except ValidationError as exc:
+            raise ValueError(f"timeToLive {exc}") from None
+    scheduled = None
+    if props.get("scheduledEnqueueTimeUtc"):
+        try:
+            scheduled = parse_instant(props["scheduledEnqueueTimeUtc"], "scheduledEnqueueTimeUtc")
+        except ValidationError as exc:
+            raise ValueError(f"scheduledEnqueueTimeUtc {exc}") from None
+    message = ServiceBusMessage(
+        str(payload.get("message") or ""),
+        application_properties={str(k): str(v) for k, v in custom.items()} or None,
+        session_id=props.get("sessionId"),
+        message_id=props.get("messageId") or context.execution_id,
+        scheduled_enqueue_time_utc=scheduled,
+        time_to_live=ttl,
+        content_type=props.get("contentType"),
+        correlation_id=props.get("correlationId"),
+        subject=props.get("label"),
+        to=props.get("to"),
+        reply_to=props.get("replyTo"),
+        reply_to_session_id=props.get("replyToSessionId"),
+    )
+    if props.get("partitionKey"):
+        message.partition_key = props["partitionKey"]
+    if props.get("viaPartitionKey"):
+        annotations = message.raw_amqp_message.annotations
+        if annotations is None:
+            message.raw_amqp_message.annotations = annotations = {}
+        annotations[b"x-opt-via-partition-key"] = props["viaPartitionKey"]
+    return message
+
+
+@dataclass
+class _Entry:
+    """One open sender. ``lock`` serialises its use; ``closed`` is set under the lock before closing."""
+
+    client: ServiceBusClient
+    sender: SdkSender
+    last_used: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
+
+    def shutdown(self) -> None:
+        for item in (self.sender, self.client):
+            try:
+                item.close()
+            except Exception:  # closing a broken connection must not fail anything
+                log.debug("closing a Service Bus sender failed", exc_info=True)
+
+
+class ServiceBusSender:
+    """Sends ``ServiceBusQueue`` and ``ServiceBusTopic`` actions over reused senders."""
+
+    def __init__(
+        self,
+        endpoint: str = DEFAULT_ENDPOINT,
+        credential_factory: CredentialFactory | None = None,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        timeout: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.endpoint = endpoint
+        self.idle_seconds = idle_seconds
+        self.timeout = timeout
+        self._clock = clock
+        self._credential_factory = credential_factory
+        self._credential: TokenCredential | None = None
+        self._entries: dict[tuple[str, bool, str, str, str], _Entry] = {}
+        self._lock = threading.Lock()
+        self._janitor: threading.Thread | None = None
+        self._stop = threading.Event()
+        #: Senders opened so far (a benchmark and tests read it to show reuse).
+        self.opened = 0
+
+    # ------------------------------------------------------------------------------------ senders
+
+    def _identity(self) -> TokenCredential:
+        with self._lock:
+            if self._credential is None:
+                if self._credential_factory is None:
+                    from azure.identity import DefaultAzureCredential
+
+                    self._credential = DefaultAzureCredential()
+                else:
+                    self._credential = self._credential_factory()
+            return self._credential
+
+    def _entry(self, where: Namespace, kind: str, entity: str, key_name: str | None, key: str | None) -> _Entry:
+        identity = f"sas:{key_name}:{hashlib.sha256(key.encode()).hexdigest()}" if key is not None else "identity"
+        cache_key = (where.host.lower(), where.use_tls, kind, entity.lower(), identity)
+        with self._lock:
+            entry = self._entries.get(cache_key)
+            if entry is not None and not entry.closed:
+                entry.last_used = self._clock()
+                return entry
+        credential: Any = AzureNamedKeyCredential(key_name or "", key) if key is not None else self._identity()
+        client = ServiceBusClient(
+            where.host,
+            credential,
+            use_tls=where.use_tls,
+            retry_total=1,
+            retry_backoff_factor=0.2,
+            retry_backoff_max=2,
+        )
+        sender = client.get_queue_sender(entity) if kind == "queue" else client.get_topic_sender(entity)
+        created = _Entry(client, sender, self._clock())
+        with self._lock:
+            entry = self._entries.get(cache_key)
+            if entry is not None and not entry.closed:  # another thread won the race
+                created.shutdown()
+                return entry
+            self._entries[cache_key] = created
+            self.opened += 1
+            self._start_janitor()
+        return created
+
+    def _drop(self, entry: _Entry) -> None:
+        """Forget and close a sender after a failure (called with ``entry.lock`` held)."""
+        entry.closed = True
+        with self._lock:
+            for key, value in list(self._entries.items()):
+                if value is entry:
+                    del self._entries[key]
+        entry.shutdown()
+
+    def _start_janitor(self) -> None:
+        if self._janitor is None or not self._janitor.is_alive():
+            self._stop.clear()
+            self._janitor = threading.Thread(target=self._sweep_loop, name="servicebus-idle-senders", daemon=True)
+            self._janitor.start()
+
+    def _sweep_loop(self) -> None:
+        interval = max(0.05, min(self.idle_seconds / 2, 30.0))
+        while not self._stop.wait(interval):
+            self.close_idle()
+            with self._lock:
+                if not self._entries:
+                    self._janitor = None
+                    return
+
+    def close_idle(self) -> int:
+        """Close the senders unused for ``idle_seconds`` (a sender busy right now waits for the next sweep);
+        returns how many were closed."""
+        now = self._clock()
+        closing: list[_Entry] = []
+        with self._lock:
+            for key, entry in list(self._entries.items()):
+                if now - entry.last_used < self.idle_seconds or not entry.lock.acquire(blocking=False):
+                    continue
+                try:
+                    entry.closed = True
+                    del self._entries[key]
+                    closing.append(entry)
+                finally:
+                    entry.lock.release()
+        for entry in closing:
+            entry.shutdown()
+        return len(closing)
+
+    def open_senders(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            with entry.lock:
+                entry.closed = True
+            entry.shutdown()
+
+    # --------------------------------------------------------------------------------------- send
+
+    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
+        action_type = str(action.get("type", ""))
+        queue = action_type == "ServiceBusQueue"
+        payload: Mapping[str, Any] = action.get("serviceBusQueueMessage" if queue else "serviceBusTopicMessage") or {}
+        entity = str(payload.get("queueName" if queue else "topicPath") or "")
+        namespace = str(payload.get("namespace") or "")
+        auth = payload.get("authentication") or {}
+        key = auth.get("sasKey") or None
+        key_name = auth.get("sasKeyName") or None
+        where = f"{'queue' if queue else 'topic'} '{entity}' in namespace '{namespace}'"
+        try:
+            message = build_message(payload, context)
+        except ValueError as exc:
+            return self._failed(action_type, f"message not sent to {where}: {first_line(str(exc))}", key)
+        endpoint = namespace_endpoint(self.endpoint, namespace)
+        kind = "queue" if queue else "topic"
+        try:
+            self._send(endpoint, kind, entity, key_name, key, message)
+        except Exception as exc:
+            return self._failed(action_type, self._describe(exc, where, key is not None), key)
+        return ActionResult(True, f"{action_type} Action - Message sent to {where} (message id '{message.message_id}')")
+
+    def _send(
+        self, endpoint: Namespace, kind: str, entity: str, key_name: str | None, key: str | None, message: Any
+    ) -> None:
+        """Send on the cached sender. A sender closed by the idle sweep meanwhile is replaced; a reused
+        sender whose connection broke (the service drops idle connections) is replaced once at once."""
+        reconnected = False
+        for _ in range(4):
+            opened_before = self.opened
+            entry = self._entry(endpoint, kind, entity, key_name, key)
+            reused = self.opened == opened_before
+            with entry.lock:
+                if entry.closed:
+                    continue
+                try:
+                    entry.sender.send_messages(message, timeout=self.timeout)
+                except ServiceBusConnectionError:
+                    self._drop(entry)
+                    if reused and not reconnected:
+                        reconnected = True
+                        continue
+                    raise
+                except Exception:
+                    self._drop(entry)  # the next attempt reconnects
+                    raise
+                entry.last_used = self._clock()
+                return
+        raise ServiceBusConnectionError(message="no usable sender after several attempts")
+
+    @staticmethod
+    def _describe(exc: Exception, where: str, with_key: bool) -> str:
+        detail = first_line(str(getattr(exc, "message", None) or exc))
+        name = type(exc).__name__
+        if isinstance(exc, MessagingEntityNotFoundError):
+            return f"{where} was not found ({name}: {detail})"
+        if isinstance(exc, MessagingEntityDisabledError):
+            return f"{where} is disabled ({name})"
+        if isinstance(exc, (ServiceBusAuthenticationError, ServiceBusAuthorizationError)):
+            how = (
+                "the shared access key was refused (check sasKeyName and sasKey)"
+                if with_key
+                else "the function app's identity was refused (grant it Azure Service Bus Data Sender)"
+            )
+            return f"access to {where} denied: {how} ({name})"
+        if isinstance(exc, (ServiceBusServerBusyError, ServiceBusQuotaExceededError)):
+            return f"{where} is throttled or over quota ({name}: {detail}); the retry policy applies"
+        if isinstance(exc, OperationTimeoutError):
+            return f"sending to {where} timed out ({name})"
+        if isinstance(exc, MessageSizeExceededError):
+            return f"the message is too large for {where} ({name})"
+        if isinstance(exc, ServiceBusConnectionError):
+            return (
+                f"could not send to {where}: the connection or the link was refused or broke; check that the "
+                f"namespace and the entity exist ({name}: {detail})"
+            )
+        if isinstance(exc, ServiceBusError):
+            return f"sending to {where} failed ({name}: {detail})"
+        return f"sending to {where} failed ({name}: {detail})"
+
+    @staticmethod
+    def _failed(action_type: str, text: str, key: str | None) -> ActionResult:
+        return ActionResult(False, redact(f"{action_type} Action - {text}", [key]))

@@ -1,0 +1,180 @@
+"""Service Bus queue and topic actions: the official azure-servicebus client against the AMQP test broker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from scheduler_core.actions.service_bus import ServiceBusSender, namespace_endpoint
+from tests.actions.conftest import action_context
+from tests.support.amqp_broker import AmqpBroker
+
+KEY = "c2VjcmV0LXNhcy1rZXktdmFsdWU="
+
+ALL_BROKERED = {
+    "contentType": "application/json",
+    "correlationId": "corr-1",
+    "forcePersistence": True,
+    "label": "the-label",
+    "messageId": "msg-1",
+    "partitionKey": "session-1",
+    "replyTo": "replies",
+    "replyToSessionId": "reply-session",
+    "scheduledEnqueueTimeUtc": "2030-05-06T07:08:09Z",
+    "sessionId": "session-1",
+    "timeToLive": "PT5M",
+    "to": "destination",
+    "viaPartitionKey": "via-1",
+}
+
+
+def sb_action(kind: str, entity: str, key: str | None = KEY, **extra: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "namespace": "contoso",
+        ("queueName" if kind == "ServiceBusQueue" else "topicPath"): entity,
+        "message": '{"job":"j1"}',
+        "authentication": {"type": "SharedAccessKey", "sasKeyName": "RootManageSharedAccessKey"},
+        **extra,
+    }
+    if key is not None:
+        payload["authentication"]["sasKey"] = key
+    field = "serviceBusQueueMessage" if kind == "ServiceBusQueue" else "serviceBusTopicMessage"
+    return {"type": kind, field: payload}
+
+
+@pytest.fixture
+def sender(broker: AmqpBroker) -> Any:
+    created = ServiceBusSender(endpoint=broker.endpoint, timeout=10)
+    yield created
+    created.close()
+
+
+def test_endpoint_from_suffix_or_template() -> None:
+    assert namespace_endpoint("servicebus.windows.net", "contoso").host == "contoso.servicebus.windows.net"
+    assert namespace_endpoint("servicebus.chinacloudapi.cn", "c").host == "c.servicebus.chinacloudapi.cn"
+    local = namespace_endpoint("amqp://127.0.0.1:5673", "contoso")
+    assert (local.host, local.use_tls) == ("127.0.0.1:5673", False)
+    assert namespace_endpoint("sb://{namespace}.example.net", "c").use_tls
+
+
+@pytest.mark.parametrize("kind", ["ServiceBusQueue", "ServiceBusTopic"])
+def test_every_field_arrives_as_its_amqp_counterpart(sender: ServiceBusSender, broker: AmqpBroker, kind: str) -> None:
+    entity = "orders" if kind == "ServiceBusQueue" else "events"
+    action = sb_action(
+        kind,
+        entity,
+        transportType="NetMessaging",
+        brokeredMessageProperties=ALL_BROKERED,
+        customMessageProperties={"region": "west", "attempt": "3"},
+    )
+    result = sender.send(action, action_context())
+    assert result.succeeded, result.message
+    assert f"'{entity}' in namespace 'contoso'" in result.message and "msg-1" in result.message
+    [received] = broker.wait_for(1, entity)
+    message = received.message
+    assert received.body == b'{"job":"j1"}'
+    assert received.application_properties == {"region": "west", "attempt": "3"}
+    assert message.content_type == "application/json"
+    assert message.correlation_id == "corr-1"
+    assert message.subject == "the-label"
+    assert message.id == "msg-1"
+    assert message.reply_to == "replies"
+    assert message.reply_to_group_id == "reply-session"
+    assert message.group_id == "session-1"
+    assert message.address == "destination"
+    assert message.ttl == 300.0
+    annotations = received.annotations
+    assert annotations["x-opt-partition-key"] == "session-1"
+    assert annotations["x-opt-via-partition-key"] == "via-1"
+    scheduled = datetime(2030, 5, 6, 7, 8, 9, tzinfo=UTC)
+    assert int(annotations["x-opt-scheduled-enqueue-time"]) == int(scheduled.timestamp() * 1000)
+    assert broker.tokens[0].audience.endswith(f"/{entity}")
+    assert "skn=RootManageSharedAccessKey" in broker.tokens[0].token
+
+
+def test_message_id_defaults_to_the_execution_id(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    assert sender.send(sb_action("ServiceBusQueue", "orders"), action_context("exec-77")).succeeded
+    [received] = broker.wait_for(1, "orders")
+    assert received.message.id == "exec-77"
+    assert received.application_properties == {}
+
+
+def test_sender_is_reused_per_namespace_and_entity(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    for i in range(20):
+        assert sender.send(sb_action("ServiceBusQueue", "orders"), action_context(f"e{i}")).succeeded
+    assert broker.stats() == (1, 1)  # one connection, one link for 20 messages
+    for i in range(5):
+        assert sender.send(sb_action("ServiceBusTopic", "events"), action_context(f"t{i}")).succeeded
+    assert broker.stats() == (2, 2)
+    assert sender.opened == 2 and sender.open_senders() == 2
+    assert [m.message.id for m in broker.received("orders")] == [f"e{i}" for i in range(20)]
+
+
+def test_concurrent_sends_to_a_queue_and_a_topic(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def work(worker: int) -> None:
+        for i in range(10):
+            kind, entity = ("ServiceBusQueue", "orders") if (worker + i) % 2 else ("ServiceBusTopic", "events")
+            ok = sender.send(sb_action(kind, entity), action_context(f"w{worker}-{i}")).succeeded
+            with lock:
+                results.append(ok)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results.count(True) == 80
+    received = broker.wait_for(80)
+    assert sorted(m.message.id for m in received) == sorted(f"w{w}-{i}" for w in range(8) for i in range(10))
+    assert broker.stats() == (2, 2)  # still one sender per entity
+
+
+def test_idle_senders_are_closed_and_reopened_on_demand(broker: AmqpBroker) -> None:
+    sender = ServiceBusSender(endpoint=broker.endpoint, idle_seconds=0.3, timeout=10)
+    try:
+        assert sender.send(sb_action("ServiceBusQueue", "orders"), action_context("a")).succeeded
+        assert sender.open_senders() == 1
+        deadline = time.monotonic() + 10
+        while sender.open_senders() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sender.open_senders() == 0  # closed by the idle sweep
+        assert sender.send(sb_action("ServiceBusQueue", "orders"), action_context("b")).succeeded
+        assert broker.stats()[0] == 2 and sender.opened == 2
+    finally:
+        sender.close()
+
+
+def test_unknown_entity_fails_clearly(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    result = sender.send(sb_action("ServiceBusQueue", "missing"), action_context())
+    assert not result.succeeded
+    assert result.message.startswith(
+        "ServiceBusQueue Action - could not send to queue 'missing' in namespace 'contoso'"
+    )
+    assert KEY not in result.message
+    assert sender.open_senders() == 0  # a failed sender is not kept
+
+
+def test_refused_key_fails_without_quoting_it(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    broker.deny_key_names.add("RootManageSharedAccessKey")
+    result = sender.send(sb_action("ServiceBusTopic", "events"), action_context())
+    assert not result.succeeded
+    assert "access to topic 'events' in namespace 'contoso' denied" in result.message, result.message
+    assert KEY not in result.message and "sig=" not in result.message.replace("sig=***", "")
+    assert broker.received() == []
+
+
+def test_partition_key_other_than_session_id_is_refused_before_sending(
+    sender: ServiceBusSender, broker: AmqpBroker
+) -> None:
+    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"sessionId": "a", "partitionKey": "b"})
+    result = sender.send(action, action_context())
+    assert not result.succeeded
+    assert "message not sent to queue 'orders'" in result.message and "partition_key" in result.message
+    assert broker.stats() == (0, 0)

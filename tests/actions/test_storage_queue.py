@@ -1,0 +1,115 @@
+"""Storage queue actions against the session's Azurite, authenticated by SAS tokens made for its account."""
+
+from __future__ import annotations
+
+import base64
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from azure.storage.queue import AccountSasPermissions, ResourceTypes, generate_account_sas
+
+from scheduler_core.actions.storage_queue import StorageQueueSender, account_url
+from scheduler_core.host.azurite import DEV_ACCOUNT, DEV_KEY
+from tests.actions.conftest import AzuriteQueue, action_context
+from tests.support.http_target import http_target
+
+pytestmark = pytest.mark.azurite
+
+
+def queue_action(queue: AzuriteQueue, token: str | None, message: str = "hello queue") -> dict[str, object]:
+    payload: dict[str, object] = {"storageAccount": "devstoreaccount1", "queueName": queue.name, "message": message}
+    if token is not None:
+        payload["sasToken"] = token
+    return {"type": "StorageQueue", "queueMessage": payload}
+
+
+def test_endpoint_from_suffix_or_template() -> None:
+    assert account_url("core.windows.net", "acct") == "https://acct.queue.core.windows.net"
+    assert account_url("core.chinacloudapi.cn", "acct") == "https://acct.queue.core.chinacloudapi.cn"
+    assert account_url("http://127.0.0.1:10001/{account}", "acct") == "http://127.0.0.1:10001/acct"
+
+
+@pytest.mark.parametrize("prefix", ["", "?"])
+def test_message_lands_in_the_queue_with_the_sas_token_as_given(azurite_queue: AzuriteQueue, prefix: str) -> None:
+    sender = StorageQueueSender(endpoint=azurite_queue.endpoint, message_format="text")
+    result = sender.send(
+        queue_action(azurite_queue, prefix + azurite_queue.sas(), "<b>text & more</b>"), action_context()
+    )
+    assert result.succeeded, result.message
+    assert f"queue '{azurite_queue.name}' of storage account 'devstoreaccount1'" in result.message
+    assert azurite_queue.messages() == ["<b>text & more</b>"]
+
+
+def test_envelope_is_azure_schedulers_xml_in_base64(azurite_queue: AzuriteQueue) -> None:
+    sender = StorageQueueSender(endpoint=azurite_queue.endpoint)  # default format: envelope
+    assert sender.send(queue_action(azurite_queue, azurite_queue.sas(), "payload <1>"), action_context("e42")).succeeded
+    [content] = azurite_queue.messages()
+    xml = base64.b64decode(content).decode("utf-8")
+    root = ET.fromstring(xml.split("?>", 1)[1])
+    assert root.tag == "StorageQueueMessage"
+    fields = {child.tag: child.text for child in root}
+    assert fields["Message"] == "payload <1>"
+    assert fields["ExecutionTag"] == fields["ClientRequestId"] == "e42"
+    assert fields["ExpectedExecutionTime"] == "2030-01-02T03:04:05Z"
+    assert (fields["SchedulerJobId"], fields["SchedulerJobCollectionId"]) == ("job1", "jc")
+
+
+def test_base64_format_is_the_text_only(azurite_queue: AzuriteQueue) -> None:
+    sender = StorageQueueSender(endpoint=azurite_queue.endpoint, message_format="base64")
+    assert sender.send(queue_action(azurite_queue, azurite_queue.sas(), "héllo"), action_context()).succeeded
+    assert [base64.b64decode(m).decode() for m in azurite_queue.messages()] == ["héllo"]
+
+
+def test_missing_queue_fails_clearly_without_the_token(azurite_queue: AzuriteQueue) -> None:
+    token = generate_account_sas(  # an account SAS: a queue SAS is bound to its queue's name
+        DEV_ACCOUNT,
+        DEV_KEY,
+        ResourceTypes(object=True),
+        AccountSasPermissions(add=True),
+        datetime.now(UTC) + timedelta(hours=1),
+    )
+    action = queue_action(azurite_queue, token)
+    action["queueMessage"]["queueName"] = "no-such-queue"  # type: ignore[index]
+    result = StorageQueueSender(endpoint=azurite_queue.endpoint).send(action, action_context())
+    assert not result.succeeded
+    assert "queue 'no-such-queue' of storage account 'devstoreaccount1' was not found" in result.message
+    assert token not in result.message and "sig=" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("make_token", "expected"),
+    [
+        (lambda q: q.sas(expiry=timedelta(minutes=-1)), "access to queue"),  # expired
+        (lambda q: q.sas()[:-6] + "AAAAAA", "access to queue"),  # bad signature
+        (lambda q: q.sas(permission="r"), "access to queue"),  # no 'add' permission
+    ],
+    ids=["expired", "bad-signature", "read-only"],
+)
+def test_bad_or_expired_token_fails_without_quoting_it(
+    azurite_queue: AzuriteQueue, make_token: object, expected: str
+) -> None:
+    token = make_token(azurite_queue)  # type: ignore[operator]
+    result = StorageQueueSender(endpoint=azurite_queue.endpoint).send(
+        queue_action(azurite_queue, token), action_context()
+    )
+    assert not result.succeeded
+    assert expected in result.message and "denied" in result.message, result.message
+    signature = token.split("sig=")[1]
+    assert token not in result.message and signature not in result.message
+    assert azurite_queue.messages() == []
+
+
+def test_throttled_endpoint_is_a_failure_naming_the_status() -> None:
+    with http_target([503]) as target:
+        sender = StorageQueueSender(endpoint=target.base_url + "/{account}")
+        token = "sv=2024-01-01&sig=c2VjcmV0c2lnbmF0dXJl&se=2030-01-01"
+        action = {
+            "type": "StorageQueue",
+            "queueMessage": {"storageAccount": "acct", "queueName": "q1", "sasToken": token, "message": "m"},
+        }
+        result = sender.send(action, action_context())
+    assert not result.succeeded
+    assert "throttled or unavailable (HTTP 503" in result.message
+    assert "c2VjcmV0c2lnbmF0dXJl" not in result.message
+    assert target.received and target.received[0].path.startswith("/acct/q1/messages")

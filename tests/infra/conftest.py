@@ -1,0 +1,162 @@
+"""Fixtures of the infrastructure checks: the offline Bicep tools in their own virtual environment.
+
+checkov and pycep-parser are large and pin their own dependencies, so they live in ``.venv-infra/``
+(git-ignored), not in the project's ``.venv``. The first session that needs them creates it with
+``python -m venv`` and ``pip install -r requirements-infra.txt`` (about a minute; only package registries
+are used); later sessions reuse it as long as requirements-infra.txt is unchanged (a hash is kept in
+``.venv-infra/.installed``). Both tools build a Lark grammar on first use (~30 s); it is cached under
+``.venv-infra/cache`` (their TMPDIR), so only the first run pays for it.
+
+A missing or broken tool is a test failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+VENV = ROOT / ".venv-infra"
+REQUIREMENTS = ROOT / "requirements-infra.txt"
+CACHE = VENV / "cache"
+MARKER = VENV / ".installed"
+PYCEP_DUMP = Path(__file__).with_name("pycep_dump.py")
+
+#: Generous: the first run installs checkov (~60-90 s) and builds the grammar (~30 s).
+TOOL_TIMEOUT = 900
+
+
+def bicep_files() -> list[Path]:
+    """Every Bicep file of the project (main template and modules)."""
+    return sorted(INFRA.rglob("*.bicep"))
+
+
+def _bin(name: str) -> Path:
+    folder = "Scripts" if os.name == "nt" else "bin"
+    suffix = ".exe" if os.name == "nt" else ""
+    return VENV / folder / f"{name}{suffix}"
+
+
+def _requirements_hash() -> str:
+    return hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+
+
+def _run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
+
+
+def _ensure_venv() -> None:
+    wanted = _requirements_hash()
+    if MARKER.is_file() and MARKER.read_text().strip() == wanted and _bin("checkov").exists():
+        return
+    if VENV.exists():
+        shutil.rmtree(VENV)
+    created = _run([sys.executable, "-m", "venv", str(VENV)], timeout=TOOL_TIMEOUT)
+    if created.returncode != 0:
+        pytest.fail(f"could not create {VENV}:\n{created.stdout}\n{created.stderr}")
+    installed = _run(
+        [
+            str(_bin("python")),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        timeout=TOOL_TIMEOUT,
+    )
+    if installed.returncode != 0:
+        pytest.fail(f"pip install -r {REQUIREMENTS.name} failed:\n{installed.stdout}\n{installed.stderr}")
+    MARKER.write_text(wanted + "\n")
+
+
+def tool_env() -> dict[str, str]:
+    """Environment of the tools: grammar cache in .venv-infra/cache, a fixed hash seed (stable results)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(
+        {
+            "TMPDIR": str(CACHE),
+            "PYTHONHASHSEED": "0",
+        }
+    )
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def infra_venv() -> Path:
+    """The tools' virtual environment, created and installed when missing or out of date."""
+    _ensure_venv()
+    return VENV
+
+
+@pytest.fixture(scope="session")
+def pycep_results(infra_venv: Path) -> dict[str, dict[str, Any]]:
+    """pycep-parser's result for every Bicep file, keyed by path relative to the project root."""
+    files = [str(path.relative_to(ROOT)) for path in bicep_files()]
+    done = _run(
+        [str(_bin("python")), str(PYCEP_DUMP), *files],
+        cwd=ROOT,
+        env=tool_env(),
+        timeout=TOOL_TIMEOUT,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"pycep_dump.py failed (rc={done.returncode}):\n{done.stderr[-4000:]}")
+    results: dict[str, dict[str, Any]] = json.loads(done.stdout)
+    return results
+
+
+@pytest.fixture(scope="session")
+def bicep(pycep_results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Parsed templates keyed by file name relative to infra/ ('main.bicep', 'modules/storage.bicep')."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for name, entry in pycep_results.items():
+        if not entry["ok"]:
+            pytest.fail(f"{name} does not parse with pycep-parser: {entry['error']}")
+        parsed[Path(name).relative_to("infra").as_posix()] = entry["result"]
+    return parsed
+
+
+@pytest.fixture(scope="session")
+def checkov_report(infra_venv: Path) -> dict[str, Any]:
+    """checkov's JSON report on infra/, run offline (--skip-download) with the project's .checkov.yaml."""
+    done = _run(
+        [
+            str(_bin("checkov")),
+            "--config-file",
+            str(ROOT / ".checkov.yaml"),
+            "--directory",
+            "infra",
+            "--framework",
+            "bicep",
+            "--skip-download",
+            "--output",
+            "json",
+            "--soft-fail",
+        ],
+        cwd=ROOT,
+        env=tool_env(),
+        timeout=TOOL_TIMEOUT,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"checkov did not run (rc={done.returncode}):\n{done.stderr[-4000:]}")
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"checkov printed no JSON report:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    if isinstance(report, list):  # one report per framework when several ran
+        report = next(r for r in report if r.get("check_type") == "bicep")
+    assert isinstance(report, dict)
+    return report
