@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 PLACEHOLDER_ACTION: dict[str, Any] = {
     "type": "http",
