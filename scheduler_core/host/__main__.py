@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -63,6 +64,10 @@ def _parse_ports(text: str) -> AzuritePorts:
     return AzuritePorts(blob, queue, table)
 
 
+def _stop_on_signal(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
@@ -72,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     apply_local_settings(root / "local.settings.json")
     azurite: Azurite | None = None
     host: LocalHost | None = None
+    signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
     try:
         if args.azurite:
             location = None if args.in_memory else root / ".azurite"

@@ -121,9 +121,9 @@ class HttpHost:
                     response = func.HttpResponse(status_code=500)
                 payload = response.get_body() or b""
                 self.send_response(response.status_code)
-                for name, value in response.headers.items():
-                    if name.lower() not in ("content-length", "content-type", "transfer-encoding"):
-                        self.send_header(name, value)
+                for header, value in response.headers.items():
+                    if header.lower() not in ("content-length", "content-type", "transfer-encoding"):
+                        self.send_header(header, value)
                 if payload or response.mimetype != "text/plain":
                     content_type = response.mimetype or "text/plain"
                     if response.charset and "charset" not in content_type:

@@ -80,7 +80,8 @@ def test_unknown_path_is_an_arm_404(service: str, api_key: str) -> None:
     assert response.json()["error"]["code"] == "ResourceNotFound"
 
 
-def test_service_command_starts_azurite_serves_and_stops_on_ctrl_c(tmp_path: Path, api_key: str) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key: str, stop_signal: int) -> None:
     port, ports = free_port(), [free_port() for _ in range(3)]
     env = {
         **os.environ,
@@ -117,11 +118,12 @@ def test_service_command_starts_azurite_serves_and_stops_on_ctrl_c(tmp_path: Pat
         assert response.status_code == 200, response.text
         assert response.json() == {"value": []}
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
     assert f"Scheduler API listening on http://127.0.0.1:{port}" in output
     assert "Azurite stopped." in output
+    assert "function=management_api trigger=http GET /subscriptions/x/providers" in output
     for azurite_port in ports:
         with pytest.raises(requests.ConnectionError):
             requests.get(f"http://127.0.0.1:{azurite_port}", timeout=2)
