@@ -52,6 +52,7 @@ from azure.servicebus.exceptions import (
 )
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.identity import LazyCredential
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.definitions import parse_duration
 from scheduler_core.errors import ValidationError
@@ -158,8 +159,7 @@ class ServiceBusSender:
         self.idle_seconds = idle_seconds
         self.timeout = timeout
         self._clock = clock
-        self._credential_factory = credential_factory
-        self._credential: TokenCredential | None = None
+        self._identity = LazyCredential(credential_factory).get
         self._entries: dict[tuple[str, bool, str, str, str], _Entry] = {}
         self._lock = threading.Lock()
         self._janitor: threading.Thread | None = None
@@ -168,17 +168,6 @@ class ServiceBusSender:
         self.opened = 0
 
     # ------------------------------------------------------------------------------------ senders
-
-    def _identity(self) -> TokenCredential:
-        with self._lock:
-            if self._credential is None:
-                if self._credential_factory is None:
-                    from azure.identity import DefaultAzureCredential
-
-                    self._credential = DefaultAzureCredential()
-                else:
-                    self._credential = self._credential_factory()
-            return self._credential
 
     def _entry(self, where: Namespace, kind: str, entity: str, key_name: str | None, key: str | None) -> _Entry:
         identity = f"sas:{key_name}:{hashlib.sha256(key.encode()).hexdigest()}" if key is not None else "identity"

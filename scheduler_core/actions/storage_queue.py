@@ -45,6 +45,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.identity import LazyCredential
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.recurrence import format_instant
 
@@ -107,23 +108,11 @@ class StorageQueueSender:
         self.endpoint = endpoint
         self.message_format = message_format
         self.timeout = timeout
-        self._credential_factory = credential_factory
-        self._credential: TokenCredential | None = None
+        self._identity = LazyCredential(credential_factory).get
         self._session = session or requests.Session()
         self._transport = RequestsTransport(session=self._session, session_owner=False)
         self._clients: OrderedDict[tuple[str, str, str], QueueClient] = OrderedDict()
         self._lock = threading.Lock()
-
-    def _identity(self) -> TokenCredential:
-        with self._lock:
-            if self._credential is None:
-                if self._credential_factory is None:
-                    from azure.identity import DefaultAzureCredential
-
-                    self._credential = DefaultAzureCredential()
-                else:
-                    self._credential = self._credential_factory()
-            return self._credential
 
     def _client(self, url: str, queue: str, token: str | None) -> QueueClient:
         key = (url, queue, hashlib.sha256(token.encode()).hexdigest() if token is not None else "")

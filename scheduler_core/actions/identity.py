@@ -1,0 +1,28 @@
+"""The function app's own identity for actions that carry no key (managed identity), created on first use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from azure.core.credentials import TokenCredential
+
+
+class LazyCredential:
+    """Builds the credential once, on first use: ``factory()`` or, by default, ``DefaultAzureCredential``."""
+
+    def __init__(self, factory: Callable[[], TokenCredential] | None = None) -> None:
+        self._factory = factory
+        self._credential: TokenCredential | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> TokenCredential:
+        with self._lock:
+            if self._credential is None:
+                if self._factory is None:
+                    from azure.identity import DefaultAzureCredential
+
+                    self._credential = DefaultAzureCredential()
+                else:
+                    self._credential = self._factory()
+            return self._credential
