@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import azure.functions as func
+import pytest
 
 from scheduler_core.host.app_index import AppIndex
 from scheduler_core.host.routing import compile_route
@@ -54,3 +57,47 @@ def test_http_functions_are_anonymous_at_the_host_level(function_index: AppIndex
     import function_app
 
     assert function_app.app.auth_level == func.AuthLevel.ANONYMOUS
+
+
+def test_management_api_function_answers_a_func_http_request(
+    function_index: AppIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_core import auth, context
+
+    key = auth.generate_key()
+    monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
+    monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key, ["allowed"]))
+    context.reset()
+    handler = next(f.handler for f in function_index.http if f.name == "management_api")
+    path = "subscriptions/other/providers/Microsoft.Scheduler/jobCollections"
+    request = func.HttpRequest(
+        method="GET",
+        url=f"http://localhost/{path}?api-version=2016-03-01",
+        headers={"x-functions-key": key},
+        params={"api-version": "2016-03-01"},
+        route_params={"resource": path.split("/", 1)[1]},
+        body=b"",
+    )
+    try:
+        response = handler(request)
+    finally:
+        context.reset()
+    assert response.status_code == 403  # the key is scoped to another subscription: no storage call made
+    assert json.loads(response.get_body())["error"]["code"] == "AuthorizationFailed"
+    assert response.headers["x-ms-request-id"]
+
+
+def test_queue_functions_pass_the_message_body_to_their_trigger(
+    function_index: AppIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from azure.functions.queue import QueueMessage
+
+    import function_app
+
+    seen: list[tuple[str, bytes]] = []
+    monkeypatch.setattr(function_app.triggers, "on_scan", lambda body: seen.append(("scan", body)))
+    monkeypatch.setattr(function_app.triggers, "on_execution", lambda body: seen.append(("execution", body)))
+    handlers = {q.name: q.handler for q in function_index.queues}
+    handlers["scan_shard"](QueueMessage(id="1", body=b'{"shard": "0001"}', dequeue_count=1))
+    handlers["execute_occurrence"](QueueMessage(id="2", body=b'{"v": 1}', dequeue_count=1))
+    assert seen == [("scan", b'{"shard": "0001"}'), ("execution", b'{"v": 1}')]
