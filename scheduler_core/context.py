@@ -18,7 +18,6 @@ from azure.storage.queue import QueueClient
 
 from scheduler_core import auth, settings
 from scheduler_core.actions import ActionRunner
-from scheduler_core.actions.registry import default_runner
 from scheduler_core.api.handler import ApiContext
 from scheduler_core.pipeline.claims import ClaimStore
 from scheduler_core.pipeline.dispatch import Dispatcher, Send
@@ -73,6 +72,9 @@ def build(
 
     dispatcher = Dispatcher(stores, send_execution, config.due_shards, timedelta(seconds=config.lookahead_seconds))
     if runner is None:
+        # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
+        from scheduler_core.actions.registry import default_runner
+
         runner = default_runner(config)
     claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
     executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep)

@@ -9,8 +9,6 @@ Service Bus Data Sender* on the target queues and topics (or their namespaces).
 
 from __future__ import annotations
 
-import threading
-
 from azure.core.credentials import TokenCredential
 
 from scheduler_core.actions.base import ActionRunner
@@ -19,30 +17,15 @@ from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import OutboundPolicy
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
+from scheduler_core.identity import LazyCredential
 from scheduler_core.settings import Settings
-
-
-class _SharedCredential:
-    """Hands out one credential, made on first use (``DefaultAzureCredential`` unless one was given)."""
-
-    def __init__(self, credential: TokenCredential | None) -> None:
-        self._credential = credential
-        self._lock = threading.Lock()
-
-    def __call__(self) -> TokenCredential:
-        with self._lock:
-            if self._credential is None:
-                from azure.identity import DefaultAzureCredential
-
-                self._credential = DefaultAzureCredential()
-            return self._credential
 
 
 def default_runner(config: Settings, credential: TokenCredential | None = None) -> ActionRunner:
     """The runner for every action type: Http/Https (with Basic, ClientCertificate, ActiveDirectoryOAuth),
     StorageQueue, ServiceBusQueue and ServiceBusTopic. ``credential`` is the app's identity for actions
     without a key (a seam for tests)."""
-    identity = _SharedCredential(credential)
+    identity = LazyCredential(credential=credential).get
     timeout = float(config.http_timeout_seconds)
     http = HttpSender(
         policy=OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints),

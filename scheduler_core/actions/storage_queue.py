@@ -45,8 +45,8 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
-from scheduler_core.actions.identity import LazyCredential
 from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.identity import LazyCredential
 from scheduler_core.recurrence import format_instant
 
 MESSAGE_FORMATS = ("envelope", "base64", "text")

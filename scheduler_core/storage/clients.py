@@ -6,7 +6,6 @@ Queue messages are base64-encoded text everywhere: ``host.json`` keeps the Funct
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from azure.data.tables import TableServiceClient
@@ -17,14 +16,15 @@ from azure.storage.queue import (
     TextBase64EncodePolicy,
 )
 
+from scheduler_core.identity import LazyCredential
 from scheduler_core.settings import Settings
 
+#: The app's own identity, for identity-based storage connections (built on first use).
+_identity = LazyCredential()
 
-@lru_cache(maxsize=1)
+
 def _default_credential() -> Any:
-    from azure.identity import DefaultAzureCredential
-
-    return DefaultAzureCredential()
+    return _identity.get()
 
 
 def table_service(settings: Settings) -> TableServiceClient:

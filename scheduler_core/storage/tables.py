@@ -43,6 +43,19 @@ def _etag(entity: Any) -> str:
     return str(entity.metadata["etag"])
 
 
+def _delete_keys(table: TableClient, partition: str, keys: list[str]) -> None:
+    """Delete rows of one partition in batch transactions (≤ 100 operations each). A batch that fails
+    because a row is already gone is retried row by row; missing rows are fine."""
+    for start in range(0, len(keys), MAX_BATCH):
+        chunk = keys[start : start + MAX_BATCH]
+        try:
+            table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": k}) for k in chunk])
+        except TableTransactionError:
+            for key in chunk:
+                with contextlib.suppress(ResourceNotFoundError):
+                    table.delete_entity(partition, key)
+
+
 def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create: bool) -> str:
     """Create or replace ``entity``; returns the new ETag. ``etag`` guards a replace (``"*"`` = exists)."""
     try:
@@ -370,13 +383,7 @@ class DueIndexStore:
         for shard, key in rows:
             by_shard.setdefault(shard, []).append(key)
         for shard, keys in by_shard.items():
-            for start in range(0, len(keys), MAX_BATCH):
-                chunk = keys[start : start + MAX_BATCH]
-                try:
-                    self.table.submit_transaction([("delete", {"PartitionKey": shard, "RowKey": k}) for k in chunk])
-                except TableTransactionError:
-                    for key in chunk:  # one of them was already gone: fall back to single deletes
-                        self.delete(shard, key)
+            _delete_keys(self.table, shard, keys)
 
     def due_before(self, shard: str, before: str) -> Iterator[DueRow]:
         """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first."""
@@ -463,9 +470,7 @@ class HistoryStore:
             for index, row in enumerate(rows)  # newest first (inverted time keys)
             if index >= keep or (_aware(row.get("StartTime")) or older_than) < older_than
         ]
-        for start in range(0, len(doomed), MAX_BATCH):
-            chunk = doomed[start : start + MAX_BATCH]
-            self.table.submit_transaction([("delete", {"PartitionKey": job.identity, "RowKey": k}) for k in chunk])
+        _delete_keys(self.table, job.identity, doomed)
         return len(doomed)
 
     def delete_all(self, job: JobRef) -> None:
@@ -475,9 +480,7 @@ class HistoryStore:
                 "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey"]
             )
         ]
-        for start in range(0, len(keys), MAX_BATCH):
-            chunk = keys[start : start + MAX_BATCH]
-            self.table.submit_transaction([("delete", {"PartitionKey": job.identity, "RowKey": k}) for k in chunk])
+        _delete_keys(self.table, job.identity, keys)
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,14 @@ from azure.core.credentials import TokenCredential
 
 
 class LazyCredential:
-    """Builds the credential once, on first use: ``factory()`` or, by default, ``DefaultAzureCredential``."""
+    """Builds the credential once, on first use: ``factory()`` or, by default, ``DefaultAzureCredential``
+    (unless a ready ``credential`` is given)."""
 
-    def __init__(self, factory: Callable[[], TokenCredential] | None = None) -> None:
+    def __init__(
+        self, factory: Callable[[], TokenCredential] | None = None, credential: TokenCredential | None = None
+    ) -> None:
         self._factory = factory
-        self._credential: TokenCredential | None = None
+        self._credential: TokenCredential | None = credential
         self._lock = threading.Lock()
 
     def get(self) -> TokenCredential:
