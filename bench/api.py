@@ -1,15 +1,27 @@
 """Benchmark: management API PUT and GET of jobs through the local host on Azurite, next to raw table writes.
 
-    .venv/bin/python bench/api.py [--jobs 2000] [--threads 8]
+    .venv/bin/python -m bench.api [--jobs 2000] [--threads 8] [--collections N] [--in-process]
 
-Prints throughput and p50/p99 latency of API job PUTs and GETs (8 client threads), and of the same number
-of raw ``upsert_entity`` calls from this process with the same concurrency, and the ratio.
+Serves the function app the way ``make run`` does, in a process of its own (``python -m
+scheduler_core.host run``: HTTP, timers and queue pollers), on a private in-memory Azurite. Prints
+throughput and p50/p99 latency of API job PUTs (creates) and GETs from ``--threads`` client threads with
+keep-alive sessions, and of the same number of raw ``upsert_entity`` calls from this process with the same
+concurrency, and the ratio; then the latency of PUTs and GETs from 1 and 2 client threads, where the
+machine is not saturated. The CPU time that each process (this client, the host, Azurite) spent per
+operation is printed with each row. ``--in-process`` serves the API from a thread of this process instead
+(client and server then share one interpreter lock).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import requests
@@ -21,6 +33,64 @@ from scheduler_core.host.azurite import free_port
 from scheduler_core.host.runtime import LocalHost
 
 JOBS_PER_COLLECTION = 1000  # P20Premium
+HEADERS = [
+    "operation",
+    "count",
+    "threads",
+    "ops/s",
+    "p50 ms",
+    "p99 ms",
+    "vs raw upsert",
+    "CPU ms/op client·host·Azurite",
+]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def azurite_pids() -> list[int]:
+    found = subprocess.run(["pgrep", "-f", "azurite"], capture_output=True, text=True, check=False).stdout
+    return [int(pid) for pid in found.split()]
+
+
+@contextmanager
+def served(in_process: bool) -> Iterator[tuple[str, int]]:
+    """The function app served on a free port: (base URL, pid of the serving process)."""
+    port = free_port()
+    if in_process:
+        import function_app
+
+        host = LocalHost(function_app.app, ROOT / "host.json", port=port, enable=frozenset({"http"}))
+        host.start()
+        try:
+            yield host.base_url, os.getpid()
+        finally:
+            host.stop()
+        return
+    command = [sys.executable, "-m", "scheduler_core.host", "run", "--port", str(port)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                requests.get(f"{base}/subscriptions/bench/providers/Microsoft.Scheduler/jobCollections", timeout=1)
+                break
+            except requests.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the local host did not start") from None
+                time.sleep(0.2)
+        yield base, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def main() -> None:
@@ -33,33 +103,30 @@ def main() -> None:
         default=0,
         help="spread the jobs over this many collections (default: as few as P20Premium's 1,000 jobs allow)",
     )
+    parser.add_argument("--in-process", action="store_true", help="serve the API from a thread of this process")
     args = parser.parse_args()
     key = auth.generate_key()
-    with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config:
-        import function_app
-
-        host = LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"}))
-        host.start()
-        try:
-            rows = run(
-                host.base_url, key, config.storage_connection_string or "", args.jobs, args.threads, args.collections
-            )
-        finally:
-            host.stop()
-    print(table(["operation", "count", "threads", "ops/s", "p50 ms", "p99 ms", "vs raw upsert"], rows))
+    with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, served(args.in_process) as served_at:
+        base, host_pid = served_at
+        rows = run(base, host_pid, key, config.storage_connection_string or "", args)
+    print(table(HEADERS, rows))
 
 
-def run(base: str, key: str, connection: str, jobs: int, threads: int, collections: int) -> list[list[object]]:
+def run(base: str, host_pid: int, key: str, connection: str, args: argparse.Namespace) -> list[list[object]]:
+    jobs, threads = args.jobs, args.threads
     local = threading.local()
 
     def session() -> requests.Session:
         if not hasattr(local, "session"):
             local.session = requests.Session()
+            local.session.trust_env = False  # no proxy or ~/.netrc look-ups per call on loopback
             local.session.headers["Authorization"] = f"Bearer {key}"
         return local.session  # type: ignore[no-any-return]
 
-    collections = max(collections, -(-jobs // JOBS_PER_COLLECTION), 1)
-    print(f"{jobs} jobs in {collections} collections, {threads} client threads")
+    light = max(jobs // 4, 1)  # requests of each low-concurrency latency row
+    total = jobs + 2 * light
+    collections = max(args.collections, -(-total // JOBS_PER_COLLECTION), 1)
+    print(f"{jobs} jobs in {collections} collections, {threads} client threads, host pid {host_pid}")
     for c in range(collections):
         url = f"{base}/subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c{c}"
         body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
@@ -67,10 +134,9 @@ def run(base: str, key: str, connection: str, jobs: int, threads: int, collectio
     start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def job_url(i: int) -> str:
-        c = i % collections
         return (
-            f"{base}/subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c{c}"
-            f"/jobs/job{i}?api-version=2016-03-01"
+            f"{base}/subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/"
+            f"c{i % collections}/jobs/job{i}?api-version=2016-03-01"
         )
 
     def put(i: int) -> None:
@@ -93,34 +159,41 @@ def run(base: str, key: str, connection: str, jobs: int, threads: int, collectio
     def upsert(i: int) -> None:
         raw_table.upsert_entity({"PartitionKey": f"p{i % collections}", "RowKey": f"r{i}", "Definition": "x" * 600})
 
-    results = []
-    raw_seconds, raw_lat = timed_calls(upsert, jobs, threads)
-    raw_rate = jobs / raw_seconds
-    for name, fn in (("API PUT job", put), ("API GET job", get)):
-        seconds, latencies = timed_calls(fn, jobs, threads)
-        rate = jobs / seconds
-        results.append(
-            [
-                name,
-                jobs,
-                threads,
-                f"{rate:.0f}",
-                f"{percentile(latencies, 0.5) * 1000:.1f}",
-                f"{percentile(latencies, 0.99) * 1000:.1f}",
-                f"{rate / raw_rate:.0%}",
-            ]
-        )
-    results.append(
-        [
-            "raw upsert_entity",
-            jobs,
-            threads,
-            f"{raw_rate:.0f}",
-            f"{percentile(raw_lat, 0.5) * 1000:.1f}",
-            f"{percentile(raw_lat, 0.99) * 1000:.1f}",
-            "100%",
+    pids = {"client": [os.getpid()], "host": [host_pid] if host_pid != os.getpid() else [], "azurite": azurite_pids()}
+
+    def measured(
+        fn: Callable[[int], None], count: int, workers: int, offset: int = 0
+    ) -> tuple[float, list[float], str]:
+        before = {name: sum(cpu_seconds(p) for p in ps) for name, ps in pids.items()}
+        seconds, latencies = timed_calls(lambda i: fn(offset + i), count, workers)
+        spent = {name: sum(cpu_seconds(p) for p in ps) - before[name] for name, ps in pids.items()}
+        cpu = "·".join(f"{spent[name] / count * 1000:.2f}" for name in ("client", "host", "azurite"))
+        return seconds, latencies, cpu
+
+    def row(name: str, count: int, workers: int, seconds: float, latencies: list[float], cpu: str) -> list[object]:
+        rate = count / seconds
+        return [
+            name,
+            count,
+            workers,
+            f"{rate:.0f}",
+            f"{percentile(latencies, 0.5) * 1000:.1f}",
+            f"{percentile(latencies, 0.99) * 1000:.1f}",
+            f"{rate / raw_rate:.0%}",
+            cpu,
         ]
-    )
+
+    raw_seconds, raw_latencies, raw_cpu = measured(upsert, jobs, threads)
+    raw_rate = jobs / raw_seconds
+    results = [
+        row(f"API PUT job ({collections} collections)", jobs, threads, *measured(put, jobs, threads)),
+        row("API GET job", jobs, threads, *measured(get, jobs, threads)),
+        row("raw upsert_entity", jobs, threads, raw_seconds, raw_latencies, raw_cpu),
+    ]
+    for workers in (1, 2):
+        offset = jobs + (workers - 1) * light
+        results.append(row("API PUT job", light, workers, *measured(put, light, workers, offset)))
+        results.append(row("API GET job", light, workers, *measured(get, light, workers, offset)))
     return results
 
 

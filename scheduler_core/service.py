@@ -10,7 +10,6 @@ nothing stale.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -25,6 +24,7 @@ from scheduler_core.errors import (
     QuotaExceededError,
     SchedulerError,
 )
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import with_next_execution
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
@@ -45,8 +45,6 @@ FINAL_STATES = frozenset({"Completed", "Faulted"})
 WRITE_ATTEMPTS = 4
 #: Attempts of an ETag-guarded counter update under contention.
 COUNTER_ATTEMPTS = 50
-#: A job counter untouched this long has no reservation in flight, so it may be repaired from a count.
-COUNTER_SETTLE = timedelta(seconds=60)
 #: Free collections: retries at most hourly (plan limit).
 FREE_MIN_RETRY_INTERVAL = 3600.0
 #: Subscriptions may hold at most one Free collection (plan limit).
@@ -89,10 +87,7 @@ class SchedulerService:
         self._request_run = request_run
         self._due_soon = due_soon
         self.lookahead = lookahead
-        # Job counters of collections: the last record this process wrote, and a lock per collection.
-        self._counters: dict[str, CollectionRecord] = {}
-        self._counter_locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self.slots = JobSlots(stores, clock)
 
     # ------------------------------------------------------------------------------------- collections
 
@@ -158,6 +153,7 @@ class SchedulerService:
             job_count=existing.job_count if existing else 0,
         )
         saved = self.stores.collections.save(record, create=existing is None)
+        self.slots.forget(saved.ref)
         if existing is not None and existing.state != spec.state and spec.state in ("Enabled", "Disabled"):
             self._set_jobs_state(saved.ref, spec.state)
         return saved
@@ -178,6 +174,7 @@ class SchedulerService:
         for job in self.stores.jobs.list(existing.ref):
             self._delete_job_rows(job)
         self.stores.collections.delete(existing.ref)
+        self.slots.forget(existing.ref)
 
     def set_collection_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are)."""
@@ -188,6 +185,7 @@ class SchedulerService:
                 saved = self.stores.collections.save(replace(existing, properties=properties), create=False)
             except PreconditionFailedError:
                 continue
+            self.slots.forget(saved.ref)
             self._set_jobs_state(saved.ref, state)
             return
         raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
@@ -230,7 +228,7 @@ class SchedulerService:
         A create costs three storage round trips: the ETag-guarded reservation on the collection row
         (which also proves the collection is still the one this process last saw, so it need not be read
         again), the due-index row, and the job row."""
-        collection = self._counters.get(ref.collection.identity) or self.get_collection(ref.collection)
+        collection = self.slots.known(ref.collection) or self.get_collection(ref.collection)
         limits = self._collection_spec(collection)
         ref = JobRef(collection.ref, ref.name)
         for attempt in range(WRITE_ATTEMPTS):
@@ -243,7 +241,7 @@ class SchedulerService:
             spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
             self._check_job_against_collection(ref, spec, limits)
             if existing is None:
-                reserved = self._reserve_job_slot(collection, limits)
+                reserved = self.slots.reserve(collection, limits)
                 if reserved is None:  # the collection changed since this process last saw it: start again
                     collection = self.get_collection(ref.collection)
                     limits = self._collection_spec(collection)
@@ -258,7 +256,7 @@ class SchedulerService:
                 try:
                     return self._write_job(ref, spec, None), True
                 except ConflictError:
-                    self._release_job_slot(collection.ref)
+                    self.slots.release(collection.ref)
                     continue
             try:
                 return self._write_job(ref, spec, existing), False
@@ -290,7 +288,7 @@ class SchedulerService:
         check_if_match(existing.etag, if_match, "job")
         self.stores.jobs.delete(existing.ref, etag=existing.etag if if_match else None)
         self._delete_job_rows(existing, job_deleted=True)
-        self._release_job_slot(existing.ref.collection)
+        self.slots.release(existing.ref.collection)
 
     def run_job(self, ref: JobRef) -> None:
         """Fire the job now, outside its schedule (its schedule is not changed)."""
@@ -322,60 +320,6 @@ class SchedulerService:
     def _collection_spec(collection: CollectionRecord) -> CollectionSpec:
         body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
         return definitions.parse_collection(body, name=collection.ref.name)
-
-    def _reserve_job_slot(self, collection: CollectionRecord, limits: CollectionSpec) -> bool | None:
-        """Count a new job against ``maxJobCount`` before it is written (False: the collection is full;
-        None: the collection row is no longer ``collection``, so the caller re-reads it and checks again).
-
-        The counter lives on the collection row and moves by ETag-guarded merges, so concurrent creates
-        cannot both take the last slot. A crash between a reservation and its job write leaves the counter
-        one too high: when it says the collection is full and the row has been quiet for
-        :data:`COUNTER_SETTLE` (no reservation can still be in flight), the jobs are counted exactly and
-        the counter is repaired. An unknown counter is counted the same way."""
-        key = collection.ref.identity
-        with self._counter_lock(key):  # this process's writers queue here instead of colliding on the ETag
-            current: CollectionRecord | None = self._counters.get(key, collection)
-            for _ in range(COUNTER_ATTEMPTS):
-                if current is None:
-                    current = self.get_collection(collection.ref)
-                    if current.properties != collection.properties:
-                        self._counters.pop(key, None)
-                        return None
-                count = current.job_count
-                try:
-                    if count is None or count >= limits.max_job_count:
-                        quiet = current.modified_at is None or self.clock() - current.modified_at > COUNTER_SETTLE
-                        if count is not None and not quiet:
-                            return False
-                        exact = self.stores.jobs.count(current.ref)
-                        if exact != count:
-                            current = self.stores.collections.set_job_count(current, exact)
-                        if exact >= limits.max_job_count:
-                            return False
-                        count = exact
-                    self._counters[key] = self.stores.collections.set_job_count(current, count + 1)
-                    return True
-                except PreconditionFailedError:
-                    current = None
-        raise ConflictError(f"job collection '{collection.ref.name}' is being changed by many requests; retry")
-
-    def _counter_lock(self, key: str) -> threading.Lock:
-        with self._locks_guard:
-            return self._counter_locks.setdefault(key, threading.Lock())
-
-    def _release_job_slot(self, ref: CollectionRef) -> None:
-        with self._counter_lock(ref.identity):
-            self._counters.pop(ref.identity, None)
-            for _ in range(COUNTER_ATTEMPTS):
-                current = self.stores.collections.get(ref)
-                if current is None or current.job_count is None:
-                    return
-                try:
-                    self.stores.collections.set_job_count(current, max(0, current.job_count - 1))
-                    return
-                except PreconditionFailedError:
-                    continue
-        log.warning("job collection %s: job counter not decremented (it is repaired when the quota is reached)", ref)
 
     @staticmethod
     def _check_job_against_collection(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:

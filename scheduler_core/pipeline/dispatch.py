@@ -63,8 +63,9 @@ class ScanReport:
 class Dispatcher:
     """Turns due-index rows into execution messages.
 
-    Per occurrence it costs one job read and one queue send; the index rows it replaces (the fired row
-    deleted, the following occurrence's row written) are batched per shard, each pair in one transaction.
+    Per occurrence it costs one queue send; the jobs of a scan are read a collection at a time (one query
+    per 14 jobs), and the index rows it replaces (the fired row deleted, the following occurrence's row
+    written) are batched per shard, each pair in one transaction.
     """
 
     def __init__(self, stores: Stores, send: Send, shards: int, lookahead: timedelta) -> None:
@@ -82,9 +83,11 @@ class Dispatcher:
     def scan(self, shard: str, now: datetime) -> ScanReport:
         report = ScanReport(shard)
         horizon = format_due(now + self.lookahead)
-        for row in list(self.stores.due.due_before(shard, horizon)):
+        rows = list(self.stores.due.due_before(shard, horizon))
+        jobs = self._jobs_of(rows)
+        for row in rows:
             try:
-                self._dispatch_row(row, now, report)
+                self._dispatch_row(row, now, report, jobs.get((row.job_partition, row.job_row)), prefetched=True)
             except Exception:
                 # One bad row must not stop the shard; it stays in the index and is retried next tick.
                 log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
@@ -98,6 +101,17 @@ class Dispatcher:
             report.stale,
         )
         return report
+
+    def _jobs_of(self, rows: list[DueRow]) -> dict[tuple[str, str], JobRecord]:
+        """The jobs the rows name, read a partition (collection) at a time."""
+        wanted: dict[str, set[str]] = {}
+        for row in rows:
+            wanted.setdefault(row.job_partition, set()).add(row.job_row)
+        jobs: dict[tuple[str, str], JobRecord] = {}
+        for partition, keys in wanted.items():
+            for key, job in self.stores.jobs.get_many(partition, keys).items():
+                jobs[(partition, key)] = job
+        return jobs
 
     def dispatch_job(self, job: JobRecord, now: datetime) -> ScanReport:
         """Dispatch a job's row right away (a job written with an occurrence inside the lookahead window
@@ -122,8 +136,13 @@ class Dispatcher:
             self.stores.due.advance(report.shard, report.moves)
         self.stores.due.delete_many(report.deleted)
 
-    def _dispatch_row(self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None = None) -> None:
-        job = job or self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
+    def _dispatch_row(
+        self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None = None, prefetched: bool = False
+    ) -> None:
+        """Fire, re-send or drop one row. ``job`` is the row's job when the caller read it (``prefetched``:
+        ``None`` then means the job does not exist); otherwise it is read here."""
+        if job is None and not prefetched:
+            job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
         if row.message is not None:  # a long-delayed retry parked in the index
             if job is not None and job.generation == row.generation and job.state == "Enabled":
                 self.send(row.message, visibility_seconds(row.due, now))

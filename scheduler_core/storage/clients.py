@@ -6,8 +6,12 @@ Queue messages are base64-encoded text everywhere: ``host.json`` keeps the Funct
 
 from __future__ import annotations
 
+import threading
+import urllib.request
 from typing import Any
 
+import requests
+from azure.core.pipeline.transport import RequestsTransport
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import (
     QueueClient,
@@ -21,18 +25,48 @@ from scheduler_core.settings import Settings
 
 #: The app's own identity, for identity-based storage connections (built on first use).
 _identity = LazyCredential()
+#: Connections kept open per storage host: every queue worker and HTTP thread of an instance may talk to
+#: storage at once (requests' default pool of 10 would close and reopen connections under load).
+POOL_CONNECTIONS = 64
+
+_transport_lock = threading.Lock()
+_transports: list[RequestsTransport] = []
 
 
 def _default_credential() -> Any:
     return _identity.get()
 
 
+def storage_transport() -> RequestsTransport:
+    """The one HTTP transport of the app's own storage clients (tables and queues), shared by all of them.
+
+    Its session keeps up to :data:`POOL_CONNECTIONS` connections per host. It reads proxy settings
+    (``HTTPS_PROXY``, ``NO_PROXY``, ...) from the environment only when some are set: with none set,
+    requests would still look them up, and for ``~/.netrc``, on every call, which is about a seventh of
+    the CPU time of a storage call."""
+    with _transport_lock:
+        if not _transports:
+            session = requests.Session()
+            session.trust_env = bool(urllib.request.getproxies())
+            adapter = requests.adapters.HTTPAdapter(
+                pool_connections=POOL_CONNECTIONS,
+                pool_maxsize=POOL_CONNECTIONS,
+                max_retries=requests.adapters.Retry(total=False, redirect=False, raise_on_status=False),
+            )
+            for scheme in ("http://", "https://"):
+                session.mount(scheme, adapter)
+            _transports.append(RequestsTransport(session=session, session_owner=False))
+        return _transports[0]
+
+
 def table_service(settings: Settings) -> TableServiceClient:
     """A Table service client: connection string, or the app's managed identity."""
     if settings.storage_connection_string:
-        return TableServiceClient.from_connection_string(settings.storage_connection_string)
+        return TableServiceClient.from_connection_string(
+            settings.storage_connection_string, transport=storage_transport()
+        )
     endpoint = f"https://{settings.storage_account_name}.table.core.windows.net"
-    return TableServiceClient(endpoint=endpoint, credential=_default_credential())
+    return TableServiceClient(endpoint=endpoint, credential=_default_credential(), transport=storage_transport())
 
 
 def _queue_endpoint(settings: Settings) -> str:
@@ -54,6 +88,7 @@ def queue_client(settings: Settings, name: str) -> QueueClient:
     policies: dict[str, Any] = {
         "message_encode_policy": TextBase64EncodePolicy(),
         "message_decode_policy": TextBase64DecodePolicy(),
+        "transport": storage_transport(),
     }
     if settings.storage_connection_string:
         return QueueClient.from_connection_string(settings.storage_connection_string, name, **policies)

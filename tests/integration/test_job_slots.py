@@ -1,0 +1,149 @@
+"""The job counter of collections on Azurite: exact maxJobCount across instances, prefetched slots.
+
+Two ``SchedulerService`` objects over the same tables stand for two instances of the app (each has its
+own job counter cache and prefetched slots, as separate processes would).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from scheduler_core import job_slots
+from scheduler_core.errors import QuotaExceededError
+from scheduler_core.service import SchedulerService
+from scheduler_core.settings import Settings
+from scheduler_core.storage.clients import table_service
+from scheduler_core.storage.keys import CollectionRef, JobRef
+from scheduler_core.storage.provision import provision
+from scheduler_core.storage.tables import CollectionRecord, CollectionStore, Stores
+
+pytestmark = pytest.mark.azurite
+
+COLLECTION = CollectionRef("sub", "rg", "jc")
+
+
+class CountingCollections(CollectionStore):
+    """The real collection store, counting its job-counter writes."""
+
+    writes = 0
+
+    def set_job_count(self, record: CollectionRecord, count: int) -> CollectionRecord:
+        type(self).writes += 1
+        return super().set_job_count(record, count)
+
+
+def job(recurrence: dict[str, Any] | None = None) -> dict[str, Any]:
+    start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "properties": {
+            "startTime": start,
+            "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+            "recurrence": recurrence or {"frequency": "Hour", "interval": 1},
+        }
+    }
+
+
+def instance(config: Settings) -> SchedulerService:
+    tables = table_service(config)
+    stores = Stores.from_service(tables, config)
+    counting = CountingCollections(stores.collections.table)
+    return SchedulerService(Stores(counting, stores.jobs, stores.due, stores.history), config.due_shards)
+
+
+@pytest.fixture
+def instances(storage_env: Settings) -> tuple[SchedulerService, SchedulerService]:
+    provision(storage_env)
+    CountingCollections.writes = 0
+    return instance(storage_env), instance(storage_env)
+
+
+def create_collection(service: SchedulerService, max_jobs: int) -> None:
+    body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}, "quota": {"maxJobCount": max_jobs}}}
+    service.put_collection(COLLECTION, body)
+
+
+def counter(service: SchedulerService) -> int | None:
+    record = service.stores.collections.get(COLLECTION)
+    assert record is not None
+    return record.job_count
+
+
+def try_create(service: SchedulerService, name: str) -> bool:
+    try:
+        _, created = service.put_job(JobRef(COLLECTION, name), job())
+    except QuotaExceededError:
+        return False
+    assert created
+    return True
+
+
+def test_two_instances_racing_never_exceed_max_job_count(instances: tuple[SchedulerService, SchedulerService]) -> None:
+    first, second = instances
+    create_collection(first, 30)
+    names = [(first if i % 2 else second, f"job{i}") for i in range(80)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        created = list(pool.map(lambda pair: try_create(*pair), names))
+    assert sum(created) == 30
+    assert len(first.stores.jobs.list(COLLECTION)) == 30
+    assert counter(first) == 30
+
+
+def test_prefetched_slots_spare_counter_writes_and_are_given_back(
+    instances: tuple[SchedulerService, SchedulerService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(job_slots, "PREFETCH_TTL", 30.0)  # long enough for the sequential creates below
+    service, _ = instances
+    create_collection(service, 1000)
+    CountingCollections.writes = 0
+    for i in range(40):
+        assert try_create(service, f"job{i}")
+    # One write takes 1 slot and 16 ahead: 40 sequential creates need 3 writes, not 40.
+    assert CountingCollections.writes == 3
+    assert counter(service) == 3 * (1 + job_slots.PREFETCH)  # 40 used, 11 still ahead
+    monkeypatch.setattr(job_slots, "PREFETCH_TTL", 0.2)
+    service.slots.forget(COLLECTION)  # as when this instance changes the collection: unused slots go back
+    assert counter(service) == 40
+
+
+def test_unused_prefetched_slots_expire_and_are_given_back(
+    instances: tuple[SchedulerService, SchedulerService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(job_slots, "PREFETCH_TTL", 0.3)
+    service, _ = instances
+    create_collection(service, 100)
+    assert try_create(service, "only")
+    assert counter(service) == 1 + job_slots.PREFETCH
+    deadline = time.monotonic() + 10
+    while counter(service) != 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert counter(service) == 1
+
+
+def test_no_slots_are_taken_ahead_near_the_limit(instances: tuple[SchedulerService, SchedulerService]) -> None:
+    service, other = instances
+    create_collection(service, 5)
+    for i in range(5):
+        assert try_create(service, f"job{i}")
+        assert counter(service) == i + 1
+    assert not try_create(other, "sixth")
+    assert not try_create(service, "sixth")
+
+
+def test_an_instance_sees_another_instances_collection_change_once_its_slots_expire(
+    instances: tuple[SchedulerService, SchedulerService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(job_slots, "PREFETCH_TTL", 0.3)
+    first, second = instances
+    create_collection(first, 1000)
+    first.put_job(JobRef(COLLECTION, "before"), job({"frequency": "Hour", "interval": 2}))  # first holds slots
+    quota = {"maxRecurrence": {"frequency": "Hour", "interval": 2}}
+    second.patch_collection(COLLECTION, {"properties": {"quota": quota}})
+    time.sleep(0.5)
+    with pytest.raises(QuotaExceededError, match="maxRecurrence"):
+        first.put_job(JobRef(COLLECTION, "after"), job({"frequency": "Hour", "interval": 1}))
+    first.put_job(JobRef(COLLECTION, "after"), job({"frequency": "Hour", "interval": 2}))
