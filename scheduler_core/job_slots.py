@@ -223,7 +223,10 @@ class JobSlots:
                 del self._prefetched[ref.identity]
             if ahead.free > 0:
                 self._records.pop(ref.identity, None)
-                self._give_back(ref, ahead.free)
+                try:
+                    self._give_back(ref, ahead.free)
+                except Exception:  # a timer thread: log, the quiet-counter repair covers what is not given back
+                    log.warning("job collection %s: %d unused job slots not given back", ref, ahead.free, exc_info=True)
 
     def _give_back(self, ref: CollectionRef, count: int) -> None:
         for _ in range(COUNTER_ATTEMPTS):
