@@ -229,13 +229,5 @@ class JobSlots:
                     log.warning("job collection %s: %d unused job slots not given back", ref, ahead.free, exc_info=True)
 
     def _give_back(self, ref: CollectionRef, count: int) -> None:
-        for _ in range(COUNTER_ATTEMPTS):
-            current = self.stores.collections.get(ref)
-            if current is None or current.job_count is None:
-                return
-            try:
-                self.stores.collections.set_job_count(current, max(0, current.job_count - count))
-                return
-            except PreconditionFailedError:
-                continue
-        log.warning("job collection %s: job counter not decremented (it is repaired when the quota is reached)", ref)
+        if not self.stores.collections.subtract_jobs(ref, count, COUNTER_ATTEMPTS):
+            log.warning("job collection %s: job counter not decremented (repaired when the quota is reached)", ref)

@@ -37,6 +37,6 @@ def on_execution(body: bytes) -> None:
 
 
 def on_cleanup() -> None:
-    """Timer (daily): trim history and remove long-finished jobs."""
+    """Timer (daily): trim history and claims, remove long-finished jobs."""
     s = services()
-    cleanup(s.stores, s.clock())
+    cleanup(s.stores, s.clock(), s.executor.claims)

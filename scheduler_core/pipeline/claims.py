@@ -19,6 +19,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableClient, UpdateMode
 
 from scheduler_core.storage.keys import SEPARATOR, format_due
+from scheduler_core.storage.tables import delete_rows
 
 
 class ClaimOutcome(Enum):
@@ -92,13 +93,20 @@ class ClaimStore:
             )
 
     def delete_older_than(self, partition: str, before: datetime) -> int:
+        """Delete the claims of one job whose occurrence is before ``before`` (batched). Returns how many."""
         rows = self.table.query_entities(
             "PartitionKey eq @p and RowKey lt @b",
             parameters={"p": partition, "b": format_due(before)},
             select=["RowKey"],
         )
-        count = 0
-        for row in rows:
-            self.table.delete_entity(partition, row["RowKey"])
-            count += 1
-        return count
+        keys = [row["RowKey"] for row in rows]
+        delete_rows(self.table, partition, keys)
+        return len(keys)
+
+    def delete_all(self, partition: str) -> None:
+        """Delete every claim of one job (the job is being removed)."""
+        keys = [
+            row["RowKey"]
+            for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": partition}, select=["RowKey"])
+        ]
+        delete_rows(self.table, partition, keys)

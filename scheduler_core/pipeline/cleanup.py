@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from scheduler_core.pipeline.claims import ClaimStore
 from scheduler_core.storage.tables import Stores
 
 log = logging.getLogger("scheduler_core.cleanup")
@@ -14,30 +15,43 @@ log = logging.getLogger("scheduler_core.cleanup")
 HISTORY_RETENTION = timedelta(days=60)
 HISTORY_MAX_ROWS = 1000
 FINISHED_JOB_RETENTION = timedelta(days=60)
+#: Claims guard against duplicate deliveries of an execution message, which a queue may hold for at most
+#: 7 days; a day more and no delivery of their message can still come.
+CLAIM_RETENTION = timedelta(days=8)
 
 
 @dataclass
 class CleanupReport:
     jobs_removed: int = 0
     history_removed: int = 0
+    claims_removed: int = 0
 
 
-def cleanup(stores: Stores, now: datetime) -> CleanupReport:
+def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> CleanupReport:
+    """One pass over every job of every collection (``claims``: the execution claims to trim too)."""
     report = CleanupReport()
     for collection_partition in stores.collections.all_partitions():
         for collection in stores.collections.list(collection_partition):
+            removed = report.jobs_removed
             for job in stores.jobs.list(collection.ref):
                 if job.ended_at is not None and now - job.ended_at > FINISHED_JOB_RETENTION:
                     stores.jobs.delete(job.ref)
                     if job.due is not None:
                         stores.due.delete(job.due.shard, job.due.row_key)
                     stores.history.delete_all(job.ref)
+                    if claims is not None:
+                        claims.delete_all(job.ref.identity)
                     report.jobs_removed += 1
                     continue
+                if claims is not None:
+                    report.claims_removed += claims.delete_older_than(job.ref.identity, now - CLAIM_RETENTION)
                 report.history_removed += stores.history.trim(job.ref, now - HISTORY_RETENTION, HISTORY_MAX_ROWS)
+            if report.jobs_removed > removed:  # their slots under maxJobCount are free again
+                stores.collections.subtract_jobs(collection.ref, report.jobs_removed - removed)
     log.info(
-        "cleanup: %d finished jobs removed, %d history rows removed",
+        "cleanup: %d finished jobs removed, %d history rows removed, %d claims removed",
         report.jobs_removed,
         report.history_removed,
+        report.claims_removed,
     )
     return report

@@ -46,7 +46,7 @@ def _etag(entity: Any) -> str:
     return str(entity.metadata["etag"])
 
 
-def _delete_keys(table: TableClient, partition: str, keys: list[str]) -> None:
+def delete_rows(table: TableClient, partition: str, keys: list[str]) -> None:
     """Delete rows of one partition in batch transactions (≤ 100 operations each). A batch that fails
     because a row is already gone is retried row by row; missing rows are fine."""
     for start in range(0, len(keys), MAX_BATCH):
@@ -166,6 +166,21 @@ class CollectionStore:
         except (ResourceModifiedError, ResourceNotFoundError):
             raise PreconditionFailedError("the job collection was changed by another request") from None
         return replace(record, etag=str(result["etag"]), job_count=count, modified_at=datetime.now(UTC))
+
+    def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
+        """Take ``count`` off the collection's job counter (jobs removed, or reserved slots given back),
+        by ETag-guarded merges retried under contention. False when the counter could not be moved (it
+        is repaired from an exact count when it next says the collection is full)."""
+        for _ in range(attempts):
+            current = self.get(ref)
+            if current is None or current.job_count is None:
+                return True
+            try:
+                self.set_job_count(current, max(0, current.job_count - count))
+                return True
+            except PreconditionFailedError:
+                continue
+        return False
 
     def delete(self, ref: CollectionRef) -> None:
         with contextlib.suppress(ResourceNotFoundError):
@@ -400,7 +415,7 @@ class DueIndexStore:
         for shard, key in rows:
             by_shard.setdefault(shard, []).append(key)
         for shard, keys in by_shard.items():
-            _delete_keys(self.table, shard, keys)
+            delete_rows(self.table, shard, keys)
 
     def due_before(self, shard: str, before: str) -> Iterator[DueRow]:
         """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first."""
@@ -442,6 +457,11 @@ class HistoryStore:
         self.table = table
 
     def add(self, job: JobRef, record: HistoryRecord) -> None:
+        self.table.upsert_entity(self.entity(job, record))
+
+    @staticmethod
+    def entity(job: JobRef, record: HistoryRecord) -> dict[str, Any]:
+        """The table entity of a history record."""
         entity: dict[str, Any] = {
             "PartitionKey": job.identity,
             "RowKey": record.row_key,
@@ -457,7 +477,7 @@ class HistoryStore:
             entity["EndTime"] = record.end_time
         if record.expected_execution_time is not None:
             entity["ExpectedExecutionTime"] = record.expected_execution_time
-        self.table.upsert_entity(entity)
+        return entity
 
     def list(self, job: JobRef) -> Iterator[HistoryRecord]:
         """Newest first."""
@@ -487,7 +507,7 @@ class HistoryStore:
             for index, row in enumerate(rows)  # newest first (inverted time keys)
             if index >= keep or (_aware(row.get("StartTime")) or older_than) < older_than
         ]
-        _delete_keys(self.table, job.identity, doomed)
+        delete_rows(self.table, job.identity, doomed)
         return len(doomed)
 
     def delete_all(self, job: JobRef) -> None:
@@ -497,7 +517,7 @@ class HistoryStore:
                 "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey"]
             )
         ]
-        _delete_keys(self.table, job.identity, keys)
+        delete_rows(self.table, job.identity, keys)
 
 
 @dataclass(frozen=True)
