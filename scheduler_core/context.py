@@ -100,6 +100,7 @@ def build(
         request_run=request_run,
         due_soon=due_soon,
         lookahead=timedelta(seconds=config.lookahead_seconds),
+        sleep=sleep,
     )
     api = ApiContext(service, auth.parse_keys(config.api_keys))
     return Services(config, stores, scans, executions, service, dispatcher, executor, api, clock)

@@ -148,6 +148,13 @@ class JobSlots:
             if ahead is not None and ahead.free > 0:
                 self._give_back(ref, ahead.free)
 
+    def discard(self, ref: CollectionRef) -> None:
+        """The collection is being deleted: drop what this instance knew of it, give nothing back."""
+        with self._lock(ref.identity):
+            self._records.pop(ref.identity, None)
+            with self._guard:
+                self._prefetched.pop(ref.identity, None)
+
     # ----------------------------------------------------------------------------------------- internals
 
     def _lock(self, key: str) -> threading.Lock:

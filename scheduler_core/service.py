@@ -10,12 +10,13 @@ nothing stale.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduler_core import definitions
+from scheduler_core import definitions, job_slots
 from scheduler_core.definitions import CollectionSpec, JobSpec
 from scheduler_core.errors import (
     ConflictError,
@@ -29,6 +30,7 @@ from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import with_next_execution
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
 from scheduler_core.storage.tables import (
+    DELETED,
     CollectionRecord,
     DueRow,
     DueSlot,
@@ -40,6 +42,9 @@ from scheduler_core.storage.tables import (
 log = logging.getLogger("scheduler_core.service")
 
 FINAL_STATES = frozenset({"Completed", "Faulted"})
+#: How long after the last write of a collection's job counter another instance may still create jobs
+#: with slots it reserved ahead, plus a margin for clocks and for job writes in flight.
+DELETE_SETTLE = timedelta(seconds=job_slots.PREFETCH_TTL + 2)
 #: How often a write is retried when another writer changed the row between our read and our write
 #: (only when the client sent no If-Match: with If-Match the client gets 412 instead).
 WRITE_ATTEMPTS = 4
@@ -80,6 +85,7 @@ class SchedulerService:
         request_run: RunRequest | None = None,
         due_soon: DueSoon | None = None,
         lookahead: timedelta = timedelta(seconds=60),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.stores = stores
         self.shards = shards
@@ -87,18 +93,19 @@ class SchedulerService:
         self._request_run = request_run
         self._due_soon = due_soon
         self.lookahead = lookahead
+        self.sleep = sleep
         self.slots = JobSlots(stores, clock)
 
     # ------------------------------------------------------------------------------------- collections
 
     def get_collection(self, ref: CollectionRef) -> CollectionRecord:
         record = self.stores.collections.get(ref)
-        if record is None:
+        if record is None or record.deleting:
             raise NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
         return record
 
     def list_collections(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
-        return self.stores.collections.list(subscription, resource_group)
+        return [c for c in self.stores.collections.list(subscription, resource_group) if not c.deleting]
 
     def put_collection(
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
@@ -106,6 +113,10 @@ class SchedulerService:
         spec = definitions.parse_collection(body, name=ref.name)
         for _ in range(COUNTER_ATTEMPTS):
             existing = self.stores.collections.get(ref)
+            if existing is not None and existing.deleting:
+                raise ConflictError(
+                    f"job collection '{ref.name}' is being deleted; send DELETE again to finish, then create it"
+                )
             check_if_match(existing.etag if existing else None, if_match, "job collection")
             try:
                 return self._save_collection(ref, spec, existing), existing is None
@@ -133,9 +144,7 @@ class SchedulerService:
         self, ref: CollectionRef, spec: CollectionSpec, existing: CollectionRecord | None
     ) -> CollectionRecord:
         if spec.sku == "Free" and (existing is None or existing.properties["sku"]["name"] != "Free"):
-            others = [
-                c for c in self.stores.collections.list(ref.subscription) if c.properties["sku"]["name"] == "Free"
-            ]
+            others = [c for c in self.list_collections(ref.subscription) if c.properties["sku"]["name"] == "Free"]
             if len(others) >= MAX_FREE_COLLECTIONS:
                 raise QuotaExceededError(
                     f"properties.sku.name: subscription '{ref.subscription}' already has a Free job collection "
@@ -169,12 +178,45 @@ class SchedulerService:
             self._check_job_against_collection(job.ref, self._spec_of(job), spec)
 
     def delete_collection(self, ref: CollectionRef, if_match: str | None = None) -> None:
-        existing = self.get_collection(ref)
-        check_if_match(existing.etag, if_match, "job collection")
-        for job in self.stores.jobs.list(existing.ref):
-            self._delete_job_rows(job)
+        """Delete a collection with its jobs, their due-index rows and their history.
+
+        The collection is first marked ``Deleted``: from then on it is not found, and its new ETag makes
+        the next job-counter write of every instance fail, so no job can be reserved in it any more. Then
+        its jobs are deleted. When its counter was written so recently that another instance may still
+        hold job slots reserved ahead (:mod:`scheduler_core.job_slots`), the jobs are listed and deleted
+        again once those slots have expired; then the collection row goes. A deletion stopped half-way
+        (the process died) is finished by the next DELETE, or by the daily cleanup."""
+        last_write: datetime | None = None
+        for _ in range(COUNTER_ATTEMPTS):
+            existing = self.stores.collections.get(ref)
+            if existing is None:
+                raise NotFoundError(
+                    f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'"
+                )
+            last_write = existing.modified_at
+            if existing.deleting:  # a deletion that stopped half-way: finish it
+                break
+            check_if_match(existing.etag, if_match, "job collection")
+            try:
+                marked = replace(existing, properties={**existing.properties, "state": DELETED})
+                existing = self.stores.collections.save(marked, create=False)
+                break
+            except PreconditionFailedError:
+                if if_match is not None:
+                    raise
+        else:
+            raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
+        self.slots.discard(existing.ref)
+        self._remove_jobs(existing.ref)
+        settled = (last_write or self.clock()) + DELETE_SETTLE
+        if settled > self.clock():
+            self.sleep((settled - self.clock()).total_seconds())
+            self._remove_jobs(existing.ref)  # jobs created with slots reserved ahead before the mark
         self.stores.collections.delete(existing.ref)
-        self.slots.forget(existing.ref)
+
+    def _remove_jobs(self, ref: CollectionRef) -> None:
+        for job in self.stores.jobs.list(ref):
+            self.stores.remove_job(job)
 
     def set_collection_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are)."""
@@ -287,7 +329,7 @@ class SchedulerService:
         existing = self._stored_job(ref)
         check_if_match(existing.etag, if_match, "job")
         self.stores.jobs.delete(existing.ref, etag=existing.etag if if_match else None)
-        self._delete_job_rows(existing, job_deleted=True)
+        self.stores.remove_job(existing, job_row=False)
         self.slots.release(existing.ref.collection)
 
     def run_job(self, ref: JobRef) -> None:
@@ -385,10 +427,3 @@ class SchedulerService:
             # The scan that covers this occurrence has already run: dispatch it now, at its second.
             self._due_soon(saved)
         return saved
-
-    def _delete_job_rows(self, job: JobRecord, job_deleted: bool = False) -> None:
-        if not job_deleted:
-            self.stores.jobs.delete(job.ref)
-        if job.due is not None:
-            self.stores.due.delete(job.due.shard, job.due.row_key)
-        self.stores.history.delete_all(job.ref)

@@ -1,5 +1,6 @@
 """Daily cleanup: history kept for 60 days or the last 1,000 executions per job (whichever is less), jobs
-removed 60 days after they completed or faulted, and execution claims removed after 8 days."""
+removed 60 days after they completed or faulted, execution claims removed after 8 days, and collection
+deletions that stopped half-way finished."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ log = logging.getLogger("scheduler_core.cleanup")
 HISTORY_RETENTION = timedelta(days=60)
 HISTORY_MAX_ROWS = 1000
 FINISHED_JOB_RETENTION = timedelta(days=60)
+#: A collection left marked ``Deleted`` this long (its deletion stopped half-way) is deleted by the cleanup.
+ABANDONED_DELETION = timedelta(hours=1)
 #: Claims guard against duplicate deliveries of an execution message, which a queue may hold for at most
 #: 7 days; a day more and no delivery of their message can still come.
 CLAIM_RETENTION = timedelta(days=8)
@@ -23,6 +26,7 @@ CLAIM_RETENTION = timedelta(days=8)
 @dataclass
 class CleanupReport:
     jobs_removed: int = 0
+    collections_removed: int = 0
     history_removed: int = 0
     claims_removed: int = 0
 
@@ -32,13 +36,19 @@ def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> 
     report = CleanupReport()
     for collection_partition in stores.collections.all_partitions():
         for collection in stores.collections.list(collection_partition):
+            if collection.deleting:
+                if collection.modified_at is None or now - collection.modified_at > ABANDONED_DELETION:
+                    for job in stores.jobs.list(collection.ref):
+                        stores.remove_job(job)
+                        if claims is not None:
+                            claims.delete_all(job.ref.identity)
+                    stores.collections.delete(collection.ref)
+                    report.collections_removed += 1
+                continue
             removed = report.jobs_removed
             for job in stores.jobs.list(collection.ref):
                 if job.ended_at is not None and now - job.ended_at > FINISHED_JOB_RETENTION:
-                    stores.jobs.delete(job.ref)
-                    if job.due is not None:
-                        stores.due.delete(job.due.shard, job.due.row_key)
-                    stores.history.delete_all(job.ref)
+                    stores.remove_job(job)
                     if claims is not None:
                         claims.delete_all(job.ref.identity)
                     report.jobs_removed += 1
@@ -49,9 +59,10 @@ def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> 
             if report.jobs_removed > removed:  # their slots under maxJobCount are free again
                 stores.collections.subtract_jobs(collection.ref, report.jobs_removed - removed)
     log.info(
-        "cleanup: %d finished jobs removed, %d history rows removed, %d claims removed",
+        "cleanup: %d finished jobs removed, %d history rows removed, %d claims removed, %d deletions finished",
         report.jobs_removed,
         report.history_removed,
         report.claims_removed,
+        report.collections_removed,
     )
     return report

@@ -25,6 +25,8 @@ from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
 from scheduler_core.storage.names import COLLECTIONS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
 
+#: The state of a collection being deleted (a service state: clients cannot set it).
+DELETED = "Deleted"
 #: Version of the persisted job and collection entities (bumped when their shape changes).
 SCHEMA_VERSION = 1
 #: Table Storage accepts at most 100 operations in one batch transaction.
@@ -94,6 +96,11 @@ class CollectionRecord:
     @property
     def state(self) -> str:
         return str(self.properties.get("state", "Enabled"))
+
+    @property
+    def deleting(self) -> bool:
+        """Marked for deletion (hidden from clients) while its jobs are being deleted."""
+        return self.state == DELETED
 
 
 class CollectionStore:
@@ -528,6 +535,15 @@ class Stores:
     jobs: JobStore
     due: DueIndexStore
     history: HistoryStore
+
+    def remove_job(self, job: JobRecord, *, job_row: bool = True) -> None:
+        """Delete a job's rows: the job (unless ``job_row`` is False: already deleted), its due-index row
+        and its history."""
+        if job_row:
+            self.jobs.delete(job.ref)
+        if job.due is not None:
+            self.due.delete(job.due.shard, job.due.row_key)
+        self.history.delete_all(job.ref)
 
     @classmethod
     def from_service(cls, service: TableServiceClient, settings: Settings) -> Stores:

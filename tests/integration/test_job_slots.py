@@ -6,15 +6,17 @@ own job counter cache and prefetched slots, as separate processes would).
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from scheduler_core import job_slots
-from scheduler_core.errors import QuotaExceededError
+from scheduler_core.errors import ConflictError, NotFoundError, QuotaExceededError
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
 from scheduler_core.storage.clients import table_service
@@ -147,3 +149,54 @@ def test_an_instance_sees_another_instances_collection_change_once_its_slots_exp
     with pytest.raises(QuotaExceededError, match="maxRecurrence"):
         first.put_job(JobRef(COLLECTION, "after"), job({"frequency": "Hour", "interval": 1}))
     first.put_job(JobRef(COLLECTION, "after"), job({"frequency": "Hour", "interval": 2}))
+
+
+def test_a_collection_deleted_on_one_instance_keeps_no_job_created_with_slots_reserved_ahead(
+    instances: tuple[SchedulerService, SchedulerService],
+) -> None:
+    creator, deleter = instances
+    create_collection(creator, 1000)
+    assert try_create(creator, "first")  # creator now holds slots reserved ahead, for PREFETCH_TTL
+    jobs = creator.stores.jobs
+    deletion = threading.Thread(target=deleter.delete_collection, args=(COLLECTION,))
+    deletion.start()
+    deadline = time.monotonic() + 5
+    while jobs.get(JobRef(COLLECTION, "first")) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert jobs.get(JobRef(COLLECTION, "first")) is None  # the deletion has marked and emptied the collection
+    with pytest.raises(NotFoundError):
+        deleter.get_collection(COLLECTION)
+    # The creator still trusts its slot reserved ahead (at most PREFETCH_TTL old): its create goes through...
+    assert try_create(creator, "straggler")
+    deletion.join(timeout=30)
+    # ...but the deletion waits out those slots and sweeps again: nothing of the collection is left.
+    assert jobs.count(COLLECTION) == 0
+    assert creator.stores.collections.get(COLLECTION) is None
+    assert list(creator.stores.due.table.list_entities()) == []
+    with pytest.raises(NotFoundError):
+        creator.put_job(JobRef(COLLECTION, "late"), job())
+
+
+def test_a_deletion_stopped_half_way_hides_the_collection_and_is_finished_by_the_next_delete(
+    instances: tuple[SchedulerService, SchedulerService],
+) -> None:
+    service, _ = instances
+    create_collection(service, 100)
+    for name in ("a", "b"):
+        assert try_create(service, name)
+    record = service.stores.collections.get(COLLECTION)
+    assert record is not None
+    service.stores.collections.save(replace(record, properties={**record.properties, "state": "Deleted"}), create=False)
+
+    with pytest.raises(NotFoundError):
+        service.get_collection(COLLECTION)
+    assert service.list_collections("sub") == []
+    with pytest.raises(ConflictError, match="being deleted"):
+        service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
+    assert service.stores.jobs.count(COLLECTION) == 2  # not yet deleted
+
+    service.delete_collection(COLLECTION)
+    assert service.stores.jobs.count(COLLECTION) == 0
+    assert service.stores.collections.get(COLLECTION) is None
+    service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
+    assert service.list_jobs(COLLECTION) == []
