@@ -24,6 +24,7 @@ from scheduler_core.errors import (
     PreconditionFailedError,
     QuotaExceededError,
     SchedulerError,
+    ValidationError,
 )
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.recurrence import compile_schedule
@@ -280,7 +281,12 @@ class SchedulerService:
             existing = None if optimistic else self.stores.jobs.get(ref)
             check_if_match(existing.etag if existing else None, if_match, "job")
             self._refuse_final(existing)
-            spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
+            try:
+                spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
+            except ValidationError:
+                if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
+                    continue
+                raise
             self._check_job_against_collection(ref, spec, limits)
             if existing is None:
                 reserved = self.slots.reserve(collection, limits)

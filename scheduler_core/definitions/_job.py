@@ -14,7 +14,7 @@ from dateutil.relativedelta import relativedelta
 from scheduler_core.definitions._actions import Prior, parse_action
 from scheduler_core.definitions._durations import parse_duration
 from scheduler_core.definitions._json import Fields, enum_value
-from scheduler_core.errors import PayloadTooLargeError, ValidationError
+from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import (
     Recurrence,
     format_instant,
@@ -88,7 +88,7 @@ def parse_job(
     if validate_limits and isinstance(body, Mapping):
         size = _definition_size(body)
         if size > MAX_JOB_CHARS:
-            raise PayloadTooLargeError(
+            raise ValidationError(  # 400, as Azure Scheduler answered (413 is for a body over the byte cap)
                 "", f"the job definition is {size:,} characters of JSON; at most {MAX_JOB_CHARS:,} are allowed"
             )
     top = Fields(body, "", ("properties",), ignored=_READ_ONLY, hint="; the job's fields belong inside 'properties'")
