@@ -53,6 +53,8 @@ WRITE_ATTEMPTS = 4
 COUNTER_ATTEMPTS = 50
 #: Free collections: retries at most hourly (plan limit).
 FREE_MIN_RETRY_INTERVAL = 3600.0
+#: The retry interval of a Free collection's job that names none.
+FREE_DEFAULT_RETRY_INTERVAL = "PT1H"
 #: Subscriptions may hold at most one Free collection (plan limit).
 MAX_FREE_COLLECTIONS = 1
 
@@ -287,6 +289,7 @@ class SchedulerService:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     continue
                 raise
+            spec = self._plan_defaults(spec, body, limits)
             self._check_job_against_collection(ref, spec, limits)
             if existing is None:
                 reserved = self.slots.reserve(collection, limits)
@@ -323,6 +326,7 @@ class SchedulerService:
             self._refuse_final(existing)
             merged = definitions.merge_patch({"properties": existing.properties}, body)
             spec = definitions.parse_job(merged, previous=self._spec_of(existing))
+            spec = self._plan_defaults(spec, merged, self._collection_spec(collection))
             self._check_job_against_collection(ref, spec, self._collection_spec(collection))
             try:
                 return self._write_job(ref, spec, existing)
@@ -368,6 +372,33 @@ class SchedulerService:
     def _collection_spec(collection: CollectionRecord) -> CollectionSpec:
         body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
         return definitions.parse_collection(body, name=collection.ref.name)
+
+    @staticmethod
+    def _plan_defaults(spec: JobSpec, body: Mapping[str, Any], limits: CollectionSpec) -> JobSpec:
+        """In a Free collection a retry interval the client did not give is an hour (the plan's
+        minimum), not the usual 30 seconds, so that a job without a retry policy is accepted there."""
+        if limits.sku != "Free":
+            return spec
+        given = body.get("properties") if isinstance(body, Mapping) else None
+        given_action = given.get("action") if isinstance(given, Mapping) else None
+        action = dict(spec.properties.get("action") or {})
+        changed = False
+        for key in ("main", "errorAction"):
+            target = action if key == "main" else dict(action.get("errorAction") or {})
+            source = given_action if key == "main" else (given_action or {}).get("errorAction")
+            policy = target.get("retryPolicy")
+            if not target or not isinstance(policy, Mapping) or policy.get("retryType") == "None":
+                continue
+            given_policy = source.get("retryPolicy") if isinstance(source, Mapping) else None
+            if isinstance(given_policy, Mapping) and "retryInterval" in given_policy:
+                continue
+            target["retryPolicy"] = {**policy, "retryInterval": FREE_DEFAULT_RETRY_INTERVAL}
+            changed = True
+            if key == "errorAction":
+                action["errorAction"] = target
+        if not changed:
+            return spec
+        return replace(spec, properties={**spec.properties, "action": action})
 
     @staticmethod
     def _check_job_against_collection(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:

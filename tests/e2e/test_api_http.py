@@ -217,3 +217,27 @@ def test_concurrent_creates_never_exceed_max_job_count(api: Api) -> None:
     assert api.call("DELETE", f"{small}/jobs/{second}").status_code == 200
     assert api.call("PUT", f"{small}/jobs/new", lowercase_job()).status_code == 201
     assert api.call("PUT", f"{small}/jobs/newer", lowercase_job()).status_code == 409
+
+
+def test_free_collections_default_retries_to_hourly_and_refuse_faster_ones(api: Api) -> None:
+    free = JC_PATH.replace("/jc", "/free")
+    body = {"location": "westus", "properties": {"sku": {"name": "free"}}}
+    assert api.call("PUT", free, body).status_code == 201
+    plain = lowercase_job(recurrence={"frequency": "hour", "interval": 1})
+    del plain["properties"]["action"]["retryPolicy"]
+    created = api.call("PUT", f"{free}/jobs/plain", plain)
+    assert created.status_code == 201, created.text
+    assert created.json()["properties"]["action"]["retryPolicy"] == {
+        "retryType": "Fixed",
+        "retryInterval": "PT1H",
+        "retryCount": 4,
+    }
+    fast = lowercase_job(recurrence={"frequency": "hour", "interval": 1})
+    fast["properties"]["action"]["retryPolicy"] = {"retryType": "fixed", "retryInterval": "PT30S"}
+    refused = api.call("PUT", f"{free}/jobs/fast", fast)
+    assert refused.status_code == 409
+    assert "retryInterval" in refused.json()["error"]["message"]
+    assert api.call("GET", f"{free}/jobs/fast").status_code == 404
+    patched = api.call("PATCH", f"{free}/jobs/plain", {"properties": {"recurrence": {"interval": 2}}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["properties"]["action"]["retryPolicy"]["retryInterval"] == "PT1H"
