@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -90,6 +91,7 @@ class HttpSender:
             return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {problem}")
         headers = {**scheduler_headers(context), **(request.get("headers") or {}), **auth_kwargs.pop("headers", {})}
         body = request.get("body")
+        deadline = time.monotonic() + self.timeout
         try:
             response = session.request(
                 str(request.get("method") or "GET").upper(),
@@ -98,8 +100,13 @@ class HttpSender:
                 headers=headers,
                 timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
                 allow_redirects=True,
+                stream=True,
                 **auth_kwargs,
             )
+            try:
+                head = read_head(response, deadline)
+            finally:
+                response.close()  # the rest of the body is not read: the connection is not reused
         except requests.Timeout:
             return ActionResult(False, f"Http Action - Request to host '{host}' timed out after {self.timeout:g} s")
         except requests.exceptions.SSLError as exc:
@@ -107,12 +114,29 @@ class HttpSender:
         except requests.RequestException as exc:
             reason = type(exc).__name__
             return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
-        return ActionResult(200 <= response.status_code < 300, describe_response(host, response))
+        return ActionResult(200 <= response.status_code < 300, describe_response(host, response, head))
 
 
-def describe_response(host: str, response: requests.Response) -> str:
+def read_head(response: requests.Response, deadline: float) -> bytes:
+    """At most :data:`MAX_BODY_IN_HISTORY` bytes of the body, read before ``deadline`` (a target that
+    sends its body slowly cannot hold the action past its timeout: ``requests`` times each read, not the
+    call). Raises :class:`requests.Timeout` at the deadline."""
+    head = b""
+    while len(head) < MAX_BODY_IN_HISTORY:
+        if time.monotonic() > deadline:
+            raise requests.Timeout("the response body did not arrive before the action's timeout")
+        # read1 returns what has arrived (each read still bounded by the read timeout), decoded
+        chunk = response.raw.read1(MAX_BODY_IN_HISTORY - len(head), decode_content=True)
+        if not chunk:
+            break
+        head += chunk
+    if time.monotonic() > deadline:
+        raise requests.Timeout("the response did not arrive before the action's timeout")
+    return head[:MAX_BODY_IN_HISTORY]
+
+
+def describe_response(host: str, response: requests.Response, content: bytes) -> str:
     """The history message: status, response headers and at most 2,048 bytes of the body."""
-    content = response.content[:MAX_BODY_IN_HISTORY]
     text = content.decode(response.encoding or "utf-8", errors="replace")
     headers = ", ".join(f"{k}: {v}" for k, v in response.headers.items())
     return (
