@@ -20,13 +20,8 @@ _api = ManagementApi(api_context)
 @app.function_name("management_api")
 @app.route(
     route="subscriptions/{*resource}",
-    methods=[
-        func.HttpMethod.GET,
-        func.HttpMethod.PUT,
-        func.HttpMethod.PATCH,
-        func.HttpMethod.DELETE,
-        func.HttpMethod.POST,
-    ],
+    # Every method reaches the API, so that HEAD, OPTIONS and the like get an ARM 405 error body too.
+    methods=list(func.HttpMethod),
 )
 def management_api(req: func.HttpRequest) -> func.HttpResponse:
     """Every Microsoft.Scheduler ARM operation (job collections, jobs, history)."""

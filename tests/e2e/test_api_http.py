@@ -163,6 +163,12 @@ def test_unsupported_method_is_405(api: Api, collection: str) -> None:
     response = api.call("POST", f"{collection}/jobs/j")
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "InvalidHttpVerb"
+    options = api.call("OPTIONS", collection)
+    assert options.status_code == 405
+    assert options.json()["error"]["code"] == "InvalidHttpVerb"
+    head = api.call("HEAD", collection)
+    assert head.status_code == 405
+    assert head.headers["x-ms-request-id"]
 
 
 def test_if_match_is_honoured(api: Api, collection: str) -> None:

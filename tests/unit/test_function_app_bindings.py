@@ -11,7 +11,7 @@ from scheduler_core.host.app_index import AppIndex
 from scheduler_core.host.routing import compile_route
 
 EXPECTED_HTTP = {
-    "management_api": ("subscriptions/{*resource}", {"GET", "PUT", "PATCH", "DELETE", "POST"}),
+    "management_api": ("subscriptions/{*resource}", {"GET", "PUT", "PATCH", "DELETE", "POST", "HEAD", "OPTIONS"}),
 }
 EXPECTED_TIMERS = {
     "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",
