@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from scheduler_core.host.azurite import free_port
 from scheduler_core.host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision
+from tests.e2e.pipeline_harness import Pipeline
+from tests.support.http_target import HttpTarget, http_target
 
 ROOT = Path(__file__).resolve().parents[2]
 API_VERSION = "2016-03-01"
@@ -72,3 +75,17 @@ def api(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]
     provision(storage_env)
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
         yield Api(host.base_url, key, storage_env)
+
+
+@pytest.fixture
+def target() -> Iterator[HttpTarget]:
+    """A real HTTP server on 127.0.0.1 that records what it receives."""
+    with http_target() as server:
+        yield server
+
+
+@pytest.fixture
+def pipeline(storage_env: Settings) -> Pipeline:
+    """The real services over Azurite with simulated time, starting just past a whole minute."""
+    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
+    return Pipeline(storage_env, start)

@@ -3,8 +3,7 @@ history, and their place under maxJobCount given back), history trimmed to 60 da
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -16,25 +15,12 @@ from scheduler_core.pipeline.cleanup import (
     cleanup,
 )
 from scheduler_core.recurrence import format_instant
-from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import history_row_key
 from scheduler_core.storage.tables import MAX_BATCH, HistoryRecord
 from tests.e2e.pipeline_harness import Pipeline
-from tests.support.http_target import HttpTarget, http_target
+from tests.support.http_target import HttpTarget
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
-
-
-@pytest.fixture
-def target() -> Iterator[HttpTarget]:
-    with http_target() as server:
-        yield server
-
-
-@pytest.fixture
-def pipeline(storage_env: Settings) -> Pipeline:
-    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    return Pipeline(storage_env, start)
 
 
 def one_shot(pipeline: Pipeline, name: str, url: str) -> datetime:

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,25 +16,12 @@ import pytest
 
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.recurrence import format_instant
-from scheduler_core.settings import Settings
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget, http_target
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def target() -> Iterator[HttpTarget]:
-    with http_target() as server:
-        yield server
-
-
-@pytest.fixture
-def pipeline(storage_env: Settings) -> Pipeline:
-    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    return Pipeline(storage_env, start)
 
 
 def http_action(url: str, **extra: Any) -> dict[str, Any]:
