@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core.definitions import CollectionSpec
-from scheduler_core.errors import ConflictError, NotFoundError, PreconditionFailedError
+from scheduler_core.errors import ConflictError, PreconditionFailedError
 from scheduler_core.storage.keys import CollectionRef
 from scheduler_core.storage.tables import CollectionRecord, Stores
 
@@ -139,21 +139,15 @@ class JobSlots:
             self._records.pop(ref.identity, None)
             self._give_back(ref, count)
 
-    def forget(self, ref: CollectionRef) -> None:
-        """This instance changed or deleted the collection: drop what it knew, give back unused slots."""
+    def forget(self, ref: CollectionRef, *, give_back: bool = True) -> None:
+        """This instance changed the collection (or, ``give_back`` False, is deleting it): drop what it
+        knew of it and give back unused slots reserved ahead."""
         with self._lock(ref.identity):
             self._records.pop(ref.identity, None)
             with self._guard:
                 ahead = self._prefetched.pop(ref.identity, None)
-            if ahead is not None and ahead.free > 0:
+            if give_back and ahead is not None and ahead.free > 0:
                 self._give_back(ref, ahead.free)
-
-    def discard(self, ref: CollectionRef) -> None:
-        """The collection is being deleted: drop what this instance knew of it, give nothing back."""
-        with self._lock(ref.identity):
-            self._records.pop(ref.identity, None)
-            with self._guard:
-                self._prefetched.pop(ref.identity, None)
 
     # ----------------------------------------------------------------------------------------- internals
 
@@ -171,8 +165,8 @@ class JobSlots:
         current: CollectionRecord | None = self._records.get(key, collection)
         for _ in range(COUNTER_ATTEMPTS):
             if current is None:
-                current = self._read(collection.ref)
-                if current.properties != collection.properties:
+                current = self.stores.collections.get(collection.ref)
+                if current is None or current.properties != collection.properties:  # the caller re-reads it
                     self._records.pop(key, None)
                     if returned:
                         self._give_back(collection.ref, returned)
@@ -208,12 +202,6 @@ class JobSlots:
             except PreconditionFailedError:
                 current = None
         raise ConflictError(f"job collection '{collection.ref.name}' is being changed by many requests; retry")
-
-    def _read(self, ref: CollectionRef) -> CollectionRecord:
-        record = self.stores.collections.get(ref)
-        if record is None:
-            raise NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
-        return record
 
     def _expire_later(self, ref: CollectionRef) -> None:
         timer = threading.Timer(PREFETCH_TTL, self._expire, args=(ref,))

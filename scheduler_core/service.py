@@ -67,6 +67,10 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _collection_not_found(ref: CollectionRef) -> NotFoundError:
+    return NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
+
+
 def check_if_match(etag: str | None, if_match: str | None, what: str) -> None:
     """Honour an ``If-Match`` header against the stored ETag (``None`` = the resource does not exist)."""
     if if_match is None:
@@ -104,7 +108,7 @@ class SchedulerService:
     def get_collection(self, ref: CollectionRef) -> CollectionRecord:
         record = self.stores.collections.get(ref)
         if record is None or record.deleting:
-            raise NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
+            raise _collection_not_found(ref)
         return record
 
     def list_collections(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
@@ -193,9 +197,7 @@ class SchedulerService:
         for _ in range(COUNTER_ATTEMPTS):
             existing = self.stores.collections.get(ref)
             if existing is None:
-                raise NotFoundError(
-                    f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'"
-                )
+                raise _collection_not_found(ref)
             last_write = existing.modified_at
             if existing.deleting:  # a deletion that stopped half-way: finish it
                 break
@@ -209,7 +211,7 @@ class SchedulerService:
                     raise
         else:
             raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
-        self.slots.discard(existing.ref)
+        self.slots.forget(existing.ref, give_back=False)
         self._remove_jobs(existing.ref)
         settled = (last_write or self.clock()) + DELETE_SETTLE
         if settled > self.clock():

@@ -132,7 +132,7 @@ def read_head(response: requests.Response, deadline: float) -> bytes:
         head += chunk
     if time.monotonic() > deadline:
         raise requests.Timeout("the response did not arrive before the action's timeout")
-    return head[:MAX_BODY_IN_HISTORY]
+    return head
 
 
 def describe_response(host: str, response: requests.Response, content: bytes) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_core.pipeline.claims import ClaimStore
-from scheduler_core.storage.tables import Stores
+from scheduler_core.storage.tables import JobRecord, Stores
 
 log = logging.getLogger("scheduler_core.cleanup")
 
@@ -34,23 +34,25 @@ class CleanupReport:
 def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> CleanupReport:
     """One pass over every job of every collection (``claims``: the execution claims to trim too)."""
     report = CleanupReport()
+
+    def remove(job: JobRecord) -> None:
+        stores.remove_job(job)
+        if claims is not None:
+            claims.delete_all(job.ref.identity)
+
     for collection_partition in stores.collections.all_partitions():
         for collection in stores.collections.list(collection_partition):
             if collection.deleting:
                 if collection.modified_at is None or now - collection.modified_at > ABANDONED_DELETION:
                     for job in stores.jobs.list(collection.ref):
-                        stores.remove_job(job)
-                        if claims is not None:
-                            claims.delete_all(job.ref.identity)
+                        remove(job)
                     stores.collections.delete(collection.ref)
                     report.collections_removed += 1
                 continue
             removed = report.jobs_removed
             for job in stores.jobs.list(collection.ref):
                 if job.ended_at is not None and now - job.ended_at > FINISHED_JOB_RETENTION:
-                    stores.remove_job(job)
-                    if claims is not None:
-                        claims.delete_all(job.ref.identity)
+                    remove(job)
                     report.jobs_removed += 1
                     continue
                 if claims is not None:

@@ -87,7 +87,7 @@ class Dispatcher:
         jobs = self._jobs_of(rows)
         for row in rows:
             try:
-                self._dispatch_row(row, now, report, jobs.get((row.job_partition, row.job_row)), prefetched=True)
+                self._dispatch_row(row, now, report, jobs.get((row.job_partition, row.job_row)))
             except Exception:
                 # One bad row must not stop the shard; it stays in the index and is retried next tick.
                 log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
@@ -136,13 +136,8 @@ class Dispatcher:
             self.stores.due.advance(report.shard, report.moves)
         self.stores.due.delete_many(report.deleted)
 
-    def _dispatch_row(
-        self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None = None, prefetched: bool = False
-    ) -> None:
-        """Fire, re-send or drop one row. ``job`` is the row's job when the caller read it (``prefetched``:
-        ``None`` then means the job does not exist); otherwise it is read here."""
-        if job is None and not prefetched:
-            job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
+    def _dispatch_row(self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None) -> None:
+        """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
         if row.message is not None:  # a long-delayed retry parked in the index
             if job is not None and job.generation == row.generation and job.state == "Enabled":
                 self.send(row.message, visibility_seconds(row.due, now))

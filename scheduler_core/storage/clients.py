@@ -6,7 +6,7 @@ Queue messages are base64-encoded text everywhere: ``host.json`` keeps the Funct
 
 from __future__ import annotations
 
-import threading
+import functools
 import urllib.request
 from typing import Any
 
@@ -29,14 +29,12 @@ _identity = LazyCredential()
 #: storage at once (requests' default pool of 10 would close and reopen connections under load).
 POOL_CONNECTIONS = 64
 
-_transport_lock = threading.Lock()
-_transports: list[RequestsTransport] = []
-
 
 def _default_credential() -> Any:
     return _identity.get()
 
 
+@functools.cache
 def storage_transport() -> RequestsTransport:
     """The one HTTP transport of the app's own storage clients (tables and queues), shared by all of them.
 
@@ -44,19 +42,16 @@ def storage_transport() -> RequestsTransport:
     (``HTTPS_PROXY``, ``NO_PROXY``, ...) from the environment only when some are set: with none set,
     requests would still look them up, and for ``~/.netrc``, on every call, which is about a seventh of
     the CPU time of a storage call."""
-    with _transport_lock:
-        if not _transports:
-            session = requests.Session()
-            session.trust_env = bool(urllib.request.getproxies())
-            adapter = requests.adapters.HTTPAdapter(
-                pool_connections=POOL_CONNECTIONS,
-                pool_maxsize=POOL_CONNECTIONS,
-                max_retries=requests.adapters.Retry(total=False, redirect=False, raise_on_status=False),
-            )
-            for scheme in ("http://", "https://"):
-                session.mount(scheme, adapter)
-            _transports.append(RequestsTransport(session=session, session_owner=False))
-        return _transports[0]
+    session = requests.Session()
+    session.trust_env = bool(urllib.request.getproxies())
+    adapter = requests.adapters.HTTPAdapter(
+        pool_connections=POOL_CONNECTIONS,
+        pool_maxsize=POOL_CONNECTIONS,
+        max_retries=requests.adapters.Retry(total=False, redirect=False, raise_on_status=False),
+    )
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, adapter)
+    return RequestsTransport(session=session, session_owner=False)
 
 
 def table_service(settings: Settings) -> TableServiceClient:
