@@ -65,3 +65,17 @@ def execute_occurrence(msg: func.QueueMessage) -> None:
 def cleanup(timer: func.TimerRequest) -> None:
     """Daily: trim history to 60 days / 1,000 rows per job and remove jobs finished 60 days ago."""
     triggers.on_cleanup()
+
+
+@app.function_name("openapi_document")
+@app.route(
+    route="openapi/microsoft-scheduler-2016-03-01.json",  # scheduler_core.api.openapi.ROUTE
+    # Every method reaches the function, so that a write gets an ARM 405 error body rather than a bare 405.
+    methods=list(func.HttpMethod),
+)
+def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
+    """Microsoft's OpenAPI document of the management API, anonymous (public, no secret in it)."""
+    from scheduler_core.api import openapi  # imported here, as this block is appended below the wiring above
+
+    response = openapi.serve(req.method)
+    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)

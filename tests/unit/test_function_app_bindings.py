@@ -9,9 +9,14 @@ import pytest
 
 from scheduler_core.host.app_index import AppIndex
 from scheduler_core.host.routing import compile_route
+from tests.conftest import ROOT
 
 EXPECTED_HTTP = {
     "management_api": ("subscriptions/{*resource}", {"GET", "PUT", "PATCH", "DELETE", "POST", "HEAD", "OPTIONS"}),
+    "openapi_document": (
+        "openapi/microsoft-scheduler-2016-03-01.json",
+        {"GET", "PUT", "PATCH", "DELETE", "POST", "HEAD", "OPTIONS"},
+    ),
 }
 EXPECTED_TIMERS = {
     "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",
@@ -101,3 +106,45 @@ def test_queue_functions_pass_the_message_body_to_their_trigger(
     handlers["scan_shard"](QueueMessage(id="1", body=b'{"shard": "0001"}', dequeue_count=1))
     handlers["execute_occurrence"](QueueMessage(id="2", body=b'{"v": 1}', dequeue_count=1))
     assert seen == [("scan", b'{"shard": "0001"}'), ("execution", b'{"v": 1}')]
+
+
+def test_openapi_route_is_the_documented_one() -> None:
+    from scheduler_core.api import openapi
+
+    assert EXPECTED_HTTP["openapi_document"][0] == openapi.ROUTE
+    route = compile_route(openapi.ROUTE, "doc")
+    assert route.pattern.match("openapi/microsoft-scheduler-2016-03-01.json")
+    assert route.pattern.match("subscriptions/s/openapi/microsoft-scheduler-2016-03-01.json") is None
+
+
+def test_openapi_function_serves_microsofts_document_unchanged(function_index: AppIndex) -> None:
+    handler = next(f.handler for f in function_index.http if f.name == "openapi_document")
+    request = func.HttpRequest(
+        method="GET", url="http://localhost/openapi/microsoft-scheduler-2016-03-01.json", headers={}, body=b""
+    )
+    response = handler(request)  # no API key: the document is public
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    shipped = ROOT / "scheduler_core/api/openapi/microsoft-scheduler-2016-03-01.json"
+    assert response.get_body() == shipped.read_bytes()
+    document = json.loads(response.get_body())
+    assert document["swagger"] == "2.0"
+    assert document["info"]["version"] == "2016-03-01"
+    assert sum(len(operations) for operations in document["paths"].values()) == 15
+    notice = (shipped.parent / "LICENSE").read_text()
+    assert "Azure/azure-rest-api-specs" in notice
+    assert "MIT License" in notice
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+def test_openapi_function_refuses_writes_with_an_arm_error(function_index: AppIndex, method: str) -> None:
+    handler = next(f.handler for f in function_index.http if f.name == "openapi_document")
+    request = func.HttpRequest(
+        method=method, url="http://localhost/openapi/microsoft-scheduler-2016-03-01.json", headers={}, body=b"{}"
+    )
+    response = handler(request)
+    assert response.status_code == 405
+    error = json.loads(response.get_body())["error"]
+    assert error["code"] == "InvalidHttpVerb"
+    assert method in error["message"]
+    assert response.headers["Allow"] == "GET, HEAD"
