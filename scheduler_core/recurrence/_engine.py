@@ -159,6 +159,9 @@ class CompiledSchedule:
         self._utc = self._zone is UTC
         base = start if start is not None else created
         self._pattern = _build_pattern(recurrence, self._wall(base))
+        # The base is an instant: when its wall time is repeated it may be the second instance, which the
+        # rule (wall time -> its first instance) cannot produce. _rule_next answers it for its wall time.
+        self._base = base
         self._immediate = start is None
         self._rule_low = created + _ONE_US if start is None else max(start, created)
         rule_first = self._rule_next(self._rule_low)
@@ -172,6 +175,16 @@ class CompiledSchedule:
             )
         self._rule_first = rule_first
         self._rule_first_us = self._wall_us(rule_first)
+        # ordinal = offset + candidates with existing wall times in [first, occurrence)
+        self._ordinal_offset = (1 if self._immediate else 0) + 1
+        if rule_first == base and not self._utc:
+            base_us = self._pattern.base
+            if self._to_utc(base_us) != base:
+                # the start is the second instance of its wall time: the candidates after it in the
+                # repeated range had their first instance before it, so they are not occurrences
+                fold_stop = fold_end(self._zone, base_us)
+                if fold_stop is not None:
+                    self._ordinal_offset -= self._pattern.count(base_us + 1, fold_stop)
         self.first_occurrence = created if self._immediate else rule_first
 
     # -- conversions --------------------------------------------------------------------------------
@@ -212,6 +225,10 @@ class CompiledSchedule:
                 x = end if end is not None and end > candidate else candidate + 1
                 continue
             if instant < after:
+                if candidate == pattern.base and after <= self._base:
+                    # the base itself, in the second pass of its repeated wall time: the start instant
+                    # is occurrence 0 whichever pass it falls in
+                    return self._base
                 # `after` lies in the second pass of a repeated wall time: every wall time of the fold
                 # has already had its (first) instance, so resume where the fold ends
                 end = fold_end(self._zone, candidate)
@@ -244,7 +261,7 @@ class CompiledSchedule:
         if self._single is not None or occurrence == self.first_occurrence:
             return 1
         wall = self._wall_us(occurrence)
-        return (1 if self._immediate else 0) + 1 + self._count_existing(self._rule_first_us, wall)
+        return self._ordinal_offset + self._count_existing(self._rule_first_us, wall)
 
     # -- public API ---------------------------------------------------------------------------------
     def next_occurrence(self, after: datetime) -> datetime | None:

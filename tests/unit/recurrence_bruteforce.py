@@ -128,7 +128,9 @@ def _rule_instants(recurrence: dict[str, Any], base: datetime, until: datetime) 
                     naive = datetime(day.year, day.month, day.day, h, m, bw.second, bw.microsecond)
                     if naive < bw:
                         continue
-                    instant = _wall_to_utc(naive, zone)
+                    # the base's own wall time is the base instant (it may be the second instance of a
+                    # repeated wall time); every other wall time is its first instance
+                    instant = base if naive == bw else _wall_to_utc(naive, zone)
                     if instant is not None and instant <= until:
                         out.append(instant)
         day += timedelta(days=1)

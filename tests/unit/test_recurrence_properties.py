@@ -38,8 +38,15 @@ NEAR_DST = st.sampled_from(
         datetime(2024, 11, 2, 20, 0, tzinfo=UTC),
         datetime(2024, 4, 6, 10, 0, tzinfo=UTC),  # Lord Howe ends DST (30 minutes) on 2024-04-07
         datetime(2024, 10, 5, 10, 0, tzinfo=UTC),  # and starts it on 2024-10-06
+        # the changes themselves (Berlin, New York, Lord Howe), so that a start can fall in either pass
+        # of a repeated hour, or just after a skipped one
+        datetime(2024, 3, 31, 1, 0, tzinfo=UTC),
+        datetime(2024, 10, 27, 1, 0, tzinfo=UTC),
+        datetime(2024, 3, 10, 7, 0, tzinfo=UTC),
+        datetime(2024, 11, 3, 6, 0, tzinfo=UTC),
+        datetime(2024, 4, 6, 15, 0, tzinfo=UTC),
     ]
-).flatmap(lambda d: st.integers(-300, 300).map(lambda m: d + timedelta(minutes=m)))
+).flatmap(lambda d: st.integers(-300 * 60, 300 * 60).map(lambda s: d + timedelta(seconds=s - s % 20)))
 
 
 def small_lists(values: st.SearchStrategy[Any], max_size: int = 4) -> st.SearchStrategy[list[Any]]:
@@ -110,6 +117,14 @@ def compile_or_none(rec: dict[str, Any], start: datetime | None, created: dateti
     count=st.one_of(st.none(), st.integers(1, 30)),
     end_fraction=st.one_of(st.none(), st.floats(0.0, 1.0)),
     probes=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=4),
+)
+@example(  # weekly from the second 02:30 of the night Berlin leaves summer time, count 3
+    rec={"frequency": "week", "timeZone": "Europe/Berlin"},
+    start=datetime(2024, 10, 27, 1, 30, tzinfo=UTC),
+    created_shift=0.0,
+    count=3,
+    end_fraction=None,
+    probes=[0.0, 0.5],
 )
 def test_engine_matches_brute_force(
     rec: dict[str, Any],
@@ -195,6 +210,10 @@ def _rrule_for(rec: dict[str, Any], wall_start: datetime) -> du.rrulebase:
     rec={"frequency": "minute", "timeZone": "Europe/Berlin", "schedule": {"minutes": [0]}},
     start=datetime(2024, 10, 27, 1, 0, tzinfo=UTC),
 )
+@example(  # daily from the second 02:30 of that night: the start fires, then 02:30 CET each day
+    rec={"frequency": "day", "timeZone": "Europe/Berlin"},
+    start=datetime(2024, 10, 27, 1, 30, tzinfo=UTC),
+)
 def test_engine_matches_dateutil_rrule(rec: dict[str, Any], start: datetime) -> None:
     schedule = compile_or_none(rec, start, start)
     assume(schedule is not None)
@@ -206,12 +225,14 @@ def test_engine_matches_dateutil_rrule(rec: dict[str, Any], start: datetime) -> 
     wall_until = until.astimezone(zone).replace(tzinfo=None) + timedelta(days=1)
     expected = []
     for wall in _rrule_for(rec, wall_start).between(wall_start, wall_until, inc=True):
-        instant = wall.replace(tzinfo=zone).astimezone(UTC)
+        # rrule's first time is the start's wall time when the start is on the rule: that is the start
+        # instant, whichever pass of a repeated hour it falls in
+        instant = start if wall == wall_start else wall.replace(tzinfo=zone).astimezone(UTC)
         if instant.astimezone(zone).replace(tzinfo=None) != wall:
             continue  # the wall time does not exist: skipped
         if instant < start:
-            # A start inside a repeated hour: rrule begins at its wall time, whose first instance (the one
-            # a repeated time fires at) is before the start, so it is not an occurrence.
+            # A start in the second pass of a repeated hour: the later wall times of that hour had their
+            # first instance (the one a repeated time fires at) before the start, so they do not fire.
             continue
         if instant <= until:
             expected.append(instant)
