@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         config = settings.load()
         auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
         provision(config)
-        host = LocalHost(load_app(args.app), root / "host.json", args.host, args.port)
+        state_dir = Path(args.state_dir).resolve() if args.state_dir else root / ".run" / "host"
+        host = LocalHost(load_app(args.app), root / "host.json", args.host, args.port, state_dir=state_dir)
         host.start()
         print(f"Scheduler API listening on {host.base_url}")
         print(f"API key: {key}" if key else "API key: the one whose hash is in SCHEDULER_API_KEYS")
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--azurite-ports", default="10000,10001,10002", help="blob,queue,table ports")
     run_parser.add_argument("--in-memory", action="store_true", help="keep Azurite's data in memory only")
     run_parser.add_argument("--init", action="store_true", help="create local.settings.json with an API key")
+    run_parser.add_argument(
+        "--state-dir", help="where the host keeps timers' schedule status (default: <root>/.run/host)"
+    )
     run_parser.set_defaults(handler=run)
     keygen_parser = sub.add_parser("keygen", help="make a new API key and its SCHEDULER_API_KEYS entry")
     keygen_parser.add_argument("--subscriptions", help="comma-separated subscription ids the key may use")

@@ -58,6 +58,7 @@ class TimerFunction:
     run_on_startup: bool
     handler: Callable[..., Any]
     arg_name: str
+    use_monitor: bool = True  # the host's default for schedules of a minute or more
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ def index_app(app: func.FunctionApp) -> AppIndex:
             http.append(HttpFunction(name, trigger.route or name, methods, handler, trigger.name))
         elif isinstance(trigger, TimerTrigger):
             startup = bool(trigger.run_on_startup)
-            timers.append(TimerFunction(name, trigger.schedule, startup, handler, trigger.name))
+            monitor = True if getattr(trigger, "use_monitor", None) is None else bool(trigger.use_monitor)
+            timers.append(TimerFunction(name, trigger.schedule, startup, handler, trigger.name, monitor))
         elif isinstance(trigger, QueueTrigger):
             connection = trigger.connection or ""
             queues.append(QueueFunction(name, trigger.queue_name, connection, handler, trigger.name))

@@ -12,14 +12,16 @@ from scheduler_core.host.app_index import AppIndex, index_app
 from scheduler_core.host.hostjson import HostConfig, load_host_json
 from scheduler_core.host.http_server import HttpHost
 from scheduler_core.host.queues import QueuePoller
-from scheduler_core.host.timers import TimerRunner
+from scheduler_core.host.timers import ScheduleStatusStore, TimerRunner
 
 
 class LocalHost:
     """Everything one function app declares, running in this process until :meth:`stop`.
 
     ``enable`` limits which trigger kinds run (``{"http", "timer", "queue"}``), so tests can drive a
-    trigger themselves while the host serves the others.
+    trigger themselves while the host serves the others. ``state_dir`` is where the host keeps what must
+    outlive it (timers' schedule status, so that a run missed while it was down is made up at start-up);
+    None keeps nothing.
     """
 
     def __init__(
@@ -29,12 +31,14 @@ class LocalHost:
         host: str = "127.0.0.1",
         port: int = 7071,
         enable: frozenset[str] = frozenset({"http", "timer", "queue"}),
+        state_dir: Path | None = None,
     ) -> None:
         self.index: AppIndex = index_app(app)
         self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
         self._stop = threading.Event()
         self.http = HttpHost(self.index.http, self.config.route_prefix, host, port) if "http" in enable else None
-        self.timers = [TimerRunner(t, self._stop) for t in self.index.timers] if "timer" in enable else []
+        monitor = ScheduleStatusStore(state_dir / "timers") if state_dir is not None else None
+        self.timers = [TimerRunner(t, self._stop, monitor) for t in self.index.timers] if "timer" in enable else []
         self.pollers = (
             [QueuePoller(q, self.config.queues, self._stop) for q in self.index.queues] if "queue" in enable else []
         )

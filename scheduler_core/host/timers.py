@@ -1,12 +1,24 @@
-"""Timer triggers of the local host: 6-field NCRONTAB schedules (seconds first), evaluated in UTC."""
+"""Timer triggers of the local host: 6-field NCRONTAB schedules (seconds first), evaluated in UTC.
+
+Like the Functions host, a timer with ``use_monitor`` keeps its schedule status (last and next scheduled
+run) in a store that outlives the process: when the host starts after a scheduled run was missed (the
+host was down at that instant), the function runs at once, with ``past_due`` set, instead of waiting for
+its next occurrence. The Functions host keeps this status in a blob of ``AzureWebJobsStorage``
+(``azure-webjobs-hosts/timers/...``); the local host keeps it in a JSON file per function
+(:class:`ScheduleStatusStore`).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from azure.functions.timer import TimerRequest
 from croniter import croniter
@@ -40,13 +52,77 @@ def next_fire_time(expression: str, after: datetime) -> datetime:
     return result.astimezone(UTC)
 
 
-class TimerRunner:
-    """Runs one timer function on its schedule in a thread; executions never overlap (like the host)."""
+@dataclass(frozen=True)
+class ScheduleStatus:
+    """What the schedule monitor remembers of a timer: its last scheduled run and the next one due."""
 
-    def __init__(self, function: TimerFunction, stop: threading.Event) -> None:
+    last: datetime | None
+    next: datetime
+    last_updated: datetime
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "Last": self.last.isoformat() if self.last else None,
+                "Next": self.next.isoformat(),
+                "LastUpdated": self.last_updated.isoformat(),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ScheduleStatus:
+        data = json.loads(text)
+        last = data.get("Last")
+        return cls(
+            last=datetime.fromisoformat(last).astimezone(UTC) if last else None,
+            next=datetime.fromisoformat(data["Next"]).astimezone(UTC),
+            last_updated=datetime.fromisoformat(data["LastUpdated"]).astimezone(UTC),
+        )
+
+
+class ScheduleStatusStore:
+    """Schedule statuses as JSON files, one per timer function, in ``directory`` (the host's state)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, function_name: str) -> Path:
+        return self.directory / f"{function_name}.status.json"
+
+    def load(self, function_name: str) -> ScheduleStatus | None:
+        """The stored status, or None when there is none (or it cannot be read: treated as new)."""
+        try:
+            return ScheduleStatus.from_json(self._path(function_name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("timer %s: unreadable schedule status (%s); starting afresh", function_name, exc)
+            return None
+
+    def save(self, function_name: str, status: ScheduleStatus) -> None:
+        """Write the status atomically (a crash mid-write leaves the previous one)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(function_name)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(status.to_json(), encoding="utf-8")
+        os.replace(temporary, path)
+
+
+class TimerRunner:
+    """Runs one timer function on its schedule in a thread; executions never overlap (like the host).
+
+    With a ``monitor`` store and a function that uses the monitor, a run missed while the host was down
+    is made up at start-up (past due), as the Functions host does; ``run_on_startup`` runs it at start-up
+    regardless.
+    """
+
+    def __init__(
+        self, function: TimerFunction, stop: threading.Event, monitor: ScheduleStatusStore | None = None
+    ) -> None:
         self.function = function
         self.expression = parse_ncrontab(resolve_setting_references(function.schedule))
         self._stop = stop
+        self._monitor = monitor if function.use_monitor else None
         self._thread = threading.Thread(target=self._run, name=f"timer-{function.name}", daemon=True)
 
     def start(self) -> None:
@@ -86,10 +162,34 @@ class TimerRunner:
             invocation,
         )
 
+    def _record(self, last: datetime | None, following: datetime) -> None:
+        if self._monitor is None:
+            return
+        try:
+            self._monitor.save(self.function.name, ScheduleStatus(last, following, datetime.now(UTC)))
+        except OSError as exc:
+            log.warning("timer %s: schedule status not saved (%s)", self.function.name, exc)
+
+    def past_due_at_start(self, now: datetime) -> datetime | None:
+        """The scheduled run missed while the host was down (the monitor's next run is past), if any."""
+        if self._monitor is None:
+            return None
+        status = self._monitor.load(self.function.name)
+        if status is None or status.next > now:
+            return None
+        return status.next
+
     def _run(self) -> None:
-        if self.function.run_on_startup:
+        now = datetime.now(UTC)
+        missed = self.past_due_at_start(now)
+        last: datetime | None = None
+        if missed is not None:
+            self.fire(missed)
+            last = missed
+        elif self.function.run_on_startup:
             self.fire()
         scheduled = next_fire_time(self.expression, datetime.now(UTC))
+        self._record(last, scheduled)  # a host stopped before its first run still makes it up on restart
         while not self._stop.is_set():
             delay = (scheduled - datetime.now(UTC)).total_seconds()
             if delay > 0 and self._stop.wait(min(delay, 1.0)):
@@ -97,4 +197,6 @@ class TimerRunner:
             if datetime.now(UTC) < scheduled:
                 continue
             self.fire(scheduled)
+            last = scheduled
             scheduled = next_fire_time(self.expression, max(scheduled, datetime.now(UTC) - PAST_DUE_AFTER))
+            self._record(last, scheduled)
