@@ -223,6 +223,17 @@ def test_doc_a_wall_clock_start_inside_a_gap_moves_the_daily_time_for_good() -> 
     ] * 3
 
 
+def test_doc_a_schedule_keeps_the_wall_time_a_start_inside_a_gap_cannot_have() -> None:
+    # the same start with the time written as a schedule: the start (03:30 CEST) is not on the schedule,
+    # so the job first fires at 02:30 the next day, and at 02:30 after that
+    s = compiled(
+        {"frequency": "Day", "schedule": {"hours": [2], "minutes": [30]}, "timeZone": "Europe/Berlin"},
+        "2024-03-31T02:30:00",
+        "2024-03-01T00:00:00Z",
+    )
+    assert listing(s, 2) == ["2024-04-01T00:30:00Z", "2024-04-02T00:30:00Z"]
+
+
 def test_doc_an_equivalent_schedule_changes_the_daylight_saving_behaviour() -> None:
     start, created = "2024-10-27T02:00:00", "2024-10-01T00:00:00Z"
     plain = compiled({"frequency": "Minute", "interval": 15, "timeZone": "Europe/Berlin"}, start, created)
@@ -275,3 +286,10 @@ def test_doc_the_wall_clock_phase_of_an_interval_counts_hours_that_do_not_exist(
         "2024-03-31T01:00:00Z",  # 03:00 CEST, 30 minutes later: the missing hour 02:00-03:00 was counted
         "2024-03-31T02:30:00Z",  # 04:30 CEST
     ]
+    # a repeated hour is counted once: 00:00 CEST, 02:00 CEST, then 04:00 CET, three hours later
+    autumn = compiled(
+        {"frequency": "Hour", "interval": 2, "schedule": {"minutes": [0]}, "timeZone": "Europe/Berlin"},
+        "2024-10-27T00:00:00",
+        "2024-10-01T00:00:00Z",
+    )
+    assert listing(autumn, 3) == ["2024-10-26T22:00:00Z", "2024-10-27T00:00:00Z", "2024-10-27T03:00:00Z"]

@@ -14,7 +14,7 @@ from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import compile_schedule, format_instant, parse_recurrence
 from tests.unit import recurrence_bruteforce as brute
 
-ZONES = [None, "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
+ZONES = [None, "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "America/Santiago"]
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 MAX_INTERVAL = {"minute": 150, "hour": 30, "day": 12, "week": 4, "month": 7, "year": 1}
 # How far past creation each frequency is enumerated (the brute force walks every minute of it).
@@ -45,6 +45,8 @@ NEAR_DST = st.sampled_from(
         datetime(2024, 3, 10, 7, 0, tzinfo=UTC),
         datetime(2024, 11, 3, 6, 0, tzinfo=UTC),
         datetime(2024, 4, 6, 15, 0, tzinfo=UTC),
+        datetime(2024, 4, 7, 3, 0, tzinfo=UTC),  # Santiago repeats 23:00-24:00 (a fold across midnight)
+        datetime(2024, 9, 8, 4, 0, tzinfo=UTC),  # and skips 00:00-01:00
     ]
 ).flatmap(lambda d: st.integers(-300 * 60, 300 * 60).map(lambda s: d + timedelta(seconds=s - s % 20)))
 
