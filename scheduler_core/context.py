@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from azure.storage.queue import QueueClient
@@ -19,7 +18,7 @@ from azure.storage.queue import QueueClient
 from scheduler_core import auth, settings
 from scheduler_core.actions import ActionRunner
 from scheduler_core.api.handler import ApiContext
-from scheduler_core.pipeline.claims import ClaimStore
+from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
 from scheduler_core.pipeline.dispatch import Dispatcher, Send
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import ExecutionMessage
@@ -57,9 +56,10 @@ def build(
     runner: ActionRunner | None = None,
     send_execution: Send | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    claim_lease: timedelta = CLAIM_LEASE,
 ) -> Services:
-    """Wire the services for ``config``. ``clock``, ``sleep``, ``runner`` and ``send_execution`` are seams
-    for tests."""
+    """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
+    ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests."""
     tables = table_service(config)
     stores = Stores.from_service(tables, config)
     scans = queue_client(config, config.scan_queue)
@@ -70,25 +70,34 @@ def build(
 
     send_execution = send_execution or send_to_queue
 
-    dispatcher = Dispatcher(stores, send_execution, config.due_shards, timedelta(seconds=config.lookahead_seconds))
+    claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
+    dispatcher = Dispatcher(
+        stores,
+        send_execution,
+        config.due_shards,
+        timedelta(seconds=config.lookahead_seconds),
+        claims=claims,
+        lease=claim_lease,
+    )
     if runner is None:
         # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
         from scheduler_core.actions.registry import default_runner
 
         runner = default_runner(config)
-    claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
-    executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep)
+    executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep, lease=claim_lease)
 
     def request_run(job: JobRecord) -> None:
+        now = clock()
         message = ExecutionMessage(
             job_partition=job.ref.partition_key,
             job_row=job.ref.row_key,
             generation=job.generation,
-            occurrence=format_instant(clock()),
+            occurrence=format_instant(now),
             trigger="manual",
-            execution_id=uuid.uuid4().hex,
         )
+        message = replace(message, execution_id=message.stable_execution_id())
         send_execution(message.to_json(), 0)
+        dispatcher.watch(job, message, now)
 
     def due_soon(job: JobRecord) -> None:
         dispatcher.dispatch_job(job, clock())

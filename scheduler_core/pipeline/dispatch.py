@@ -10,22 +10,34 @@ A row is *live* when its job exists, is enabled and has the row's generation; a 
 per generation, because the dispatcher replaces a fired row by the following one in one transaction. A
 row whose generation is newer than its job's belongs to a write still in progress (the row is written
 before the job): it is left alone unless it is older than :data:`ABANDONED_AFTER`.
+
+Watchdog: with each attempt it sends, the scan writes a *watch row* (kind ``watch``, carrying the
+message) in the same shard batch that moves the fired row, so it costs no round trip of its own; it is due
+when the attempt's claim lease would end (occurrence + lease + :data:`WATCH_GRACE`). When a scan finds a
+watch row due it reads the attempt's claim (one point read per attempt, the watchdog's whole cost on the
+happy path) and deletes the row in its next shard batch when the claim is done. When the claim is still
+``Running`` past its lease, its worker died mid-call: the scan sends the message again at once (the same
+message, so the same execution id) and re-arms the row for the re-run. A live lease re-arms the row to
+its end; a claim not yet made (a queue backlog) is looked at again :data:`WATCH_UNCLAIMED_CHECKS` times.
+So an attempt whose worker died runs again within one tick (plus :data:`WATCH_GRACE`) of its lease's
+end, instead of after the queue's 10-minute processing lease. Follow-up attempts (retries, error
+actions, runs on demand) are watched through :meth:`Dispatcher.watch` (one write each, off the happy path).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import due_row_key, format_due, shard_of
-from scheduler_core.storage.tables import DueRow, JobRecord, Stores
+from scheduler_core.storage.keys import SEPARATOR, due_row_key, format_due, shard_of
+from scheduler_core.storage.tables import WATCH, DueRow, JobRecord, Stores
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -36,6 +48,12 @@ ABANDONED_AFTER = timedelta(minutes=2)
 MAX_VISIBILITY = timedelta(days=7)
 
 Send = Callable[[str, int], None]  # (message text, visibility timeout in whole seconds)
+
+#: A watch row is due this long after the lease it watches would end (clock skew between instances).
+WATCH_GRACE = timedelta(seconds=5)
+#: A watch row whose attempt has not been claimed yet is looked at this many times (a lease apart)
+#: before it is dropped: by then the queue has shown the message again by itself.
+WATCH_UNCLAIMED_CHECKS = 5
 
 
 #: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
@@ -56,8 +74,10 @@ class ScanReport:
     coalesced: int = 0
     stale: int = 0
     retries: int = 0
+    rescued: int = 0  # attempts sent again because their worker died (watchdog)
     deleted: list[tuple[str, str]] = field(default_factory=list)
     moves: list[tuple[str, DueRow | None]] = field(default_factory=list)
+    watches: list[DueRow] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -68,11 +88,23 @@ class Dispatcher:
     written) are batched per shard, each pair in one transaction.
     """
 
-    def __init__(self, stores: Stores, send: Send, shards: int, lookahead: timedelta) -> None:
+    def __init__(
+        self,
+        stores: Stores,
+        send: Send,
+        shards: int,
+        lookahead: timedelta,
+        claims: ClaimStore | None = None,
+        lease: timedelta = CLAIM_LEASE,
+        grace: timedelta = WATCH_GRACE,
+    ) -> None:
         self.stores = stores
         self.send = send
         self.shards = shards
         self.lookahead = lookahead
+        self.claims = claims  # None: no watchdog
+        self.lease = lease
+        self.grace = grace
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
         """One scan message per shard (the timer's whole job: scans then run in parallel)."""
@@ -93,12 +125,13 @@ class Dispatcher:
                 log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
         self._apply(report)
         log.info(
-            "shard %s scanned: fired=%d coalesced=%d retries=%d stale=%d",
+            "shard %s scanned: fired=%d coalesced=%d retries=%d stale=%d rescued=%d",
             shard,
             report.fired,
             report.coalesced,
             report.retries,
             report.stale,
+            report.rescued,
         )
         return report
 
@@ -106,7 +139,8 @@ class Dispatcher:
         """The jobs the rows name, read a partition (collection) at a time."""
         wanted: dict[str, set[str]] = {}
         for row in rows:
-            wanted.setdefault(row.job_partition, set()).add(row.job_row)
+            if row.kind != WATCH:  # a watch row reads its job only when its attempt is not done
+                wanted.setdefault(row.job_partition, set()).add(row.job_row)
         jobs: dict[tuple[str, str], JobRecord] = {}
         for partition, keys in wanted.items():
             for key, job in self.stores.jobs.get_many(partition, keys).items():
@@ -132,12 +166,15 @@ class Dispatcher:
         return report
 
     def _apply(self, report: ScanReport) -> None:
-        if report.moves:
-            self.stores.due.advance(report.shard, report.moves)
+        if report.moves or report.watches:
+            self.stores.due.advance(report.shard, report.moves, report.watches)
         self.stores.due.delete_many(report.deleted)
 
     def _dispatch_row(self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
+        if row.kind == WATCH:
+            self._check_watch(row, now, report)
+            return
         if row.message is not None:  # a long-delayed retry parked in the index
             if job is not None and job.generation == row.generation and job.state == "Enabled":
                 self.send(row.message, visibility_seconds(row.due, now))
@@ -178,12 +215,14 @@ class Dispatcher:
                 generation=job.generation,
                 occurrence=format_instant(occurrence),
                 trigger="schedule",
-                execution_id=uuid.uuid4().hex,
                 missed=missed,
                 last=following is None,
             )
+            message = replace(message, execution_id=message.stable_execution_id())
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
+            if self.claims is not None:
+                report.watches.append(self._watch_row(job, message, row.shard, occurrence + self.lease + self.grace))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
@@ -200,6 +239,65 @@ class Dispatcher:
         key = due_row_key(due, job.ref.identity, job.generation) + f"|retry{message.attempt}{message.action}"
         row = DueRow(shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json())
         self.stores.due.put(row)
+
+    # -------------------------------------------------------------------------------------------- watchdog
+
+    def _watch_row(
+        self, job: JobRecord, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0
+    ) -> DueRow:
+        key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
+        return DueRow(
+            shard,
+            key,
+            job.ref.partition_key,
+            job.ref.row_key,
+            job.generation,
+            due,
+            message=message.to_json(),
+            kind=WATCH,
+            checks=checks,
+        )
+
+    def watch(self, job: JobRecord, message: ExecutionMessage, due: datetime) -> None:
+        """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
+        one due-index write."""
+        if self.claims is not None:
+            shard = shard_of(job.ref.identity, self.shards)
+            self.stores.due.put(self._watch_row(job, message, shard, due + self.lease + self.grace))
+
+    def _check_watch(self, row: DueRow, now: datetime, report: ScanReport) -> None:
+        """Look at a watched attempt once its lease would have ended (see the module's docstring)."""
+        if row.due > now or self.claims is None or row.message is None:
+            return  # not yet: the row is inside the lookahead window only
+        message = ExecutionMessage.from_json(row.message)
+        identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
+        claim_row = ClaimStore.row_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+        state = self.claims.state(identity, claim_row)
+        if state is not None and state.done:
+            report.moves.append((row.row_key, None))
+            return
+        job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
+        if job is None or (
+            message.trigger != "manual" and (job.generation != message.generation or job.state != "Enabled")
+        ):
+            report.moves.append((row.row_key, None))  # the attempt would not run any more
+            return
+        if state is not None and state.lease_until is not None and state.lease_until > now:
+            again = self._watch_row(job, message, row.shard, state.lease_until + self.grace, row.checks)
+            report.moves.append((row.row_key, again))  # still running: look again when its lease ends
+            return
+        if state is None:
+            if row.checks + 1 >= WATCH_UNCLAIMED_CHECKS:
+                report.moves.append((row.row_key, None))  # the queue shows an unclaimed message again anyway
+            else:
+                again = self._watch_row(job, message, row.shard, now + self.lease, row.checks + 1)
+                report.moves.append((row.row_key, again))
+            return
+        # Claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
+        log.warning("job %s: attempt %s lost with its worker; sent again", identity, message.attempt_key)
+        self.send(row.message, 0)
+        report.rescued += 1
+        report.moves.append((row.row_key, self._watch_row(job, message, row.shard, now + self.lease + self.grace)))
 
 
 def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:

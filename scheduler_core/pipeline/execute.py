@@ -1,44 +1,65 @@
-"""Execute: run one attempt of one occurrence, exactly once, and record it.
+"""Execute: run one attempt of one occurrence, record it once, and never lose it.
 
 The executor reloads the job the message names (messages never carry definitions or secrets), drops the
 message when the job is gone, was changed (generation) or disabled since dispatch, claims the attempt
 (see :mod:`scheduler_core.pipeline.claims`), runs the action, writes a history row, and updates the
-job's counters with an ETag-guarded merge. A failed attempt with retries left is re-sent with a delay;
+job's counters with an ETag-guarded write. A failed attempt with retries left is re-sent with a delay;
 after the last retry the error action runs under the same policy and the occurrence counts as faulted.
 A job whose last occurrence completes ends ``Completed``; one whose last occurrence faults ends ``Faulted``.
+
+Delivery: each attempt has one execution id (:meth:`ExecutionMessage.stable_execution_id`), the same on
+every delivery. Its action runs at least once, and more than once only when a worker or storage dies
+mid-call: a worker that takes over an expired claim records the lost holder's attempt in history ("worker
+lost; the call may have been delivered") next to its own run. The writes after the action (history,
+follow-up messages, counters, claim) retry through a storage outage of a minute
+(:mod:`scheduler_core.pipeline.durable`) and are idempotent: the history row's key is fixed by the claim
+(its holder and claim time) and the execution id; the counters write records the attempt in the job
+(``Counted``, the last :data:`COUNTED_KEEP` attempts) in the same ETag-guarded write, so a retried or
+repeated counters write never counts an attempt twice.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
+import math
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.definitions import restore_secrets
-from scheduler_core.errors import ConflictError, PreconditionFailedError
-from scheduler_core.pipeline.claims import ClaimOutcome, ClaimStore
+from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimOutcome, ClaimStore, LostAttempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
+from scheduler_core.pipeline.durable import BACKOFF, durably
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.retry import RetryPolicy
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import history_row_key
-from scheduler_core.storage.tables import HistoryRecord, JobRecord, Stores
+from scheduler_core.storage.tables import HistoryRecord, JobRecord, JobStore, Stores
 
 log = logging.getLogger("scheduler_core.execute")
 
-#: How long a claim protects a running attempt: the action timeout plus a margin.
-CLAIM_LEASE = timedelta(seconds=120)
 #: Attempts of one job's counters update before giving up (other executors race on the same row).
 COUNTER_ATTEMPTS = 10
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
+#: Job entity property: the attempt keys whose counters were applied, newest last (JSON list).
+COUNTED = "Counted"
+#: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
+COUNTED_KEEP = 16
+#: The history message of an attempt whose worker died (or lost storage) before recording it.
+WORKER_LOST = "worker lost; the call may have been delivered"
 
 Clock = Callable[[], datetime]
 
@@ -55,6 +76,7 @@ class Outcome(Enum):
 class ExecutionReport:
     outcome: Outcome
     message: str = ""
+    execution_id: str = ""
 
 
 class Executor:
@@ -68,6 +90,9 @@ class Executor:
         clock: Clock,
         worker: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        lease: timedelta = CLAIM_LEASE,
+        backoff: Sequence[float] = BACKOFF,
+        retry_sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -77,24 +102,54 @@ class Executor:
         self.clock = clock
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
+        self.lease = lease
+        self.backoff = tuple(backoff)
+        self.retry_sleep = retry_sleep
+
+    def _durably(self, what: str, write: Callable[[], Any]) -> Any:
+        return durably(what, write, self.retry_sleep, self.backoff)
+
+    def _read_job(self, partition: str, row: str) -> tuple[JobRecord, list[str]] | None:
+        """The job and the attempts whose counters it holds (``Counted``)."""
+        try:
+            entity = self.stores.jobs.table.get_entity(partition, row)
+        except ResourceNotFoundError:
+            return None
+        counted = json.loads(entity.get(COUNTED) or "[]")
+        return self.stores.jobs._record(entity), [str(key) for key in counted]
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
-        job = self.stores.jobs.get_by_keys(message.job_partition, message.job_row)
-        if job is None:
+        loaded = self._read_job(message.job_partition, message.job_row)
+        if loaded is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
+        job, counted = loaded
         if message.trigger != "manual":
             if job.generation != message.generation:
                 return ExecutionReport(Outcome.STALE, "job changed since dispatch")
             if job.state != "Enabled":
                 return ExecutionReport(Outcome.STALE, f"job is {job.state}")
         occurrence = message.occurrence_time
+        execution_id = message.stable_execution_id()
         claim_row = ClaimStore.row_key(occurrence, message.action, message.attempt, message.trigger)
-        outcome, claim = self.claims.claim(job.ref.identity, claim_row, self.worker, self.clock(), CLAIM_LEASE)
-        if outcome is ClaimOutcome.DONE:
-            return ExecutionReport(Outcome.DUPLICATE)
-        if outcome is ClaimOutcome.BUSY or claim is None:
-            self.send(message.to_json(), int(CLAIM_LEASE.total_seconds()))
-            return ExecutionReport(Outcome.BUSY)
+        claimed_at, token = self.clock(), uuid.uuid4().hex
+        result = self._durably(
+            "claim",
+            lambda: self.claims.claim(job.ref.identity, claim_row, self.worker, claimed_at, self.lease, token),
+        )
+        if result.outcome is ClaimOutcome.DONE:
+            return ExecutionReport(Outcome.DUPLICATE, execution_id=execution_id)
+        claim = result.claim
+        if result.outcome is ClaimOutcome.BUSY or claim is None:
+            # Look again once the holder's lease has ended (it may die): then this delivery takes over.
+            wait = (result.lease_until or claimed_at + self.lease) - self.clock()
+            self.send(message.to_json(), max(1, math.ceil(wait.total_seconds()) + 1))
+            return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
+        if result.lost is not None:
+            if message.attempt_key in counted:
+                # The lost holder ran the attempt and recorded it; only its claim was left open.
+                self._durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
+                return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
+            self._record_lost(job, message, execution_id, result.lost)
 
         early = occurrence - self.clock()
         if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
@@ -106,53 +161,80 @@ class Executor:
             job_id=job.ref.resource_id,
             collection_id=job.ref.collection.resource_id,
             expected_time=occurrence,
-            execution_id=message.execution_id or uuid.uuid4().hex,
+            execution_id=execution_id,
             retry_count=message.attempt,
         )
         started = self.clock()
-        result = self.runner.run(action, context)
+        outcome = self.runner.run(action, context)
         ended = self.clock()
-        self._record(job, message, context, result, started, ended)
-        self.claims.complete(claim, ended)
-        self._follow_up(job, message, result, RetryPolicy.from_action(main_action), ended)
-        return ExecutionReport(Outcome.SUCCEEDED if result.succeeded else Outcome.FAILED, result.message)
+        # From here on the call may have been delivered: every write retries through an outage.
+        record = self._history(job, message, execution_id, outcome, claim.claimed_at, started, ended)
+        self._durably("history", lambda: self.stores.history.add(job.ref, record))
+        self._follow_up(job, message, outcome, RetryPolicy.from_action(main_action), ended)
+        self._durably("claim completion", lambda: self.claims.complete(claim, ended))
+        return ExecutionReport(
+            Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED, outcome.message, execution_id
+        )
 
     # ------------------------------------------------------------------------------------------ history
 
-    def _record(
+    def _repeat(self, job: JobRecord, message: ExecutionMessage) -> int:
+        if message.trigger == "manual":
+            return 0
+        try:
+            return schedule_of(job).ordinal(message.occurrence_time)
+        except Exception:  # ordinal is informational; never lose a history row over it
+            return 0
+
+    def _history(
         self,
         job: JobRecord,
         message: ExecutionMessage,
-        context: ActionContext,
+        execution_id: str,
         result: ActionResult,
+        claimed_at: datetime,
         started: datetime,
         ended: datetime,
-    ) -> None:
+    ) -> HistoryRecord:
         text = result.message
         if message.missed > 1:
             text += f" (late run standing for {message.missed} occurrences missed while the service was down)"
         elif message.trigger == "manual":
             text += " (run on demand)"
-        repeat = 0
-        if message.trigger != "manual":
-            try:
-                repeat = schedule_of(job).ordinal(message.occurrence_time)
-            except Exception:  # ordinal is informational; never lose a history row over it
-                repeat = 0
-        self.stores.history.add(
-            job.ref,
-            HistoryRecord(
-                execution_id=context.execution_id,
-                row_key=history_row_key(started, context.execution_id),
-                start_time=started,
-                end_time=ended,
-                expected_execution_time=message.occurrence_time,
-                action_name="MainAction" if message.action == "main" else "ErrorAction",
-                status="Completed" if result.succeeded else "Failed",
-                message=text,
-                retry_count=message.attempt,
-                repeat_count=repeat,
-            ),
+        return HistoryRecord(
+            execution_id=execution_id,
+            row_key=history_row_key(claimed_at, execution_id),  # fixed per holder: a retried write is one row
+            start_time=started,
+            end_time=ended,
+            expected_execution_time=message.occurrence_time,
+            action_name="MainAction" if message.action == "main" else "ErrorAction",
+            status="Completed" if result.succeeded else "Failed",
+            message=text,
+            retry_count=message.attempt,
+            repeat_count=self._repeat(job, message),
+        )
+
+    def _record_lost(self, job: JobRecord, message: ExecutionMessage, execution_id: str, lost: LostAttempt) -> None:
+        """Record the attempt of a holder that died mid-call, unless it recorded it itself before dying."""
+        record = HistoryRecord(
+            execution_id=execution_id,
+            row_key=history_row_key(lost.claimed_at, execution_id),  # the row the lost holder would have written
+            start_time=lost.claimed_at,
+            end_time=self.clock(),
+            expected_execution_time=message.occurrence_time,
+            action_name="MainAction" if message.action == "main" else "ErrorAction",
+            status="Failed",
+            message=f"{WORKER_LOST} (worker {lost.worker} stopped before recording it; run again)",
+            retry_count=message.attempt,
+            repeat_count=self._repeat(job, message),
+        )
+        self._durably("history of a lost attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
+        log.warning(
+            "job %s: attempt %s of %s lost with worker %s; run again",
+            job.ref.identity,
+            execution_id,
+            message.occurrence,
+            lost.worker,
         )
 
     # -------------------------------------------------------------------------------------- follow-ups
@@ -171,17 +253,18 @@ class Executor:
             retry = replace(
                 message,
                 attempt=message.attempt + 1,
-                execution_id=uuid.uuid4().hex,
                 trigger="retry" if message.trigger == "schedule" else message.trigger,
             )
+            retry = replace(retry, execution_id=retry.stable_execution_id())
             due = now + policy.delay(message.attempt)
-            delay_message(self.send, lambda at: self.dispatcher.park_retry(job, retry, at), retry.to_json(), due, now)
+            self._send_watched(job, retry, due, now)
         elif message.action == "main":
             if not result.succeeded:
                 faulted = True
                 if job.properties.get("action", {}).get("errorAction"):
-                    error = replace(message, action="error", attempt=0, execution_id=uuid.uuid4().hex)
-                    self.send(error.to_json(), 0)
+                    error = replace(message, action="error", attempt=0)
+                    error = replace(error, execution_id=error.stable_execution_id())
+                    self._send_watched(job, error, now, now)
                 elif message.last:
                     final_state = "Faulted"
             elif message.last:
@@ -191,6 +274,16 @@ class Executor:
         if message.trigger == "manual":
             final_state = None  # an on-demand run never ends the job's schedule
         self._update_counters(job, message, result, faulted, final_state, now)
+
+    def _send_watched(self, job: JobRecord, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
+        """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
+        harmless: its claim runs it once)."""
+        text = follow.to_json()
+        self._durably(
+            "follow-up message",
+            lambda: delay_message(self.send, lambda at: self.dispatcher.park_retry(job, follow, at), text, due, now),
+        )
+        self._durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due))
 
     def _update_counters(
         self,
@@ -202,10 +295,14 @@ class Executor:
         now: datetime,
     ) -> None:
         counted = message.action == "main"
+        key = message.attempt_key
         for _ in range(COUNTER_ATTEMPTS):
-            current = self.stores.jobs.get_by_keys(job.ref.partition_key, job.ref.row_key)
-            if current is None:
+            loaded = self._durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
+            if loaded is None:
                 return
+            current, applied = loaded
+            if key in applied:
+                return  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
             changes: dict[str, Any] = {}
             if counted:
                 changes["execution_count"] = current.execution_count + 1
@@ -222,9 +319,16 @@ class Executor:
                 )
             if not changes:
                 return
+            entity = JobStore.entity(replace(current, **changes))
+            entity[COUNTED] = json.dumps([*applied, key][-COUNTED_KEEP:])
             try:
-                self.stores.jobs.save(replace(current, **changes), create=False, etag=current.etag)
+                self._durably("counters", functools.partial(self._replace_job, entity, current.etag))
                 return
-            except (PreconditionFailedError, ConflictError):
-                continue
+            except (ResourceModifiedError, ResourceNotFoundError):
+                continue  # changed meanwhile (or by this write, whose answer was lost): read and decide again
         log.error("job %s: counters not updated after %d attempts", job.ref.identity, COUNTER_ATTEMPTS)
+
+    def _replace_job(self, entity: dict[str, Any], etag: str) -> None:
+        self.stores.jobs.table.update_entity(
+            entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
+        )

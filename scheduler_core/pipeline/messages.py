@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -47,6 +48,25 @@ class ExecutionMessage:
     @property
     def occurrence_time(self) -> datetime:
         return datetime.fromisoformat(self.occurrence.replace("Z", "+00:00"))
+
+    @property
+    def attempt_key(self) -> str:
+        """What names this attempt within its job: occurrence, trigger, action and attempt number."""
+        return f"{self.occurrence}|{self.trigger}|{self.action}|{self.attempt}"
+
+    def stable_execution_id(self) -> str:
+        """The execution id of this attempt: the same for every message and every delivery that names it
+        (a redelivery, a watchdog's re-send, a second scan's copy), so receivers can de-duplicate."""
+        return execution_id_of(f"{self.job_partition}|{self.job_row}", self)
+
+
+#: Namespace of execution ids (UUID version 5 of the job identity and the attempt key).
+EXECUTION_ID_NAMESPACE = uuid.UUID("6f1c9a57-4c7e-4e0b-9d4e-2f7f5b7f0a11")
+
+
+def execution_id_of(job_identity: str, message: ExecutionMessage) -> str:
+    """The stable execution id of one attempt of one occurrence of one job (32 hex digits)."""
+    return uuid.uuid5(EXECUTION_ID_NAMESPACE, f"{job_identity}|{message.attempt_key}").hex
 
 
 @dataclass(frozen=True)

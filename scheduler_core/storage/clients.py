@@ -28,6 +28,15 @@ _identity = LazyCredential()
 #: Connections kept open per storage host: every queue worker and HTTP thread of an instance may talk to
 #: storage at once (requests' default pool of 10 would close and reopen connections under load).
 POOL_CONNECTIONS = 64
+#: Storage calls give up on a connection that does not open within this many seconds...
+CONNECT_TIMEOUT_SECONDS = 5.0
+#: ...or that sends nothing for this long while an answer is awaited (azure-core's default is 300 s for
+#: both, so a connection silently dropped by the network held a worker for 5 minutes per try). Table and
+#: queue operations answer within a few seconds (the service's own limit is 30 s for a batch); a timed-out
+#: try is retried by the client's retry policy (3 connection and 3 read retries, exponential back-off from
+#: 0.8 s for tables, from 15 s for queues), and the pipeline's writes after an action retry again on top
+#: (``pipeline/durable.py``).
+READ_TIMEOUT_SECONDS = 20.0
 
 
 def _default_credential() -> Any:
@@ -41,7 +50,8 @@ def storage_transport() -> RequestsTransport:
     Its session keeps up to :data:`POOL_CONNECTIONS` connections per host. It reads proxy settings
     (``HTTPS_PROXY``, ``NO_PROXY``, ...) from the environment only when some are set: with none set,
     requests would still look them up, and for ``~/.netrc``, on every call, which is about a seventh of
-    the CPU time of a storage call."""
+    the CPU time of a storage call. Every call is bounded by :data:`CONNECT_TIMEOUT_SECONDS` and
+    :data:`READ_TIMEOUT_SECONDS`."""
     session = requests.Session()
     session.trust_env = bool(urllib.request.getproxies())
     adapter = requests.adapters.HTTPAdapter(
@@ -51,7 +61,12 @@ def storage_transport() -> RequestsTransport:
     )
     for scheme in ("http://", "https://"):
         session.mount(scheme, adapter)
-    return RequestsTransport(session=session, session_owner=False)
+    return RequestsTransport(
+        session=session,
+        session_owner=False,
+        connection_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+    )
 
 
 def table_service(settings: Settings) -> TableServiceClient:
@@ -71,8 +86,12 @@ def _queue_endpoint(settings: Settings) -> str:
 def queue_service(settings: Settings) -> QueueServiceClient:
     """A Queue service client, for managing queues (not for messages: see :func:`queue_client`)."""
     if settings.storage_connection_string:
-        return QueueServiceClient.from_connection_string(settings.storage_connection_string)
-    return QueueServiceClient(account_url=_queue_endpoint(settings), credential=_default_credential())
+        return QueueServiceClient.from_connection_string(
+            settings.storage_connection_string, transport=storage_transport()
+        )
+    return QueueServiceClient(
+        account_url=_queue_endpoint(settings), credential=_default_credential(), transport=storage_transport()
+    )
 
 
 def queue_client(settings: Settings, name: str) -> QueueClient:

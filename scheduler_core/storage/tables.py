@@ -368,6 +368,12 @@ class DueRow:
     due: datetime
     message: str | None = None
     written_at: datetime | None = None
+    kind: str = ""  # "" (an occurrence or a parked retry) or WATCH (a watchdog over a dispatched attempt)
+    checks: int = 0  # WATCH rows: how many times the watchdog found the attempt not yet claimed
+
+
+#: The kind of a due-index row that watches a dispatched attempt (see ``pipeline/dispatch.py``).
+WATCH = "watch"
 
 
 class DueIndexStore:
@@ -388,29 +394,47 @@ class DueIndexStore:
         }
         if row.message is not None:
             entity["Message"] = row.message
+        if row.kind:
+            entity["Kind"] = row.kind
+        if row.checks:
+            entity["Checks"] = row.checks
         return entity
 
     def put(self, row: DueRow) -> None:
         self.table.upsert_entity(self._entity(row))
 
-    def advance(self, shard: str, moves: list[tuple[str, DueRow | None]]) -> None:
+    def advance(self, shard: str, moves: list[tuple[str, DueRow | None]], puts: Iterable[DueRow] = ()) -> None:
         """Replace rows of one shard: each ``(old row key, new row or None)`` deletes the old row and writes
-        the new one in the same batch transaction (≤ 50 pairs per batch), so a job never has two live rows.
-        A batch that fails because a row is already gone (another scan moved it) is applied row by row."""
-        for start in range(0, len(moves), MAX_BATCH // 2):
-            chunk = moves[start : start + MAX_BATCH // 2]
-            operations: list[Any] = []
-            for old_key, new_row in chunk:
-                operations.append(("delete", {"PartitionKey": shard, "RowKey": old_key}))
-                if new_row is not None:
-                    operations.append(("upsert", self._entity(new_row)))
-            try:
-                self.table.submit_transaction(operations)
-            except (TableTransactionError, ResourceNotFoundError):
-                for old_key, new_row in chunk:
-                    if new_row is not None:
-                        self.put(new_row)
-                    self.delete(shard, old_key)
+        the new one in the same batch transaction, so a job never has two live rows; ``puts`` are further
+        rows written in the same batches (watchdog rows: no round trip of their own). Batches hold at most
+        100 operations. A batch that fails because a row is already gone (another scan moved it) is applied
+        row by row."""
+        units: list[list[tuple[str, Any]]] = []
+        for old_key, new_row in moves:
+            unit: list[tuple[str, Any]] = [("delete", {"PartitionKey": shard, "RowKey": old_key})]
+            if new_row is not None:
+                unit.append(("upsert", self._entity(new_row)))
+            units.append(unit)
+        units.extend([("upsert", self._entity(row))] for row in puts)
+        batch: list[list[tuple[str, Any]]] = []
+        for unit in units:
+            if sum(len(u) for u in batch) + len(unit) > MAX_BATCH:
+                self._submit(shard, batch)
+                batch = []
+            batch.append(unit)
+        if batch:
+            self._submit(shard, batch)
+
+    def _submit(self, shard: str, units: list[list[tuple[str, Any]]]) -> None:
+        try:
+            self.table.submit_transaction([operation for unit in units for operation in unit])
+        except (TableTransactionError, ResourceNotFoundError):
+            for unit in units:
+                for kind, entity in reversed(unit):  # the new row first, then the old one goes
+                    if kind == "upsert":
+                        self.table.upsert_entity(entity)
+                    else:
+                        self.delete(shard, entity["RowKey"])
 
     def delete(self, shard: str, row_key: str) -> None:
         with contextlib.suppress(ResourceNotFoundError):
@@ -437,6 +461,8 @@ class DueIndexStore:
                 due=_aware(row["Due"]) or datetime.now(UTC),
                 message=row.get("Message"),
                 written_at=_aware(row.metadata.get("timestamp")),
+                kind=str(row.get("Kind") or ""),
+                checks=int(row.get("Checks") or 0),
             )
 
 
@@ -464,7 +490,16 @@ class HistoryStore:
         self.table = table
 
     def add(self, job: JobRef, record: HistoryRecord) -> None:
+        """Write a history row (an upsert: writing the same record again leaves one row)."""
         self.table.upsert_entity(self.entity(job, record))
+
+    def add_if_absent(self, job: JobRef, record: HistoryRecord) -> bool:
+        """Write a history row unless a row with its key exists (which is kept). Returns whether it wrote."""
+        try:
+            self.table.create_entity(self.entity(job, record))
+        except ResourceExistsError:
+            return False
+        return True
 
     @staticmethod
     def entity(job: JobRef, record: HistoryRecord) -> dict[str, Any]:

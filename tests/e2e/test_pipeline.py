@@ -219,7 +219,7 @@ def test_update_or_disable_between_dispatch_and_firing_never_fires_the_stale_def
     assert [r.path for r in target.received] == ["/new"]
 
 
-def test_worker_killed_mid_action_yields_exactly_one_completed_occurrence(
+def test_worker_killed_mid_action_is_run_again_once_and_both_attempts_are_in_history(
     pipeline: Pipeline, target: HttpTarget
 ) -> None:
     due = pipeline.clock.now + timedelta(seconds=20)
@@ -249,5 +249,10 @@ def test_worker_killed_mid_action_yields_exactly_one_completed_occurrence(
     assert pipeline.services.executor.execute(message).outcome is Outcome.SUCCEEDED
     assert pipeline.services.executor.execute(message).outcome is Outcome.STALE  # the one-shot job has completed
     history = pipeline.services.service.list_history(pipeline.job_ref("k"))
-    assert [(h.status, h.action_name) for h in history] == [("Completed", "MainAction")]
+    assert [(h.status, h.action_name) for h in history] == [("Completed", "MainAction"), ("Failed", "MainAction")]
+    assert history[1].message.startswith("worker lost; the call may have been delivered")
     assert len(target.received) == 2  # the dead worker's call reached the target; the occurrence completed once
+    ids = {r.headers["x-ms-scheduler-execution-id"] for r in target.received}
+    assert ids == {history[0].execution_id} == {history[1].execution_id}
+    job = pipeline.services.service.get_job(pipeline.job_ref("k"))
+    assert (job.execution_count, job.failure_count, job.state) == (1, 0, "Completed")
