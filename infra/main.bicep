@@ -138,6 +138,9 @@ param serviceBusEndpoint string = 'servicebus.windows.net'
 @maxValue(86400)
 param serviceBusIdleSeconds int = 300
 
+@description('SCHEDULER_IDENTITY_ALLOWED_HOSTS: more hosts or DNS suffixes (besides the two endpoints) the app identity may be presented to.')
+param identityAllowedHosts string = ''
+
 @description('SCHEDULER_ENTRA_AUTHORITY_HOST: Entra ID authority of ActiveDirectoryOAuth HTTP authentication.')
 param entraAuthorityHost string = 'https://login.microsoftonline.com'
 
@@ -191,6 +194,7 @@ var schedulerSettings = {
   SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT: storageQueueMessageFormat
   SCHEDULER_SERVICE_BUS_ENDPOINT: serviceBusEndpoint
   SCHEDULER_SERVICE_BUS_IDLE_SECONDS: string(serviceBusIdleSeconds)
+  SCHEDULER_IDENTITY_ALLOWED_HOSTS: identityAllowedHosts
   SCHEDULER_ENTRA_AUTHORITY_HOST: entraAuthorityHost
 }
 

@@ -10,6 +10,7 @@ listed in ``local.settings.sample.json`` and that no other module reads the envi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -116,6 +117,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "the scheme amqp:// with a port (amqp://127.0.0.1:5672) turns TLS off for the emulator and tests.",
     ),
     SettingSpec(
+        "SCHEDULER_IDENTITY_ALLOWED_HOSTS",
+        "",
+        "Storage queue actions without a sasToken and Service Bus actions without a sasKey authenticate as "
+        "the function app (its managed identity), whose token is presented only to hosts under the two "
+        "endpoint settings above (their DNS suffix, or the host of a URL template). This setting lists more "
+        "hosts, separated by ';' or ',': a name matches itself and every host under it (servicebus.usgovcloudapi.net, "
+        "privatelink.example.com), an IP address only itself (127.0.0.1 for a local emulator). Empty by default; "
+        "a job naming any other host with the app's identity is refused (400) and never sent.",
+    ),
+    SettingSpec(
         "SCHEDULER_SERVICE_BUS_IDLE_SECONDS",
         "300",
         "Service Bus senders are reused per namespace and entity, and closed after this many seconds unused.",
@@ -174,7 +185,7 @@ def _choice(name: str, choices: tuple[str, ...], environ: Mapping[str, str] | No
     return text
 
 
-def _endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None) -> str:
+def endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None = None) -> str:
     """A DNS suffix, or a URL (usually containing ``placeholder``; without it, one endpoint for all)."""
     text = (raw(name, environ) or "").strip()
     if "://" in text and not text.split("://", 1)[1].strip("/"):
@@ -184,6 +195,21 @@ def _endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None) ->
     if not text or any(c.isspace() for c in text):
         raise ConfigurationError(f"setting {name} must be a DNS suffix or a URL, got {text!r}")
     return text
+
+
+_HOST = re.compile(r"(?:\*\.)?[A-Za-z0-9._-]+\.?|\[?[0-9A-Fa-f:.]+\]?")
+
+
+def host_list(name: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Host names, DNS suffixes or IP addresses separated by ';', ',' or spaces (may be empty)."""
+    text = raw(name, environ) or ""
+    entries = tuple(item for item in re.split(r"[;,\s]+", text) if item)
+    for item in entries:
+        if not _HOST.fullmatch(item) or not item.strip("*.[]:"):
+            raise ConfigurationError(
+                f"setting {name} must list host names, DNS suffixes or IP addresses separated by ';', got {item!r}"
+            )
+    return entries
 
 
 def _https_url(name: str, environ: Mapping[str, str] | None) -> str:
@@ -212,6 +238,7 @@ class Settings:
     service_bus_endpoint: str = "servicebus.windows.net"
     service_bus_idle_seconds: int = 300
     entra_authority_host: str = "https://login.microsoftonline.com"
+    identity_allowed_hosts: tuple[str, ...] = ()
 
     def table_name(self, base: str) -> str:
         """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
@@ -238,11 +265,12 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
         http_timeout_seconds=_int("SCHEDULER_HTTP_TIMEOUT_SECONDS", environ, 1, 600),
         allow_metadata_endpoints=_bool("SCHEDULER_ALLOW_METADATA_ENDPOINTS", environ),
-        storage_queue_endpoint=_endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
+        storage_queue_endpoint=endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
         storage_queue_message_format=_choice(
             "SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT", ("envelope", "base64", "text"), environ
         ),
-        service_bus_endpoint=_endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
+        service_bus_endpoint=endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
         service_bus_idle_seconds=_int("SCHEDULER_SERVICE_BUS_IDLE_SECONDS", environ, 1, 86400),
         entra_authority_host=_https_url("SCHEDULER_ENTRA_AUTHORITY_HOST", environ),
+        identity_allowed_hosts=host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
     )

@@ -2,12 +2,15 @@
 
 The namespace endpoint comes from the setting ``SCHEDULER_SERVICE_BUS_ENDPOINT``: a DNS suffix
 (``servicebus.windows.net``, the default, or a sovereign cloud's) gives ``{namespace}.{suffix}`` over
-AMQP/TLS; a URL with ``{namespace}`` is used as given, and the scheme ``amqp://`` (with a port) turns TLS
-off, as the SDK's ``UseDevelopmentEmulator=true`` does, for the Service Bus emulator and tests.
+AMQP/TLS (a namespace with a dot is a fully qualified host name); a URL with ``{namespace}`` is used as
+given, and the scheme ``amqp://`` (with a port) turns TLS off, as the SDK's ``UseDevelopmentEmulator=true``
+does, for the Service Bus emulator and tests (see :mod:`scheduler_core.endpoints`).
 
 Authentication: ``sasKeyName`` + ``sasKey`` (a shared access key), or, without a ``sasKey``, the function
 app's own identity (``DefaultAzureCredential`` by default), which needs the *Azure Service Bus Data
-Sender* role on the entity or namespace.
+Sender* role on the entity or namespace. The identity is presented only to hosts under the configured
+endpoint (and ``SCHEDULER_IDENTITY_ALLOWED_HOSTS``, see :class:`scheduler_core.identity.IdentityScope`):
+an action naming any other host fails without connecting.
 
 Message mapping: ``message`` is the body (a ``data`` section, UTF-8); ``customMessageProperties`` become
 application properties; ``brokeredMessageProperties`` map to their AMQP fields: ``contentType``,
@@ -33,7 +36,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -54,35 +56,19 @@ from azure.servicebus.exceptions import (
 from scheduler_core.actions.base import ActionContext, ActionResult
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.definitions import parse_duration
+from scheduler_core.endpoints import DEFAULT_SERVICE_BUS_ENDPOINT, Namespace, namespace_endpoint
 from scheduler_core.errors import ValidationError
-from scheduler_core.identity import LazyCredential
+from scheduler_core.identity import IdentityScope, LazyCredential
 from scheduler_core.recurrence import parse_instant
 
 log = logging.getLogger("scheduler_core.actions.service_bus")
 
-DEFAULT_ENDPOINT = "servicebus.windows.net"
+__all__ = ["Namespace", "ServiceBusSender", "build_message", "namespace_endpoint"]
+
+DEFAULT_ENDPOINT = DEFAULT_SERVICE_BUS_ENDPOINT
 DEFAULT_IDLE_SECONDS = 300.0
 
 CredentialFactory = Callable[[], TokenCredential]
-
-
-@dataclass(frozen=True)
-class Namespace:
-    """Where to connect: ``host`` (with a port when not the default) and whether TLS is used."""
-
-    host: str
-    use_tls: bool
-
-
-def namespace_endpoint(template: str, namespace: str) -> Namespace:
-    """The endpoint of ``namespace`` from the setting (a DNS suffix or a URL template)."""
-    text = (template or DEFAULT_ENDPOINT).strip()
-    if "://" not in text:
-        if "." in namespace:  # already a fully qualified namespace
-            return Namespace(namespace, True)
-        return Namespace(f"{namespace}.{text.strip('.')}", True)
-    parts = urlsplit(text.replace("{namespace}", namespace))
-    return Namespace(parts.netloc, parts.scheme.lower() not in ("amqp", "http"))
 
 
 def build_message(payload: Mapping[str, Any], context: ActionContext) -> ServiceBusMessage:
@@ -154,8 +140,13 @@ class ServiceBusSender:
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         timeout: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        identity_hosts: tuple[str, ...] | None = None,
     ) -> None:
         self.endpoint = endpoint
+        if identity_hosts is None:  # the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS
+            identity_hosts = IdentityScope.from_environment().extra_hosts
+        #: Where the app's identity may go (a namespace without a sasKey must be under it).
+        self.scope = IdentityScope(service_bus_endpoint=endpoint, extra_hosts=identity_hosts)
         self.idle_seconds = idle_seconds
         self.timeout = timeout
         self._clock = clock
@@ -272,6 +263,15 @@ class ServiceBusSender:
         except ValueError as exc:
             return self._failed(action_type, f"message not sent to {where}: {first_line(str(exc))}", key)
         endpoint = namespace_endpoint(self.endpoint, namespace)
+        if key is None:
+            refusal = self.scope.service_bus_refusal(endpoint.hostname)
+            if refusal is not None:  # checked when the job was written too; the settings may have changed
+                return self._failed(
+                    action_type,
+                    f"message not sent to {where}: no sasKey is given, and {refusal}; host "
+                    f"'{endpoint.hostname}' is not one of them",
+                    key,
+                )
         kind = "queue" if queue else "topic"
         try:
             self._send(endpoint, kind, entity, key_name, key, message)

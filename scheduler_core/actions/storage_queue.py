@@ -7,7 +7,9 @@ The account endpoint is derived from ``storageAccount`` through a template (sett
 
 Authentication: the job's ``sasToken``, with or without its leading ``?``; without one, the function
 app's own identity (a token credential, ``DefaultAzureCredential`` by default), which needs the
-*Storage Queue Data Message Sender* role on the queue or account.
+*Storage Queue Data Message Sender* role on the queue or account. The identity is presented only to hosts
+under the configured endpoint (and ``SCHEDULER_IDENTITY_ALLOWED_HOSTS``, see
+:class:`scheduler_core.identity.IdentityScope`): an action naming any other host fails without connecting.
 
 The message is written in one of three formats (setting ``SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT``):
 
@@ -46,23 +48,18 @@ from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
 from scheduler_core.actions.redact import first_line, redact
-from scheduler_core.identity import LazyCredential
+from scheduler_core.endpoints import DEFAULT_STORAGE_QUEUE_ENDPOINT, account_url
+from scheduler_core.identity import IdentityScope, LazyCredential
 from scheduler_core.recurrence import format_instant
 
 MESSAGE_FORMATS = ("envelope", "base64", "text")
-DEFAULT_ENDPOINT = "core.windows.net"
+__all__ = ["MESSAGE_FORMATS", "StorageQueueSender", "account_url", "encode_message", "envelope"]
+
+DEFAULT_ENDPOINT = DEFAULT_STORAGE_QUEUE_ENDPOINT
 #: Queue clients kept (one per account, queue and credential); each is cheap, the shared pool is not.
 MAX_CLIENTS = 256
 
 CredentialFactory = Callable[[], TokenCredential]
-
-
-def account_url(template: str, account: str) -> str:
-    """The queue service URL of ``account`` from the endpoint setting (a DNS suffix or a URL template)."""
-    text = (template or DEFAULT_ENDPOINT).strip()
-    if "://" not in text:
-        return f"https://{account}.queue.{text.strip('.')}"
-    return text.replace("{account}", account).rstrip("/")
 
 
 def envelope(message: str, context: ActionContext) -> str:
@@ -102,10 +99,15 @@ class StorageQueueSender:
         message_format: str = "envelope",
         timeout: float = 60.0,
         session: requests.Session | None = None,
+        identity_hosts: tuple[str, ...] | None = None,
     ) -> None:
         if message_format not in MESSAGE_FORMATS:
             raise ValueError(f"message format must be one of {', '.join(MESSAGE_FORMATS)}")
         self.endpoint = endpoint
+        if identity_hosts is None:  # the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS
+            identity_hosts = IdentityScope.from_environment().extra_hosts
+        #: Where the app's identity may go (an account without a sasToken must be under it).
+        self.scope = IdentityScope(storage_queue_endpoint=endpoint, extra_hosts=identity_hosts)
         self.message_format = message_format
         self.timeout = timeout
         self._identity = LazyCredential(credential_factory).get
@@ -146,6 +148,15 @@ class StorageQueueSender:
         where = f"queue '{queue}' of storage account '{account}'"
         url = account_url(self.endpoint, account)
         content = encode_message(str(payload.get("message", "")), context, self.message_format)
+        if token is None:
+            host = self.scope.storage_queue_host(account)
+            refusal = self.scope.storage_queue_refusal(host)
+            if refusal is not None:  # checked when the job was written too; the settings may have changed
+                return self._failed(
+                    f"message not added to {where}: no sasToken is given, and {refusal}; host '{host}' is not "
+                    "one of them",
+                    token,
+                )
         options: dict[str, Any] = {}
         if token is None and url.startswith("http://"):
             options["enforce_https"] = False  # a local emulator; in Azure the endpoint is always https

@@ -10,7 +10,8 @@ Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 * :func:`recurrence_exceeds_quota` and :func:`retry_intervals` for collection and plan checks.
 
 Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
-TimeSpan; output uses the swagger's PascalCase enums, camelCase fields and ISO 8601 durations.
+TimeSpan; output uses the swagger's PascalCase enums, camelCase fields, and each duration in the style it
+was written in (a default one in the job's style: :attr:`JobSpec.duration_style`).
 Every error is a :class:`scheduler_core.errors.ValidationError` (or ``PayloadTooLargeError``) naming the
 JSON path and the rule, and never quoting a secret.
 """
@@ -27,7 +28,16 @@ from scheduler_core.definitions._actions import (
     MIN_RETRY_INTERVAL,
 )
 from scheduler_core.definitions._collection import PLANS, CollectionSpec, Plan, parse_collection
-from scheduler_core.definitions._durations import format_duration, parse_duration
+from scheduler_core.definitions._durations import (
+    ISO,
+    MAX_DURATION,
+    TIMESPAN,
+    DurationStyle,
+    duration_style,
+    format_duration,
+    parse_duration,
+    read_duration,
+)
 from scheduler_core.definitions._job import (
     MAX_JOB_CHARS,
     JobSpec,
@@ -36,13 +46,16 @@ from scheduler_core.definitions._job import (
     recurrence_exceeds_quota,
     restore_secrets,
     retry_intervals,
+    written_style,
 )
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
 
 __all__ = [
     "DEFAULT_RETRY_COUNT",
     "DEFAULT_RETRY_INTERVAL",
+    "ISO",
     "MAX_BODY",
+    "MAX_DURATION",
     "MAX_HEADERS",
     "MAX_HEADER_CHARS",
     "MAX_JOB_CHARS",
@@ -51,9 +64,12 @@ __all__ = [
     "MAX_URI",
     "MIN_RETRY_INTERVAL",
     "PLANS",
+    "TIMESPAN",
     "CollectionSpec",
+    "DurationStyle",
     "JobSpec",
     "Plan",
+    "duration_style",
     "format_duration",
     "job_output",
     "merge_collection_patch",
@@ -61,7 +77,9 @@ __all__ = [
     "parse_collection",
     "parse_duration",
     "parse_job",
+    "read_duration",
     "recurrence_exceeds_quota",
     "restore_secrets",
     "retry_intervals",
+    "written_style",
 ]

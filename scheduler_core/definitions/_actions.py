@@ -1,6 +1,15 @@
 """Actions (``action`` and ``action.errorAction``): HTTP(S), Storage queue, Service Bus queue and topic,
 their authentication, and the retry policy. Each parser returns the canonical output JSON (PascalCase enum
-values, ISO 8601 durations, no secrets) and the secrets it split out, keyed by dotted path."""
+values, durations in the style they were written in, no secrets) and the secrets it split out, keyed by
+dotted path.
+
+Durations: each one the client wrote is answered in its own style (ISO 8601 or .NET TimeSpan, see
+:mod:`._durations`); one the service fills in (the default ``retryInterval``) takes the job's ``style``.
+
+The app's identity: a Storage queue action without ``sasToken`` and a Service Bus action without
+``sasKey`` are sent with the function app's identity, so their host must be one the
+:class:`~scheduler_core.identity.IdentityScope` allows; otherwise ``storageAccount`` / ``namespace`` is
+refused."""
 
 from __future__ import annotations
 
@@ -12,9 +21,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scheduler_core.definitions._certificates import read_pfx
-from scheduler_core.definitions._durations import format_duration, parse_duration
+from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_duration
 from scheduler_core.definitions._json import Fields, enum_value, join, str_map
 from scheduler_core.errors import ValidationError
+from scheduler_core.identity import IdentityScope
 from scheduler_core.recurrence import format_instant, parse_instant
 
 __all__ = [
@@ -112,8 +122,18 @@ def _prefixed(prefix: str, secrets: Mapping[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------- the action
 
 
-def parse_action(data: object, path: str, prior: Prior | None, *, error_action: bool, limits: bool) -> ParsedAction:
-    """Parse ``action`` (``error_action=False``) or ``action.errorAction``."""
+def parse_action(
+    data: object,
+    path: str,
+    prior: Prior | None,
+    *,
+    error_action: bool,
+    limits: bool,
+    style: DurationStyle = ISO,
+    identity: IdentityScope | None = None,
+) -> ParsedAction:
+    """Parse ``action`` (``error_action=False``) or ``action.errorAction``. ``style`` is the style of the
+    durations the service fills in; ``identity``, when given, is where the app's identity may go."""
     known = ("type", *_PAYLOADS, "retryPolicy") + (() if error_action else ("errorAction",))
     hint = "; an error action cannot have an errorAction of its own" if error_action else ""
     fields = Fields(data, path, known, hint=hint)
@@ -145,20 +165,24 @@ def parse_action(data: object, path: str, prior: Prior | None, *, error_action: 
         output["request"] = request
         secrets.update(_prefixed("request", request_secrets))
     elif payload == "queueMessage":
-        message, message_secrets = _parse_storage_queue(fields.get(payload), where, _sub(prior, payload))
+        message, message_secrets = _parse_storage_queue(fields.get(payload), where, _sub(prior, payload), identity)
         output[payload] = message
         secrets.update(_prefixed(payload, message_secrets))
     else:
         message, message_secrets = _parse_service_bus(
-            fields.get(payload), where, _sub(prior, payload), queue=payload == "serviceBusQueueMessage"
+            fields.get(payload),
+            where,
+            _sub(prior, payload),
+            queue=payload == "serviceBusQueueMessage",
+            identity=identity,
         )
         output[payload] = message
         secrets.update(_prefixed(payload, message_secrets))
 
     if "retryPolicy" in fields:
-        output["retryPolicy"] = parse_retry_policy(fields.get("retryPolicy"), fields.where("retryPolicy"))
+        output["retryPolicy"] = parse_retry_policy(fields.get("retryPolicy"), fields.where("retryPolicy"), style)
     elif not error_action:
-        output["retryPolicy"] = default_retry_policy()
+        output["retryPolicy"] = default_retry_policy(style)
     types = [action_type]
     if "errorAction" in fields:
         error = parse_action(
@@ -167,6 +191,8 @@ def parse_action(data: object, path: str, prior: Prior | None, *, error_action: 
             _sub(prior, "errorAction"),
             error_action=True,
             limits=limits,
+            style=style,
+            identity=identity,
         )
         output["errorAction"] = error.output
         secrets.update(_prefixed("errorAction", error.secrets))
@@ -178,32 +204,34 @@ def parse_action(data: object, path: str, prior: Prior | None, *, error_action: 
 # ------------------------------------------------------------------------------------------ retries
 
 
-def default_retry_policy() -> dict[str, Any]:
+def default_retry_policy(style: DurationStyle = ISO) -> dict[str, Any]:
     """The policy of an action without one: retried 4 more times at 30-second intervals."""
     return {
         "retryType": "Fixed",
-        "retryInterval": format_duration(DEFAULT_RETRY_INTERVAL),
+        "retryInterval": format_duration(DEFAULT_RETRY_INTERVAL, style),
         "retryCount": DEFAULT_RETRY_COUNT,
     }
 
 
-def _interval(fields: Fields, name: str) -> timedelta | None:
+def _interval(fields: Fields, name: str) -> tuple[timedelta, str] | None:
+    """A retry interval and its text in the style it was written in."""
     if name not in fields:
         return None
     where = fields.where(name)
-    value = parse_duration(fields.get(name), where)
+    value, style = read_duration(fields.get(name), where)
     if not MIN_RETRY_INTERVAL <= value <= MAX_RETRY_INTERVAL:
         raise ValidationError(
             where,
-            f"must be between {format_duration(MIN_RETRY_INTERVAL)} (15 seconds) and "
-            f"{format_duration(MAX_RETRY_INTERVAL)} (18 months), not {format_duration(value)}",
+            f"must be between {format_duration(MIN_RETRY_INTERVAL, style)} (15 seconds) and "
+            f"{format_duration(MAX_RETRY_INTERVAL, style)} (18 months), not {format_duration(value, style)}",
         )
-    return value
+    return value, format_duration(value, style)
 
 
-def parse_retry_policy(data: object, path: str) -> dict[str, Any]:
+def parse_retry_policy(data: object, path: str, style: DurationStyle = ISO) -> dict[str, Any]:
     """The effective policy. ``None`` drops the other fields (so that a PATCH to None works on a stored
-    Fixed policy); ``maxRetryInterval`` only means something to ``Exponential`` and is dropped otherwise."""
+    Fixed policy); ``maxRetryInterval`` only means something to ``Exponential`` and is dropped otherwise.
+    A default ``retryInterval`` is written in ``style``."""
     fields = Fields(data, path, ("retryType", "retryInterval", "retryCount", "maxRetryInterval"))
     retry_type = "Fixed"
     if "retryType" in fields:
@@ -213,19 +241,20 @@ def parse_retry_policy(data: object, path: str) -> dict[str, Any]:
     max_interval = _interval(fields, "maxRetryInterval")
     if retry_type == "None":
         return {"retryType": "None"}
-    interval = DEFAULT_RETRY_INTERVAL if interval is None else interval
+    if interval is None:
+        interval = DEFAULT_RETRY_INTERVAL, format_duration(DEFAULT_RETRY_INTERVAL, style)
     out: dict[str, Any] = {
         "retryType": retry_type,
-        "retryInterval": format_duration(interval),
+        "retryInterval": interval[1],
         "retryCount": DEFAULT_RETRY_COUNT if count is None else count,
     }
     if retry_type == "Exponential" and max_interval is not None:
-        if max_interval < interval:
+        if max_interval[0] < interval[0]:
             raise ValidationError(
                 fields.where("maxRetryInterval"),
-                f"must not be shorter than retryInterval ({format_duration(interval)})",
+                f"must not be shorter than retryInterval ({interval[1]})",
             )
-        out["maxRetryInterval"] = format_duration(max_interval)
+        out["maxRetryInterval"] = max_interval[1]
     return out
 
 
@@ -429,7 +458,9 @@ def _client_certificate(fields: Fields, prior: Prior | None) -> tuple[dict[str, 
 # ------------------------------------------------------------------------------------ Storage queue
 
 
-def _parse_storage_queue(data: object, path: str, prior: Prior | None) -> tuple[dict[str, Any], dict[str, str]]:
+def _parse_storage_queue(
+    data: object, path: str, prior: Prior | None, identity: IdentityScope | None
+) -> tuple[dict[str, Any], dict[str, str]]:
     fields = Fields(data, path, ("storageAccount", "queueName", "sasToken", "message"))
     account = fields.text("storageAccount", required=True, rule="is required (the storage account name)")
     assert account is not None
@@ -456,6 +487,13 @@ def _parse_storage_queue(data: object, path: str, prior: Prior | None) -> tuple[
         and prior.output.get("queueName") == queue
     ):
         token = prior.secrets.get("sasToken")
+    if token is None and identity is not None:
+        refusal = identity.storage_queue_refusal(identity.storage_queue_host(account))
+        if refusal is not None:
+            raise ValidationError(
+                fields.where("storageAccount"),
+                f"must be an account under the configured Storage endpoint when no sasToken is given: {refusal}",
+            )
     return output, {"sasToken": token} if token is not None else {}
 
 
@@ -506,15 +544,15 @@ def _parse_brokered(data: object, path: str) -> dict[str, Any]:
         values["scheduledEnqueueTimeUtc"] = format_instant(parse_instant(fields.get("scheduledEnqueueTimeUtc"), where))
     if "timeToLive" in fields:
         where = fields.where("timeToLive")
-        ttl = parse_duration(fields.get("timeToLive"), where)
+        ttl, style = read_duration(fields.get("timeToLive"), where)
         if ttl <= timedelta(0):
             raise ValidationError(where, "must be longer than zero")
-        values["timeToLive"] = format_duration(ttl)
+        values["timeToLive"] = format_duration(ttl, style)
     return {name: values[name] for name in _BROKERED_ORDER if name in values}
 
 
 def _parse_service_bus(
-    data: object, path: str, prior: Prior | None, *, queue: bool
+    data: object, path: str, prior: Prior | None, *, queue: bool, identity: IdentityScope | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     entity = "queueName" if queue else "topicPath"
     fields = Fields(
@@ -580,6 +618,14 @@ def _parse_service_bus(
             output["authentication"] = {"type": "SharedAccessKey", "sasKeyName": key_name}
             if key is not None:
                 secrets["authentication.sasKey"] = key
+    if "authentication.sasKey" not in secrets and identity is not None:
+        refusal = identity.service_bus_refusal(identity.service_bus_host(namespace))
+        if refusal is not None:
+            raise ValidationError(
+                fields.where("namespace"),
+                "must be a namespace name, or a host under the configured Service Bus endpoint, when no sasKey "
+                f"is given: {refusal}",
+            )
     if "brokeredMessageProperties" in fields:
         output["brokeredMessageProperties"] = _parse_brokered(
             fields.get("brokeredMessageProperties"), fields.where("brokeredMessageProperties")

@@ -1,4 +1,15 @@
-"""Jobs: the PUT/PATCH body of a ``JobDefinition``, its canonical output, secrets and limits."""
+"""Jobs: the PUT/PATCH body of a ``JobDefinition``, its canonical output, secrets and limits.
+
+Durations keep the style they were written in (TimeSpan in, TimeSpan out; ISO 8601 in, ISO 8601 out), so
+that both the plain azure-mgmt-scheduler client (ISO 8601 only) and one patched with
+``azure.mgmt.scheduler.patch.patch_client`` (TimeSpan only) read back what they wrote. A duration the
+service fills in (the default ``retryInterval``) takes the *job's style*: TimeSpan when every duration the
+body carries is a TimeSpan, ISO 8601 otherwise (also when it carries none, as the API documents ISO 8601).
+
+A PATCH is merged into the stored definition, whose durations are stored in their styles, and parsed
+again: a duration the PATCH changes takes the PATCH's style, the others keep theirs, and a default filled
+in takes the style of the merged job (so a TimeSpan job stays TimeSpan throughout).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +23,10 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 
 from scheduler_core.definitions._actions import Prior, parse_action
-from scheduler_core.definitions._durations import parse_duration
+from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, duration_style, parse_duration
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
+from scheduler_core.identity import IdentityScope
 from scheduler_core.recurrence import (
     Recurrence,
     format_instant,
@@ -42,6 +54,8 @@ _CLIENT_STATES = {"enabled": "Enabled", "disabled": "Disabled"}
 _ALL_STATES = _CLIENT_STATES | {"completed": "Completed", "faulted": "Faulted"}
 _PROPERTIES = ("startTime", "action", "recurrence", "state")
 _READ_ONLY = ("id", "type", "name")
+#: The fields of an action that hold durations (at any depth, in any casing).
+_DURATION_FIELDS = frozenset({"retryinterval", "maxretryinterval", "timetolive"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,26 @@ class JobSpec:
     recurrence: Recurrence | None
     action_types: tuple[str, ...]
     uses_authentication: bool
+    #: The style of the durations the service fills in (see the module's docstring).
+    duration_style: DurationStyle = ISO
+
+
+def written_style(value: object) -> DurationStyle:
+    """The job's duration style: TimeSpan when every duration in ``value`` (a job's ``action``, at any
+    depth) is a TimeSpan and there is at least one; ISO 8601 otherwise."""
+    styles: set[DurationStyle | None] = set()
+    pending: list[object] = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if isinstance(key, str) and key.lower() in _DURATION_FIELDS and isinstance(item, str):
+                    styles.add(duration_style(item))
+                else:
+                    pending.append(item)
+        elif isinstance(node, list):
+            pending.extend(node)
+    return TIMESPAN if styles == {TIMESPAN} else ISO
 
 
 def _definition_size(body: Mapping[str, Any]) -> int:
@@ -74,6 +108,7 @@ def parse_job(
     previous: JobSpec | None = None,
     now: datetime | None = None,
     validate_limits: bool = True,
+    identity: IdentityScope | None = None,
 ) -> JobSpec:
     """Validate the body of a job PUT (``{"properties": {...}}``), or a PATCH merged into the stored job.
 
@@ -84,6 +119,11 @@ def parse_job(
     ``validate_limits=False`` reads a stored job back: the size and time-window limits (which depend on
     when the job was written) are skipped, and the service-set states Completed and Faulted are accepted.
     ``now`` (aware; default: the current time) is the reference for the time windows.
+
+    ``identity`` is where the app's own identity may be presented: a Storage queue or Service Bus action
+    without a SAS token or key whose host is outside it is refused (400 naming ``storageAccount`` or
+    ``namespace``). By default it is read from the settings in the environment; a stored job read back
+    (``validate_limits=False``) is not checked (the executor checks again before sending).
     """
     if validate_limits and isinstance(body, Mapping):
         size = _definition_size(body)
@@ -111,7 +151,18 @@ def parse_job(
     if "action" not in props:
         raise ValidationError(props.where("action"), "is required")
     prior = Prior(previous.properties, previous.secrets).sub("action") if previous is not None else None
-    action = parse_action(props.get("action"), props.where("action"), prior, error_action=False, limits=validate_limits)
+    if validate_limits and identity is None:
+        identity = IdentityScope.from_environment()
+    style = written_style(props.get("action"))
+    action = parse_action(
+        props.get("action"),
+        props.where("action"),
+        prior,
+        error_action=False,
+        limits=validate_limits,
+        style=style,
+        identity=identity if validate_limits else None,
+    )
 
     if validate_limits:
         _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
@@ -131,6 +182,7 @@ def parse_job(
         recurrence=recurrence,
         action_types=tuple(action.types),
         uses_authentication=action.uses_authentication,
+        duration_style=style,
     )
 
 

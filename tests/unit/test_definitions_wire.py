@@ -162,7 +162,7 @@ def test_sdk_reads_back_a_full_http_job() -> None:
                     "headers": {"Content-Type": "text/plain"},
                     "authentication": {"type": "basic", "username": "u", "password": "SECRET"},
                 },
-                "retryPolicy": {"retryType": "fixed", "retryInterval": "00:02:00", "retryCount": 3},
+                "retryPolicy": {"retryType": "fixed", "retryInterval": "PT2M", "retryCount": 3},
                 "errorAction": {
                     "type": "storageQueue",
                     "queueMessage": {
@@ -216,7 +216,7 @@ def test_sdk_reads_back_service_bus_and_default_retry() -> None:
                     "topicPath": "t",
                     "transportType": "amqp",
                     "authentication": {"type": "sharedaccesskey", "sasKeyName": "send", "sasKey": "SECRET"},
-                    "brokeredMessageProperties": {"timeToLive": "1.00:00:00", "forcePersistence": False},
+                    "brokeredMessageProperties": {"timeToLive": "P1D", "forcePersistence": False},
                 },
             }
         }
