@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from scheduler_core.actions.service_bus import ServiceBusSender, namespace_endpoint
-from tests.actions.conftest import action_context
+from tests.actions.conftest import TestCredential, action_context
 from tests.support.amqp_broker import AmqpBroker
+from tests.support.loopback_guard import resolved
+
+__all__ = ["resolved"]  # a fixture
 
 KEY = "c2VjcmV0LXNhcy1rZXktdmFsdWU="
 
@@ -178,3 +181,90 @@ def test_partition_key_other_than_session_id_is_refused_before_sending(
     assert not result.succeeded
     assert "message not sent to queue 'orders'" in result.message and "partition_key" in result.message
     assert broker.stats() == (0, 0)
+
+
+# ----------------------------------------------------------------------- where the identity may go
+
+
+def keyless(namespace: str, entity: str = "orders") -> dict[str, Any]:
+    return {
+        "type": "ServiceBusQueue",
+        "serviceBusQueueMessage": {"namespace": namespace, "queueName": entity, "message": "by identity"},
+    }
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        "evil.example.com",
+        "169.254.169.254",
+        "10.0.0.4",
+        "127.0.0.1",
+        "servicebus.windows.net",
+        "contoso.servicebus.windows.net.example.com",
+        "contososervicebus.windows.net",
+    ],
+)
+def test_the_apps_identity_is_never_sent_to_a_host_outside_the_endpoint_suffix(
+    namespace: str, resolved: list[str]
+) -> None:
+    credential = TestCredential()
+    sender = ServiceBusSender(credential_factory=lambda: credential, timeout=5, identity_hosts=())
+    try:
+        result = sender.send(keyless(namespace), action_context())
+    finally:
+        sender.close()
+    assert not result.succeeded
+    assert "no sasKey is given" in result.message and "*.servicebus.windows.net" in result.message, result.message
+    assert f"host '{namespace}' is not one of them" in result.message
+    assert credential.scopes == []  # no token was even asked for
+    assert resolved == []  # nor the host looked up
+    assert sender.opened == 0
+
+
+def test_the_identity_goes_to_an_allowed_host_only(broker: AmqpBroker, resolved: list[str]) -> None:
+    """The endpoint template puts the namespace in the host (``amqp://{namespace}:port``), so the job names
+    the host: 127.0.0.1 is allowed by SCHEDULER_IDENTITY_ALLOWED_HOSTS in one sender and not in the other."""
+    port = broker.endpoint.rsplit(":", 1)[1]
+    template = f"amqp://{{namespace}}:{port}"
+    credential = TestCredential()
+    allowed = ServiceBusSender(template, lambda: credential, timeout=10, identity_hosts=("127.0.0.1",))
+    refused = ServiceBusSender(template, lambda: credential, timeout=10, identity_hosts=("localhost",))
+    try:
+        denied = refused.send(keyless("127.0.0.1"), action_context("e1"))
+        assert not denied.succeeded and "no sasKey is given" in denied.message, denied.message
+        assert broker.stats() == (0, 0) and credential.scopes == []
+        sent = allowed.send(keyless("127.0.0.1"), action_context("e2"))
+        assert sent.succeeded, sent.message
+    finally:
+        allowed.close()
+        refused.close()
+    assert [m.message.id for m in broker.wait_for(1, "orders")] == ["e2"]
+    assert [t.token for t in broker.tokens] == ["test-managed-identity-token"]
+
+
+def test_the_allowed_hosts_setting_is_read_when_no_list_is_given(
+    broker: AmqpBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCHEDULER_IDENTITY_ALLOWED_HOSTS", "example.net; 127.0.0.1")
+    port = broker.endpoint.rsplit(":", 1)[1]
+    credential = TestCredential()
+    sender = ServiceBusSender(f"amqp://{{namespace}}:{port}", lambda: credential, timeout=10)
+    try:
+        result = sender.send(keyless("127.0.0.1"), action_context())
+    finally:
+        sender.close()
+    assert result.succeeded, result.message
+
+
+def test_a_sas_key_may_go_to_the_host_the_job_names(broker: AmqpBroker, resolved: list[str]) -> None:
+    port = broker.endpoint.rsplit(":", 1)[1]
+    sender = ServiceBusSender(f"amqp://{{namespace}}:{port}", timeout=10, identity_hosts=())
+    action = sb_action("ServiceBusQueue", "orders")
+    action["serviceBusQueueMessage"]["namespace"] = "127.0.0.1"
+    try:
+        result = sender.send(action, action_context())
+    finally:
+        sender.close()
+    assert result.succeeded, result.message
+    assert "skn=RootManageSharedAccessKey" in broker.tokens[0].token

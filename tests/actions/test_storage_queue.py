@@ -11,8 +11,11 @@ from azure.storage.queue import AccountSasPermissions, ResourceTypes, generate_a
 
 from scheduler_core.actions.storage_queue import StorageQueueSender, account_url
 from scheduler_core.host.azurite import DEV_ACCOUNT, DEV_KEY
-from tests.actions.conftest import AzuriteQueue, action_context
+from tests.actions.conftest import AzuriteQueue, TestCredential, action_context
 from tests.support.http_target import http_target
+from tests.support.loopback_guard import resolved
+
+__all__ = ["resolved"]  # a fixture
 
 pytestmark = pytest.mark.azurite
 
@@ -113,3 +116,32 @@ def test_throttled_endpoint_is_a_failure_naming_the_status() -> None:
     assert "throttled or unavailable (HTTP 503" in result.message
     assert "c2VjcmV0c2lnbmF0dXJl" not in result.message
     assert target.received and target.received[0].path.startswith("/acct/q1/messages")
+
+
+@pytest.mark.parametrize("account", ["acct", "10.0.0.4", "evil.example.com"])
+def test_the_apps_identity_is_never_sent_outside_the_configured_endpoint(account: str, resolved: list[str]) -> None:
+    """An endpoint template whose host is the account alone trusts no host for the app's identity (only
+    SCHEDULER_IDENTITY_ALLOWED_HOSTS would): the run refuses before asking for a token or looking the host
+    up. (Writing such a job is refused too; the run checks again, as settings change.)"""
+    credential = TestCredential()
+    sender = StorageQueueSender(
+        endpoint="http://{account}:10001/", credential_factory=lambda: credential, identity_hosts=("example.org",)
+    )
+    action = {"type": "StorageQueue", "queueMessage": {"storageAccount": account, "queueName": "q1", "message": "m"}}
+    result = sender.send(action, action_context())
+    assert not result.succeeded
+    assert "no sasToken is given" in result.message and f"host '{account}' is not one of them" in result.message
+    assert "example.org" in result.message  # the hosts that are allowed are named
+    assert credential.scopes == [] and resolved == []
+
+
+def test_a_sas_token_may_go_to_the_host_the_job_names(resolved: list[str]) -> None:
+    sender = StorageQueueSender(endpoint="http://{account}:10001/", identity_hosts=())
+    action = {
+        "type": "StorageQueue",
+        "queueMessage": {"storageAccount": "acct", "queueName": "q1", "message": "m", "sasToken": "sv=1&sig=x"},
+    }
+    result = sender.send(action, action_context())
+    assert not result.succeeded  # the guard stops the lookup of 'acct': the rule did not
+    assert "not one of them" not in result.message and "could not reach" in result.message, result.message
+    assert resolved and resolved[0] == "acct"

@@ -98,3 +98,20 @@ def test_load_parses_and_checks_values() -> None:
         settings.load({**env, "SCHEDULER_TABLE_PREFIX": "bad-prefix"})
     with pytest.raises(ConfigurationError, match="AzureWebJobsStorage"):
         settings.load({})
+
+
+def test_identity_allowed_hosts_are_a_list_of_hosts_suffixes_and_addresses() -> None:
+    env = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
+    assert settings.load(env).identity_allowed_hosts == ()
+    listed = "servicebus.usgovcloudapi.net; 127.0.0.1,*.example.com  [::1] localhost"
+    loaded = settings.load({**env, "SCHEDULER_IDENTITY_ALLOWED_HOSTS": listed})
+    assert loaded.identity_allowed_hosts == (
+        "servicebus.usgovcloudapi.net",
+        "127.0.0.1",
+        "*.example.com",
+        "[::1]",
+        "localhost",
+    )
+    for bad in ("https://example.com", "example.com/path", "user@example.com", "*", "."):
+        with pytest.raises(ConfigurationError, match="SCHEDULER_IDENTITY_ALLOWED_HOSTS"):
+            settings.load({**env, "SCHEDULER_IDENTITY_ALLOWED_HOSTS": bad})
