@@ -1,4 +1,9 @@
-"""HTTP(S) actions with ``requests``: a pooled session, a timeout, success = 2xx after redirects."""
+"""HTTP(S) actions with ``requests``: a pooled session, a timeout, success = 2xx after redirects.
+
+Every connection, on every redirect hop, goes through the outbound policy (``outbound.py``): redirects are
+followed (as Azure Scheduler did), at most :data:`~scheduler_core.actions.outbound.MAX_REDIRECTS` of them,
+each hop's host resolved and checked when it is connected to. A refused connection is a failed attempt
+whose message says which host was refused and why."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import requests
 from scheduler_core import __version__
 from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
 from scheduler_core.actions.http_auth import AuthenticationProblem, ClientCertificateSessions, OAuthTokens
-from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused
+from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guard_session
 from scheduler_core.recurrence import format_instant
 
 USER_AGENT = f"azure-scheduler-successor/{__version__} (compatible; Azure-Scheduler)"
@@ -34,10 +39,12 @@ def scheduler_headers(context: ActionContext) -> dict[str, str]:
 
 
 class HttpSender:
-    """Sends ``Http``/``Https`` actions. ``session`` is the transport seam (a pooled ``requests.Session``);
-    ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting). Authentication:
-    ``Basic``, ``ClientCertificate`` (mutual TLS; a session per certificate, which copies ``session``'s
-    trust settings) and ``ActiveDirectoryOAuth`` (``Authorization: Bearer``)."""
+    """Sends ``Http``/``Https`` actions. ``session`` is a pooled ``requests.Session`` (its http and https
+    adapters are replaced by ones guarded by ``policy``, whose ``resolver`` is the name-resolution seam);
+    ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting; by default its calls
+    are guarded by ``policy`` too). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS; a guarded
+    session per certificate, which copies ``session``'s trust settings) and ``ActiveDirectoryOAuth``
+    (``Authorization: Bearer``)."""
 
     def __init__(
         self,
@@ -46,11 +53,11 @@ class HttpSender:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         oauth: OAuthTokens | None = None,
     ) -> None:
-        self.session = session or requests.Session()
         self.policy = policy or OutboundPolicy()
+        self.session = guard_session(session or requests.Session(), self.policy)
         self.timeout = timeout
-        self.oauth = oauth or OAuthTokens()
-        self.certificates = ClientCertificateSessions(self.session)
+        self.oauth = oauth or OAuthTokens(policy=self.policy)
+        self.certificates = ClientCertificateSessions(self.session, self.policy)
 
     def _auth(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], requests.Session, str | None]:
         """requests keyword arguments and the session for the request's authentication, or a reason it
@@ -82,10 +89,6 @@ class HttpSender:
         request = action.get("request") or {}
         uri = str(request.get("uri", ""))
         host = urlsplit(uri).hostname or ""
-        try:
-            self.policy.check_host(host)
-        except OutboundRefused as exc:
-            return ActionResult(False, f"Http Action - Request to '{host}' refused: {exc}")
         auth_kwargs, session, problem = self._auth(request)
         if problem:
             return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {problem}")
@@ -107,6 +110,8 @@ class HttpSender:
                 head = read_head(response, deadline)
             finally:
                 response.close()  # the rest of the body is not read: the connection is not reused
+        except OutboundRefused as exc:
+            return ActionResult(False, refused_message(host, exc))
         except requests.Timeout:
             return ActionResult(False, f"Http Action - Request to host '{host}' timed out after {self.timeout:g} s")
         except requests.exceptions.SSLError as exc:
@@ -115,6 +120,15 @@ class HttpSender:
             reason = type(exc).__name__
             return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
         return ActionResult(200 <= response.status_code < 300, describe_response(host, response, head))
+
+
+def refused_message(host: str, refusal: OutboundRefused) -> str:
+    """The history message of a call the outbound policy refused (on its first hop or a redirect)."""
+    hop = "" if refusal.host.strip("[]").lower() == host.strip("[]").lower() else f"a redirect to '{refusal.host}': "
+    return (
+        f"Http Action - Request to host '{host}' refused by the outbound policy: {hop}{refusal} "
+        "(not allowed unless SCHEDULER_ALLOW_METADATA_ENDPOINTS is set)"
+    )
 
 
 def read_head(response: requests.Response, deadline: float) -> bytes:

@@ -3,13 +3,15 @@
 ``ClientCertificate``: the PFX is opened with ``cryptography`` and loaded into an :class:`ssl.SSLContext`
 (the standard library loads keys only from files, so the key and chain are written, with the key encrypted
 under a random one-time password, to a private temporary directory that is removed at once). A
-``requests`` session with an adapter using that context is kept per certificate, so the TLS pool is reused.
+``requests`` session with a guarded adapter (``outbound.py``) using that context is kept per certificate, so
+the TLS pool is reused.
 
 ``ActiveDirectoryOAuth``: a client-credentials token from Entra ID through ``azure-identity``'s
 ``ClientSecretCredential`` (authority host configurable for sovereign clouds and tests, setting
-``SCHEDULER_ENTRA_AUTHORITY_HOST``), for the scope ``{audience}/.default``, as Azure CLI forms scopes from
-v1 resources. Tokens are cached per (authority, tenant, client, secret, audience) until ``refresh_margin``
-before they expire. Neither the secret nor the token is ever put in a message or a log line.
+``SCHEDULER_ENTRA_AUTHORITY_HOST``; its connections checked by the outbound policy like the action's own),
+for the scope ``{audience}/.default``, as Azure CLI forms scopes from v1 resources. Tokens are cached per
+(authority, tenant, client, secret, audience) until ``refresh_margin`` before they expire. Neither the
+secret nor the token is ever put in a message or a log line.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     pkcs12,
 )
-from requests.adapters import HTTPAdapter
 
+from scheduler_core.actions.outbound import OutboundPolicy, guarded_session
 from scheduler_core.actions.redact import first_line, redact
 
 DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
@@ -55,22 +57,6 @@ def _digest(*parts: str | None) -> str:
 
 
 # ------------------------------------------------------------------------------------- client certificate
-
-
-class _ContextAdapter(HTTPAdapter):
-    """An adapter whose connections use one SSL context (which holds the client certificate)."""
-
-    def __init__(self, context: ssl.SSLContext) -> None:
-        self._context = context
-        super().__init__()
-
-    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
-        pool_kwargs["ssl_context"] = self._context
-        super().init_poolmanager(connections, maxsize, block=block, **pool_kwargs)
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        proxy_kwargs["ssl_context"] = self._context
-        return super().proxy_manager_for(proxy, **proxy_kwargs)
 
 
 def client_certificate_context(pfx_base64: str, password: str | None) -> ssl.SSLContext:
@@ -108,10 +94,12 @@ def client_certificate_context(pfx_base64: str, password: str | None) -> ssl.SSL
 
 
 class ClientCertificateSessions:
-    """One ``requests`` session per client certificate (LRU), each with the certificate's SSL context."""
+    """One ``requests`` session per client certificate (LRU), each with the certificate's SSL context and
+    every connection (http and https, every redirect hop) checked by ``policy``."""
 
-    def __init__(self, base: requests.Session) -> None:
+    def __init__(self, base: requests.Session, policy: OutboundPolicy) -> None:
         self._base = base
+        self._policy = policy
         self._sessions: OrderedDict[str, requests.Session] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -123,11 +111,9 @@ class ClientCertificateSessions:
                 self._sessions.move_to_end(key)
                 return session
         context = client_certificate_context(pfx, password)
-        session = requests.Session()
+        session = guarded_session(self._policy, ssl_context=context)
         session.verify = self._base.verify
         session.trust_env = self._base.trust_env
-        session.proxies = dict(self._base.proxies)
-        session.mount("https://", _ContextAdapter(context))
         with self._lock:
             self._sessions[key] = session
             while len(self._sessions) > MAX_CACHED:
@@ -141,10 +127,22 @@ class ClientCertificateSessions:
 CredentialFactory = Callable[..., TokenCredential]
 
 
-def _client_secret_credential(tenant: str, client_id: str, secret: str, authority: str) -> TokenCredential:
-    from azure.identity import ClientSecretCredential
+def client_secret_credentials(policy: OutboundPolicy) -> CredentialFactory:
+    """A factory of ``ClientSecretCredential`` whose calls to the authority (token endpoint, discovery,
+    every redirect hop) are connections checked by ``policy``."""
+    from azure.core.pipeline.transport import RequestsTransport
 
-    return ClientSecretCredential(tenant, client_id, secret, authority=authority, disable_instance_discovery=True)
+    session = guarded_session(policy)
+
+    def make(tenant: str, client_id: str, secret: str, authority: str) -> TokenCredential:
+        from azure.identity import ClientSecretCredential
+
+        transport = RequestsTransport(session=session, session_owner=False)
+        return ClientSecretCredential(
+            tenant, client_id, secret, authority=authority, disable_instance_discovery=True, transport=transport
+        )
+
+    return make
 
 
 def scope_of(audience: str) -> str:
@@ -163,19 +161,22 @@ class OAuthTokens:
     """Client-credentials tokens, cached until ``refresh_margin`` seconds before they expire.
 
     ``credential_factory(tenant, client_id, secret, authority)`` makes the credential (the default is
-    ``ClientSecretCredential``); ``clock`` gives the time in seconds since the epoch.
+    ``ClientSecretCredential`` connecting through ``policy``, see :func:`client_secret_credentials`);
+    ``clock`` gives the time in seconds since the epoch.
     """
 
     def __init__(
         self,
         authority_host: str = DEFAULT_AUTHORITY_HOST,
         refresh_margin: float = DEFAULT_REFRESH_MARGIN,
-        credential_factory: CredentialFactory = _client_secret_credential,
+        credential_factory: CredentialFactory | None = None,
         clock: Callable[[], float] = time.time,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         self.authority_host = authority_host.rstrip("/") or DEFAULT_AUTHORITY_HOST
         self.refresh_margin = refresh_margin
-        self._factory = credential_factory
+        self.policy = policy or OutboundPolicy()
+        self._factory = credential_factory or client_secret_credentials(self.policy)
         self._clock = clock
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()

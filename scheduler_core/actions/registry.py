@@ -14,23 +14,28 @@ from azure.core.credentials import TokenCredential
 from scheduler_core.actions.base import ActionRunner
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
-from scheduler_core.actions.outbound import OutboundPolicy
+from scheduler_core.actions.outbound import OutboundPolicy, Resolver, system_resolver
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
 from scheduler_core.identity import LazyCredential
 from scheduler_core.settings import Settings
 
 
-def default_runner(config: Settings, credential: TokenCredential | None = None) -> ActionRunner:
+def default_runner(
+    config: Settings, credential: TokenCredential | None = None, resolver: Resolver = system_resolver
+) -> ActionRunner:
     """The runner for every action type: Http/Https (with Basic, ClientCertificate, ActiveDirectoryOAuth),
     StorageQueue, ServiceBusQueue and ServiceBusTopic. ``credential`` is the app's identity for actions
-    without a key (a seam for tests)."""
+    without a key, ``resolver`` turns host names into addresses for the outbound policy (seams for tests).
+    Every HTTP connection (the action's, each redirect hop's, the OAuth authority's) is checked by one
+    :class:`OutboundPolicy` (``SCHEDULER_ALLOW_METADATA_ENDPOINTS`` turns its refusals off)."""
     identity = LazyCredential(credential=credential).get
     timeout = float(config.http_timeout_seconds)
+    policy = OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints, resolver=resolver)
     http = HttpSender(
-        policy=OutboundPolicy(allow_metadata_endpoints=config.allow_metadata_endpoints),
+        policy=policy,
         timeout=timeout,
-        oauth=OAuthTokens(authority_host=config.entra_authority_host),
+        oauth=OAuthTokens(authority_host=config.entra_authority_host, policy=policy),
     )
     storage = StorageQueueSender(
         endpoint=config.storage_queue_endpoint,

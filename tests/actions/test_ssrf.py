@@ -1,0 +1,391 @@
+"""The outbound policy (SSRF guard) through the real HTTP action path: ``HttpSender`` (and the runner
+production builds) with real servers on 127.0.0.1, names resolved through a test DNS (the resolver seam,
+:class:`~tests.support.outbound_net.FakeDns`), and a tripwire that records every connection attempt and
+lets none leave loopback, so "refused" is shown as "never attempted"."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_core import context
+from scheduler_core.actions.http import HttpSender
+from scheduler_core.actions.http_auth import OAuthTokens
+from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
+from scheduler_core.actions.registry import default_runner
+from scheduler_core.recurrence import format_instant
+from scheduler_core.settings import Settings
+from scheduler_core.storage.keys import CollectionRef
+from scheduler_core.storage.provision import provision
+from tests.actions.conftest import action_context
+from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
+from tests.support.outbound_net import (
+    FakeDns,
+    Request,
+    ScriptedServer,
+    Tripwire,
+    ok,
+    redirect_to,
+    scripted_server,
+    tls_folder,
+    tls_server_context,
+)
+from tests.support.tls import TestCa
+
+IPV4_BLOCKED = ["169.254.169.254", "169.254.0.1", "168.63.129.16", "100.100.100.200"]
+IPV6_BLOCKED = ["fd00:ec2::254", "fe80::1"]
+METADATA_NAMES = [
+    "metadata.azure.internal",
+    "metadata.azure.com",
+    "metadata.google.internal",
+    "METADATA.Google.Internal.",
+    "metadata.goog",
+    "metadata",
+    "instance-data",
+    "instance-data.ec2.internal",
+]
+REDIRECT_STATUSES = [301, 302, 303, 307, 308]
+REFUSED = "refused by the outbound policy"
+
+
+def ipv4_spellings(text: str) -> dict[str, str]:
+    """URL hosts that all mean the IPv4 address ``text`` to a Linux client."""
+    value = int(ipaddress.IPv4Address(text))
+    parts = [int(p) for p in text.split(".")]
+    high, low = value >> 16, value & 0xFFFF
+    return {
+        "dotted": text,
+        "trailing-dot": text + ".",
+        "decimal": str(value),
+        "hex": hex(value),
+        "octal-parts": ".".join(f"0{p:o}" for p in parts),
+        "hex-parts": ".".join(hex(p) for p in parts),
+        "three-parts": f"{parts[0]}.{parts[1]}.{(parts[2] << 8) + parts[3]}",
+        "two-parts": f"{parts[0]}.{value & 0xFFFFFF}",
+        "mapped": f"[::ffff:{text}]",
+        "mapped-hex": f"[::ffff:{high:x}:{low:x}]",
+        "mapped-upper": f"[::FFFF:{high:X}:{low:X}]",
+        "mapped-long": f"[0:0:0:0:0:ffff:{text}]",
+        "mapped-exploded": f"[{ipaddress.IPv6Address('::ffff:' + text).exploded}]",
+        "compatible": f"[::{text}]",
+        "nat64": f"[64:ff9b::{text}]",
+        "nat64-hex": f"[64:ff9b::{high:x}:{low:x}]",
+        "nat64-local": f"[64:ff9b:1::{text}]",
+    }
+
+
+def ipv6_spellings(text: str) -> dict[str, str]:
+    address = ipaddress.IPv6Address(text)
+    return {"compressed": f"[{address.compressed}]", "exploded": f"[{address.exploded}]", "upper": f"[{text.upper()}]"}
+
+
+BLOCKED_SPELLINGS = [
+    pytest.param(address, host, id=f"{address}-{kind}")
+    for address in IPV4_BLOCKED
+    for kind, host in ipv4_spellings(address).items()
+] + [
+    pytest.param(address, host, id=f"{address}-{kind}")
+    for address in IPV6_BLOCKED
+    for kind, host in ipv6_spellings(address).items()
+]
+#: name -> its test DNS answer; each is a metadata address in some form
+BLOCKED_RESOLUTIONS = {
+    "imds.test": ["169.254.169.254"],
+    "imds-mapped.test": ["::ffff:169.254.169.254"],
+    "imds-nat64.test": ["64:ff9b::a9fe:a9fe"],
+    "wireserver.test": ["168.63.129.16"],
+    "alibaba.test": ["100.100.100.200"],
+    "aws-v6.test": ["fd00:ec2::254"],
+    "link-local.test": ["fe80::1"],
+    "one-bad-answer.test": ["127.0.0.1", "169.254.169.254"],
+}
+
+
+@pytest.fixture
+def dns() -> FakeDns:
+    return FakeDns()
+
+
+@pytest.fixture
+def tripwire(dns: FakeDns, monkeypatch: pytest.MonkeyPatch) -> Tripwire:
+    wire = Tripwire(dns)
+    wire.install(monkeypatch)
+    return wire
+
+
+@pytest.fixture
+def target(tripwire: Tripwire) -> Iterator[ScriptedServer]:
+    with scripted_server(ok) as server:
+        yield server
+
+
+def sender(dns: FakeDns, **kwargs: Any) -> HttpSender:
+    return HttpSender(policy=OutboundPolicy(resolver=dns.resolve), timeout=5, **kwargs)
+
+
+def get(url: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
+    request: dict[str, Any] = {"uri": url, "method": "GET"}
+    if authentication:
+        request["authentication"] = authentication
+    return {"type": "Http", "request": request}
+
+
+# ------------------------------------------------------------------------------------- addresses and names
+
+
+@pytest.mark.parametrize(("address", "host"), BLOCKED_SPELLINGS)
+def test_every_spelling_of_a_metadata_address_is_refused_before_any_connection(
+    dns: FakeDns, tripwire: Tripwire, address: str, host: str
+) -> None:
+    result = sender(dns).send(get(f"http://{host}/latest/meta-data/"), action_context())
+    assert not result.succeeded
+    assert REFUSED in result.message, result.message
+    assert str(ipaddress.ip_address(address)) in result.message
+    assert "a cloud metadata or link-local address" in result.message
+    assert tripwire.attempts == []
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKED_RESOLUTIONS))
+def test_a_name_is_refused_when_any_address_it_resolves_to_is_a_metadata_address(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, name: str
+) -> None:
+    dns.add(name, BLOCKED_RESOLUTIONS[name])
+    result = sender(dns).send(get(f"http://{name}:{target.port}/"), action_context())
+    assert not result.succeeded
+    assert REFUSED in result.message and f"'{name}' resolves to" in result.message, result.message
+    assert tripwire.outside_loopback() == [] and target.requests() == []
+
+
+@pytest.mark.parametrize("name", METADATA_NAMES)
+def test_metadata_host_names_are_refused_whatever_they_resolve_to(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, name: str
+) -> None:
+    dns.add(name, ["127.0.0.1"])  # a live server: only the name can refuse it
+    result = sender(dns).send(get(f"http://{name}:{target.port}/"), action_context())
+    assert not result.succeeded
+    assert REFUSED in result.message and "a cloud metadata host name" in result.message, result.message
+    assert tripwire.attempts == [] and target.requests() == []
+
+
+LOOPBACK_SPELLINGS = {
+    kind: host
+    for kind, host in ipv4_spellings("127.0.0.1").items()
+    if kind not in ("compatible", "nat64", "nat64-hex", "nat64-local")  # not loopback to the kernel
+}
+
+
+@pytest.mark.parametrize("host", list(LOOPBACK_SPELLINGS.values()), ids=list(LOOPBACK_SPELLINGS))
+def test_loopback_stays_reachable_in_every_spelling_and_is_connected_over_ipv4(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, host: str
+) -> None:
+    result = sender(dns).send(get(f"http://{host}:{target.port}/ping"), action_context())
+    assert result.succeeded, result.message
+    [seen] = target.requests()
+    assert seen.path == "/ping"
+    assert tripwire.attempts == ["127.0.0.1"]  # the checked address, mapped ones unwrapped to IPv4
+
+
+def test_a_name_is_judged_by_what_it_resolves_to_when_it_is_connected(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer
+) -> None:
+    # a rebinding DNS: harmless on the first lookup, the metadata address on the next
+    dns.add("rebind.test", ["127.0.0.1"], ["169.254.169.254"])
+    first = sender(dns).send(get(f"http://rebind.test:{target.port}/"), action_context())
+    assert first.succeeded, first.message  # resolved once, checked, and that address connected to
+    assert dns.lookups.count("rebind.test") == 1
+    assert target.requests()[0].headers["Host"] == f"rebind.test:{target.port}"
+    second = sender(dns).send(get(f"http://rebind.test:{target.port}/"), action_context())
+    assert not second.succeeded and REFUSED in second.message, second.message
+    assert "'rebind.test' resolves to 169.254.169.254" in second.message
+    assert tripwire.outside_loopback() == [] and len(target.requests()) == 1
+
+
+def test_private_and_loopback_addresses_are_allowed_by_the_policy(dns: FakeDns) -> None:
+    policy = OutboundPolicy(resolver=dns.resolve)
+    for host in ("127.0.0.1", "10.0.0.5", "192.168.1.1", "172.16.0.1", "[::1]", "[fd12::1]", "[::ffff:10.0.0.5]"):
+        assert policy.addresses(host)  # no refusal (nothing is connected to)
+
+
+# ------------------------------------------------------------------------------------------------ redirects
+
+REDIRECT_TARGETS = {
+    "literal": "http://169.254.169.254/latest/meta-data/",
+    "mapped": "http://[::ffff:a9fe:a9fe]/latest/meta-data/",
+    "decimal": "http://2852039166/latest/meta-data/",
+    "name": "http://imds.test/latest/meta-data/",
+    "metadata-name": "http://metadata.google.internal/computeMetadata/v1/",
+}
+
+
+@pytest.mark.parametrize("status", REDIRECT_STATUSES)
+@pytest.mark.parametrize("location", list(REDIRECT_TARGETS.values()), ids=list(REDIRECT_TARGETS))
+def test_a_redirect_to_a_metadata_address_is_refused_at_its_hop(
+    dns: FakeDns, tripwire: Tripwire, status: int, location: str
+) -> None:
+    dns.add("imds.test", ["169.254.169.254"])
+    dns.add("metadata.google.internal", ["169.254.169.254"])
+    with scripted_server(redirect_to(location, status)) as allowed:
+        result = sender(dns).send(get(allowed.base_url + "/start"), action_context())
+        assert len(allowed.requests()) == 1
+    assert not result.succeeded
+    assert result.message.startswith("Http Action - Request to host '127.0.0.1' refused by the outbound policy: ")
+    assert "a redirect to '" in result.message, result.message
+    assert tripwire.outside_loopback() == []
+
+
+@pytest.mark.parametrize("status", REDIRECT_STATUSES)
+def test_a_redirect_to_an_allowed_host_is_followed_with_the_hop_resolved_when_connected(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, status: int
+) -> None:
+    dns.add("next-hop.test", ["127.0.0.1"])
+    with scripted_server(redirect_to(f"http://next-hop.test:{target.port}/landed", status)) as first:
+        action = {"type": "Http", "request": {"uri": first.base_url + "/start", "method": "POST", "body": "b"}}
+        result = sender(dns).send(action, action_context())
+    assert result.succeeded, result.message
+    [landed] = target.requests()
+    assert landed.path == "/landed" and landed.headers["Host"] == f"next-hop.test:{target.port}"
+    # 307 and 308 keep the method and body; 301, 302 and 303 turn a POST into a GET (as browsers and requests)
+    assert landed.method == ("POST" if status in (307, 308) else "GET")
+    assert dns.lookups == ["next-hop.test"]
+
+
+def test_redirects_are_followed_at_most_ten_times(dns: FakeDns, tripwire: Tripwire) -> None:
+    with scripted_server(redirect_to("/again", 302)) as loop:
+        result = sender(dns).send(get(loop.base_url + "/again"), action_context())
+        assert len(loop.requests()) == MAX_REDIRECTS + 1 == 11
+    assert not result.succeeded
+    assert "failed: TooManyRedirects" in result.message
+
+
+# ------------------------------------------------------------------------------------------ TLS and auth
+
+
+@pytest.fixture
+def ca_folder(test_ca: TestCa, trust_test_ca: Path) -> Iterator[Path]:
+    with tls_folder() as folder:
+        yield folder
+
+
+def test_tls_is_checked_against_the_name_while_the_checked_address_is_connected(
+    dns: FakeDns, tripwire: Tripwire, test_ca: TestCa, ca_folder: Path
+) -> None:
+    dns.add("localhost", ["127.0.0.1"])  # the server certificate is for localhost and 127.0.0.1
+    dns.add("not-in-the-certificate.test", ["127.0.0.1"])
+    with scripted_server(ok, tls=tls_server_context(test_ca, ca_folder)) as server:
+        good = sender(dns).send(get(f"https://localhost:{server.port}/tls"), action_context())
+        bad = sender(dns).send(get(f"https://not-in-the-certificate.test:{server.port}/tls"), action_context())
+        seen = server.requests()
+    assert good.succeeded, good.message
+    assert [(r.sni, r.headers["Host"]) for r in seen] == [("localhost", f"localhost:{server.port}")]
+    assert not bad.succeeded and "TLS error" in bad.message, bad.message
+
+
+def test_client_certificate_calls_are_checked_on_every_hop(
+    dns: FakeDns, tripwire: Tripwire, test_ca: TestCa, ca_folder: Path
+) -> None:
+    pfx = test_ca.issue("scheduler-client", server=False).pfx_base64("pw")
+    auth = {"type": "ClientCertificate", "pfx": pfx, "password": "pw"}
+    dns.add("localhost", ["127.0.0.1"])
+    dns.add("imds.test", ["169.254.169.254"])
+
+    def respond(request: Request) -> tuple[int, dict[str, str], bytes]:
+        if request.path == "/to-http":
+            return 302, {"Location": "http://[::ffff:169.254.169.254]/latest/meta-data/"}, b""
+        if request.path == "/to-https":
+            return 307, {"Location": "https://imds.test/metadata/identity/oauth2/token"}, b""
+        return ok(request)
+
+    with scripted_server(respond, tls=tls_server_context(test_ca, ca_folder, require_client_cert=True)) as mtls:
+        http = sender(dns)
+        reached = http.send(get(f"https://localhost:{mtls.port}/hello", auth), action_context())
+        to_http = http.send(get(f"https://localhost:{mtls.port}/to-http", auth), action_context())
+        to_https = http.send(get(f"https://localhost:{mtls.port}/to-https", auth), action_context())
+        direct = http.send(get("https://[::ffff:a9fe:a9fe]/", auth), action_context())
+        seen = mtls.requests()
+    assert reached.succeeded, reached.message
+    assert [r.client_subject for r in seen] == ["commonName=scheduler-client"] * 3
+    for result in (to_http, to_https):
+        assert not result.succeeded and REFUSED in result.message and "a redirect to" in result.message
+    assert not direct.succeeded and REFUSED in direct.message, direct.message
+    assert tripwire.outside_loopback() == []
+
+
+def test_the_oauth_authority_is_connected_only_through_the_policy(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer
+) -> None:
+    dns.add("login.test", ["::ffff:169.254.169.254"])
+    oauth = OAuthTokens(authority_host="https://login.test", policy=OutboundPolicy(resolver=dns.resolve))
+    auth = {
+        "type": "ActiveDirectoryOAuth",
+        "tenant": "contoso.onmicrosoft.com",
+        "audience": "https://management.core.windows.net/",
+        "clientId": "11111111-2222-3333-4444-555555555555",
+        "secret": "oauth-secret-value",
+    }
+    result = sender(dns, oauth=oauth).send(get(f"{target.base_url}/api", auth), action_context())
+    assert not result.succeeded
+    assert "not sent: no Entra ID token" in result.message, result.message
+    assert "'login.test' resolves to ::ffff:a9fe:a9fe (169.254.169.254), a cloud metadata" in result.message
+    assert "oauth-secret-value" not in result.message
+    assert tripwire.outside_loopback() == [] and target.requests() == []
+
+
+# ---------------------------------------------------------------------------------- settings and history
+
+
+def test_the_opt_out_setting_lets_actions_call_metadata_endpoints(
+    storage_env: Settings, dns: FakeDns, tripwire: Tripwire, target: ScriptedServer
+) -> None:
+    dns.add("metadata.google.internal", ["127.0.0.1"])
+    action = get(f"http://metadata.google.internal:{target.port}/computeMetadata/v1/")
+    assert storage_env.allow_metadata_endpoints is False
+    refused = default_runner(storage_env, resolver=dns.resolve).run(action, action_context())
+    assert not refused.succeeded and REFUSED in refused.message
+    allowed_settings = dataclasses.replace(storage_env, allow_metadata_endpoints=True)
+    allowed = default_runner(allowed_settings, resolver=dns.resolve).run(action, action_context())
+    assert allowed.succeeded, allowed.message
+    assert len(target.requests()) == 1
+
+
+class GuardedPipeline(Pipeline):
+    """The pipeline harness with the production runner built with the test DNS."""
+
+    def __init__(self, settings: Settings, start: datetime, dns: FakeDns) -> None:
+        provision(settings)
+        self.clock = FakeClock(start)
+        self.queue = CapturedQueue(self.clock)
+        runner = default_runner(settings, resolver=dns.resolve)
+        self.services = context.build(
+            settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, runner=runner
+        )
+        context.install(self.services)
+        self.collection = CollectionRef("sub1", "rg", "jc")
+        self.services.service.put_collection(
+            self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
+        )
+
+
+@pytest.mark.azurite
+def test_a_refused_redirect_hop_is_a_failed_attempt_in_history_with_its_reason(
+    storage_env: Settings, dns: FakeDns, tripwire: Tripwire
+) -> None:
+    dns.add("imds.test", ["169.254.169.254"])
+    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
+    pipeline = GuardedPipeline(storage_env, start, dns)
+    with scripted_server(redirect_to("http://imds.test/metadata/identity/oauth2/token", 302)) as allowed:
+        due = pipeline.clock.now + timedelta(seconds=20)
+        action = {**get(allowed.base_url + "/hook"), "retryPolicy": {"retryType": "None"}}
+        pipeline.put_job("ssrf", {"startTime": format_instant(due), "action": action})
+        pipeline.run_until(due + timedelta(minutes=2))
+        assert len(allowed.requests()) == 1
+    history = list(reversed(pipeline.services.service.list_history(pipeline.job_ref("ssrf"))))
+    assert [(h.action_name, h.status) for h in history] == [("MainAction", "Failed")]
+    assert REFUSED in history[0].message and "a redirect to 'imds.test'" in history[0].message
+    assert "169.254.169.254, a cloud metadata or link-local address" in history[0].message
+    assert tripwire.outside_loopback() == []
