@@ -80,6 +80,16 @@ class ConflictError(SchedulerError):
     code = "Conflict"
 
 
+class WriteRaceError(SchedulerError):
+    """A storage write lost a race with another writer: the row changed since it was read (ETag
+    mismatch) or was created meanwhile. The only error a concurrency loop retries (it reads again and
+    re-decides); every other error is final and reaches the client as raised."""
+
+
+class AlreadyExistsError(ConflictError, WriteRaceError):
+    """A create found the row already there (another request created it first)."""
+
+
 class QuotaExceededError(ConflictError):
     """A job collection quota (``maxJobCount``, ``maxRecurrence``) or plan limit would be exceeded."""
 
@@ -91,6 +101,11 @@ class PreconditionFailedError(SchedulerError):
 
     status = 412
     code = "PreconditionFailed"
+
+
+class EtagMismatchError(PreconditionFailedError, WriteRaceError):
+    """A write guarded by an ETag found the row changed or gone. With a client's ``If-Match`` it is the
+    client's 412; without one the service reads again and retries."""
 
 
 class ConfigurationError(SchedulerError):

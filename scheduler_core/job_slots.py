@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core.definitions import CollectionSpec
-from scheduler_core.errors import ConflictError, PreconditionFailedError
+from scheduler_core.errors import ConflictError, EtagMismatchError
 from scheduler_core.storage.keys import CollectionRef
 from scheduler_core.storage.tables import CollectionRecord, Stores
 
@@ -163,9 +163,10 @@ class JobSlots:
             stale = self._prefetched.pop(key, None)
         returned = stale.free if stale is not None else 0
         current: CollectionRecord | None = self._records.get(key, collection)
+        fresh = False  # whether ``current`` was read just now (a cached row may be behind other instances)
         for _ in range(COUNTER_ATTEMPTS):
             if current is None:
-                current = self.stores.collections.get(collection.ref)
+                current, fresh = self.stores.collections.get(collection.ref), True
                 if current is None or current.properties != collection.properties:  # the caller re-reads it
                     self._records.pop(key, None)
                     if returned:
@@ -188,6 +189,9 @@ class JobSlots:
                 if room - granted >= PREFETCH_MIN_ROOM:
                     ahead = min(PREFETCH, (room - granted) // 4)
                 if granted <= 0 and count == taken:
+                    if not fresh:  # "full" is only ever answered from the row as it is now
+                        current = None
+                        continue
                     return 0, False
                 written = self.stores.collections.set_job_count(current, taken + max(granted, 0) + ahead)
                 self._records[key] = written
@@ -199,7 +203,7 @@ class JobSlots:
                         )
                     self._expire_later(collection.ref)
                 return max(granted, 0), False
-            except PreconditionFailedError:
+            except EtagMismatchError:
                 current = None
         raise ConflictError(f"job collection '{collection.ref.name}' is being changed by many requests; retry")
 

@@ -10,21 +10,26 @@ nothing stale.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from azure.core.exceptions import HttpResponseError
 
 from scheduler_core import definitions, job_slots
 from scheduler_core.definitions import CollectionSpec, JobSpec
 from scheduler_core.errors import (
     ConflictError,
+    EtagMismatchError,
     NotFoundError,
     PreconditionFailedError,
     QuotaExceededError,
     SchedulerError,
     ValidationError,
+    WriteRaceError,
 )
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.recurrence import compile_schedule
@@ -46,11 +51,12 @@ FINAL_STATES = frozenset({"Completed", "Faulted"})
 #: How long after the last write of a collection's job counter another instance may still create jobs
 #: with slots it reserved ahead, plus a margin for clocks and for job writes in flight.
 DELETE_SETTLE = timedelta(seconds=job_slots.PREFETCH_TTL + 2)
-#: How often a write is retried when another writer changed the row between our read and our write
-#: (only when the client sent no If-Match: with If-Match the client gets 412 instead).
-WRITE_ATTEMPTS = 4
-#: Attempts of an ETag-guarded counter update under contention.
-COUNTER_ATTEMPTS = 50
+#: How often an operation starts over when another writer changed a row between its read and its write
+#: (only when the client sent no If-Match: with If-Match the client gets 412 instead). Between attempts
+#: it waits a random time up to :data:`RACE_BACKOFF` doubled per attempt, at most :data:`RACE_BACKOFF_CAP`.
+RACE_ATTEMPTS = 30
+RACE_BACKOFF = 0.005
+RACE_BACKOFF_CAP = 0.25
 #: Free collections: retries at most hourly (plan limit).
 FREE_MIN_RETRY_INTERVAL = 3600.0
 #: The retry interval of a Free collection's job that names none.
@@ -58,6 +64,11 @@ FREE_DEFAULT_RETRY_INTERVAL = "PT1H"
 #: Subscriptions may hold at most one Free collection (plan limit).
 MAX_FREE_COLLECTIONS = 1
 
+#: The parts of a job's definition that make its series: an edit that keeps them keeps the series (its
+#: occurrences so far still count towards ``count``); ``count`` and ``endTime`` bound the series.
+SERIES_FIELDS = ("frequency", "interval", "schedule", "timeZone")
+
+T = TypeVar("T")
 Clock = Callable[[], datetime]
 RunRequest = Callable[[JobRecord], None]
 DueSoon = Callable[[JobRecord], None]
@@ -69,6 +80,27 @@ def _utcnow() -> datetime:
 
 def _collection_not_found(ref: CollectionRef) -> NotFoundError:
     return NotFoundError(f"job collection '{ref.name}' was not found in resource group '{ref.resource_group}'")
+
+
+class _StartOver(Exception):
+    """This attempt must start over from a fresh read (raised inside :meth:`SchedulerService._retrying`)."""
+
+
+def _series(properties: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What identifies a job's series (``None``: the job does not recur, so it has no series to keep)."""
+    recurrence = properties.get("recurrence")
+    if not isinstance(recurrence, Mapping):
+        return None
+    return (properties.get("startTime"), *(recurrence.get(name) for name in SERIES_FIELDS))
+
+
+def _surely_not_written(error: BaseException) -> bool:
+    """Whether a failed storage write certainly changed nothing (the store refused it), as opposed to a
+    failure after which the write may have landed (a cut connection, a timeout, a 5xx)."""
+    if isinstance(error, WriteRaceError):
+        return True
+    status = getattr(error, "status_code", None) if isinstance(error, HttpResponseError) else None
+    return status is not None and 400 <= status < 500 and status not in (408, 429)
 
 
 def check_if_match(etag: str | None, if_match: str | None, what: str) -> None:
@@ -118,34 +150,29 @@ class SchedulerService:
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
     ) -> tuple[CollectionRecord, bool]:
         spec = definitions.parse_collection(body, name=ref.name)
-        for _ in range(COUNTER_ATTEMPTS):
+
+        def attempt() -> tuple[CollectionRecord, bool]:
             existing = self.stores.collections.get(ref)
             if existing is not None and existing.deleting:
                 raise ConflictError(
                     f"job collection '{ref.name}' is being deleted; send DELETE again to finish, then create it"
                 )
             check_if_match(existing.etag if existing else None, if_match, "job collection")
-            try:
-                return self._save_collection(ref, spec, existing), existing is None
-            except (PreconditionFailedError, ConflictError):
-                if if_match is not None:
-                    raise
-        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
+            return self._save_collection(ref, spec, existing), existing is None
+
+        return self._retrying(f"job collection '{ref.name}'", if_match, attempt)
 
     def patch_collection(
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
     ) -> CollectionRecord:
-        for _ in range(COUNTER_ATTEMPTS):
+        def attempt() -> CollectionRecord:
             existing = self.get_collection(ref)
             check_if_match(existing.etag, if_match, "job collection")
             current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
             spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
-            try:
-                return self._save_collection(ref, spec, existing)
-            except PreconditionFailedError:
-                if if_match is not None:
-                    raise
-        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
+            return self._save_collection(ref, spec, existing)
+
+        return self._retrying(f"job collection '{ref.name}'", if_match, attempt)
 
     def _save_collection(
         self, ref: CollectionRef, spec: CollectionSpec, existing: CollectionRecord | None
@@ -193,24 +220,18 @@ class SchedulerService:
         hold job slots reserved ahead (:mod:`scheduler_core.job_slots`), the jobs are listed and deleted
         again once those slots have expired; then the collection row goes. A deletion stopped half-way
         (the process died) is finished by the next DELETE, or by the daily cleanup."""
-        last_write: datetime | None = None
-        for _ in range(COUNTER_ATTEMPTS):
+
+        def mark() -> tuple[CollectionRecord, datetime | None]:
             existing = self.stores.collections.get(ref)
             if existing is None:
                 raise _collection_not_found(ref)
-            last_write = existing.modified_at
             if existing.deleting:  # a deletion that stopped half-way: finish it
-                break
+                return existing, existing.modified_at
             check_if_match(existing.etag, if_match, "job collection")
-            try:
-                marked = replace(existing, properties={**existing.properties, "state": DELETED})
-                existing = self.stores.collections.save(marked, create=False)
-                break
-            except PreconditionFailedError:
-                if if_match is not None:
-                    raise
-        else:
-            raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
+            marked = replace(existing, properties={**existing.properties, "state": DELETED})
+            return self.stores.collections.save(marked, create=False), existing.modified_at
+
+        existing, last_write = self._retrying(f"job collection '{ref.name}'", if_match, mark)
         self.slots.forget(existing.ref, give_back=False)
         self._remove_jobs(existing.ref)
         settled = (last_write or self.clock()) + DELETE_SETTLE
@@ -221,43 +242,44 @@ class SchedulerService:
 
     def _remove_jobs(self, ref: CollectionRef) -> None:
         for job in self.stores.jobs.list(ref):
-            self.stores.remove_job(job)
+            self.stores.remove_job(job, any_version=True)
 
     def set_collection_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are)."""
-        for _ in range(COUNTER_ATTEMPTS):
+
+        def attempt() -> CollectionRecord:
             existing = self.get_collection(ref)
             properties = {**existing.properties, "state": state}
-            try:
-                saved = self.stores.collections.save(replace(existing, properties=properties), create=False)
-            except PreconditionFailedError:
-                continue
-            self.slots.forget(saved.ref)
-            self._set_jobs_state(saved.ref, state)
-            return
-        raise ConflictError(f"job collection '{ref.name}' is being changed by many requests; retry")
+            return self.stores.collections.save(replace(existing, properties=properties), create=False)
+
+        saved = self._retrying(f"job collection '{ref.name}'", None, attempt)
+        self.slots.forget(saved.ref)
+        self._set_jobs_state(saved.ref, state)
 
     def _set_jobs_state(self, ref: CollectionRef, state: str) -> None:
         for job in self.stores.jobs.list(ref):
             if job.state in FINAL_STATES or job.state == state:
                 continue
-            for _ in range(WRITE_ATTEMPTS):
-                current = self.stores.jobs.get(job.ref)
+
+            def attempt(job_ref: JobRef = job.ref) -> None:
+                current = self.stores.jobs.get(job_ref)
                 if current is None or current.state in FINAL_STATES or current.state == state:
-                    break
+                    return
                 properties = {**current.properties, "state": state}
-                try:
-                    self._write_job(current.ref, self._spec_of(replace(current, properties=properties)), current)
-                    break
-                except (PreconditionFailedError, ConflictError):
-                    continue
+                self._write_job(current.ref, self._spec_of(replace(current, properties=properties)), current)
+
+            self._retrying(f"job '{job.ref.name}'", None, attempt)
 
     # -------------------------------------------------------------------------------------------- jobs
+
+    @staticmethod
+    def _job_not_found(ref: JobRef) -> NotFoundError:
+        return NotFoundError(f"job '{ref.name}' was not found in job collection '{ref.collection.name}'")
 
     def _stored_job(self, ref: JobRef) -> JobRecord:
         record = self.stores.jobs.get(ref)
         if record is None:
-            raise NotFoundError(f"job '{ref.name}' was not found in job collection '{ref.collection.name}'")
+            raise self._job_not_found(ref)
         return record
 
     def get_job(self, ref: JobRef) -> JobRecord:
@@ -274,14 +296,18 @@ class SchedulerService:
 
         A create costs three storage round trips: the ETag-guarded reservation on the collection row
         (which also proves the collection is still the one this process last saw, so it need not be read
-        again), the due-index row, and the job row."""
-        collection = self.slots.known(ref.collection) or self.get_collection(ref.collection)
-        limits = self._collection_spec(collection)
-        ref = JobRef(collection.ref, ref.name)
-        for attempt in range(WRITE_ATTEMPTS):
+        again), the due-index row, and the job row. Two unconditional PUTs of one name racing each other
+        are a create and a replace, or two replaces: the last writer wins."""
+        seen = self.slots.known(ref.collection) or self.get_collection(ref.collection)
+        ref = JobRef(seen.ref, ref.name)
+        collection = [seen]
+        attempts = [0]
+
+        def attempt() -> tuple[JobRecord, bool]:
             # Hot path: most PUTs create, so the first attempt does not read the job; a create that finds
-            # the job exists (or a full collection) goes round again and reads it.
-            optimistic = attempt == 0 and if_match is None
+            # the job exists (or a full collection) starts over and reads it.
+            optimistic = attempts[0] == 0 and if_match is None
+            attempts[0] += 1
             existing = None if optimistic else self.stores.jobs.get(ref)
             check_if_match(existing.etag if existing else None, if_match, "job")
             self._refuse_final(existing)
@@ -289,60 +315,59 @@ class SchedulerService:
                 spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
             except ValidationError:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
-                    continue
+                    raise _StartOver from None
                 raise
+            limits = self._collection_spec(collection[0])
             spec = self._plan_defaults(spec, body, limits)
             self._check_job_against_collection(ref, spec, limits)
-            if existing is None:
-                reserved = self.slots.reserve(collection, limits)
-                if reserved is None:  # the collection changed since this process last saw it: start again
-                    collection = self.get_collection(ref.collection)
-                    limits = self._collection_spec(collection)
-                    continue
-                if not reserved:
-                    if optimistic:
-                        continue
-                    raise QuotaExceededError(
-                        f"job collection '{collection.ref.name}' already has {limits.max_job_count} jobs, "
-                        f"its quota.maxJobCount"
-                    )
-                try:
-                    return self._write_job(ref, spec, None), True
-                except ConflictError:
-                    self.slots.release(collection.ref)
-                    continue
-            try:
+            if existing is not None:
                 return self._write_job(ref, spec, existing), False
-            except (PreconditionFailedError, ConflictError):
-                if if_match is not None:
-                    raise
-        raise ConflictError(f"job '{ref.name}' is being changed by other requests; retry")
+            reserved = self.slots.reserve(collection[0], limits)
+            if reserved is None:  # the collection changed since this process last saw it: start again
+                collection[0] = self.get_collection(ref.collection)
+                raise _StartOver
+            if not reserved:
+                if optimistic:
+                    raise _StartOver
+                raise QuotaExceededError(
+                    f"job collection '{ref.collection.name}' already has {limits.max_job_count} jobs, "
+                    f"its quota.maxJobCount"
+                )
+            return self._write_job(ref, spec, None, not_written=lambda: self.slots.release(ref.collection)), True
+
+        return self._retrying(f"job '{ref.name}'", if_match, attempt)
 
     def patch_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> JobRecord:
         """Merge ``body`` into the stored job (JSON merge semantics) and store the result."""
         collection = self.get_collection(ref.collection)
         ref = JobRef(collection.ref, ref.name)
-        for _ in range(WRITE_ATTEMPTS):
+        limits = self._collection_spec(collection)
+
+        def attempt() -> JobRecord:
             existing = self._stored_job(ref)
             check_if_match(existing.etag, if_match, "job")
             self._refuse_final(existing)
             merged = definitions.merge_patch({"properties": existing.properties}, body)
             spec = definitions.parse_job(merged, previous=self._spec_of(existing))
-            spec = self._plan_defaults(spec, merged, self._collection_spec(collection))
-            self._check_job_against_collection(ref, spec, self._collection_spec(collection))
-            try:
-                return self._write_job(ref, spec, existing)
-            except (PreconditionFailedError, ConflictError):
-                if if_match is not None:
-                    raise
-        raise ConflictError(f"job '{ref.name}' is being changed by other requests; retry")
+            spec = self._plan_defaults(spec, merged, limits)
+            self._check_job_against_collection(ref, spec, limits)
+            return self._write_job(ref, spec, existing)
+
+        return self._retrying(f"job '{ref.name}'", if_match, attempt)
 
     def delete_job(self, ref: JobRef, if_match: str | None = None) -> None:
-        existing = self._stored_job(ref)
-        check_if_match(existing.etag, if_match, "job")
-        self.stores.jobs.delete(existing.ref, etag=existing.etag if if_match else None)
-        self.stores.remove_job(existing, job_row=False)
-        self.slots.release(existing.ref.collection)
+        """Delete a job and its rows. Of concurrent deletes of one job exactly one removes it (and gives
+        its place under ``maxJobCount`` back); the others find it gone (404)."""
+
+        def attempt() -> None:
+            existing = self._stored_job(ref)
+            check_if_match(existing.etag, if_match, "job")
+            if not self.stores.jobs.delete(existing.ref, existing.etag):
+                raise self._job_not_found(ref)  # another request deleted it between our read and delete
+            self.stores.remove_job(existing, job_row=False)
+            self.slots.release(existing.ref.collection)
+
+        self._retrying(f"job '{ref.name}'", if_match, attempt)
 
     def run_job(self, ref: JobRef) -> None:
         """Fire the job now, outside its schedule (its schedule is not changed)."""
@@ -356,6 +381,26 @@ class SchedulerService:
         return list(self.stores.history.list(job.ref))
 
     # ----------------------------------------------------------------------------------------- helpers
+
+    def _retrying(self, what: str, if_match: str | None, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` (which reads, decides and writes) until no concurrent writer beats it.
+
+        Only a lost write race (:class:`WriteRaceError`: the row changed since it was read, or was created
+        meanwhile) starts it over, after a short random wait; with the client's ``If-Match`` an ETag
+        mismatch is the client's 412 instead. Every other error is final and is raised as it is: a quota,
+        a validation error or a conflict with the stored state is never retried or re-worded."""
+        for n in range(RACE_ATTEMPTS):
+            try:
+                return attempt()
+            except _StartOver:
+                continue  # not contention: this process's view was stale, start over at once
+            except EtagMismatchError:
+                if if_match is not None:
+                    raise
+            except WriteRaceError:
+                pass
+            self.sleep(random.uniform(0, min(RACE_BACKOFF * 2**n, RACE_BACKOFF_CAP)))
+        raise ConflictError(f"{what} is being changed by many requests at the same time; retry")
 
     @staticmethod
     def _refuse_final(existing: JobRecord | None) -> None:
@@ -423,46 +468,96 @@ class SchedulerService:
                     "which the Free plan does not allow"
                 )
 
-    def _write_job(self, ref: JobRef, spec: JobSpec, existing: JobRecord | None) -> JobRecord:
+    def _write_job(
+        self,
+        ref: JobRef,
+        spec: JobSpec,
+        existing: JobRecord | None,
+        not_written: Callable[[], None] | None = None,
+    ) -> JobRecord:
+        """Store ``spec`` as the next generation of the job (its due-index row first, then the job row,
+        guarded by ``existing``'s ETag, or as a create).
+
+        An edit of a recurring job that keeps its series (:data:`SERIES_FIELDS` and ``startTime``) keeps
+        the instant the series was defined, so occurrences already run still count towards ``count``;
+        any other edit starts a new series now. When the write fails, nothing it wrote stays behind:
+        ``not_written`` is called (a create gives its reserved slot back) and the new due-index row is
+        removed, unless the job row may have been written after all and cannot be read to tell (then the
+        dispatcher removes the row as abandoned and the collection's job counter is repaired from a
+        count once it says the collection is full)."""
         now = self.clock()
         generation = existing.generation + 1 if existing else 1
+        series = _series(existing.properties) if existing is not None else None
+        keeps_series = existing is not None and series is not None and series == _series(spec.properties)
+        defined_at = existing.defined_at if existing is not None and keeps_series else now
         state = spec.state
         next_time = None
         if state == "Enabled":
-            next_time = compile_schedule(spec.start_time, spec.recurrence, now).next_occurrence(now)
+            floor = now
+            if keeps_series and existing is not None and existing.last_execution_time is not None:
+                floor = max(floor, existing.last_execution_time + timedelta(microseconds=1))  # that one has run
+            next_time = compile_schedule(spec.start_time, spec.recurrence, defined_at).next_occurrence(floor)
             if next_time is None:
                 state = "Completed"
-        due: DueSlot | None = None
-        if next_time is not None:
-            shard = shard_of(ref.identity, self.shards)
-            row_key = due_row_key(next_time, ref.identity, generation)
-            self.stores.due.put(DueRow(shard, row_key, ref.partition_key, ref.row_key, generation, next_time))
-            due = DueSlot(shard, row_key)
         record = JobRecord(
             ref=ref,
             properties={**spec.properties, "state": state},
             secrets=dict(spec.secrets),
             state=state,
             generation=generation,
-            defined_at=now,
+            defined_at=defined_at,
             created_at=existing.created_at if existing else now,
             execution_count=existing.execution_count if existing else 0,
             failure_count=existing.failure_count if existing else 0,
             faulted_count=existing.faulted_count if existing else 0,
             last_execution_time=existing.last_execution_time if existing else None,
             next_execution_time=next_time,
-            due=due,
             ended_at=now if state in FINAL_STATES else None,
         )
+        due: DueSlot | None = None
         try:
+            if next_time is not None:
+                shard = shard_of(ref.identity, self.shards)
+                row_key = due_row_key(next_time, ref.identity, generation)
+                due = DueSlot(shard, row_key)
+                self.stores.due.put(DueRow(shard, row_key, ref.partition_key, ref.row_key, generation, next_time))
+            record = replace(record, due=due)
             saved = self.stores.jobs.save(record, create=existing is None, etag=existing.etag if existing else None)
-        except SchedulerError:
-            if due is not None:
-                self.stores.due.delete(due.shard, due.row_key)
-            raise
-        if existing is not None and existing.due is not None and existing.due != due:
-            self.stores.due.delete(existing.due.shard, existing.due.row_key)
-        if next_time is not None and self._due_soon is not None and next_time - now < self.lookahead:
-            # The scan that covers this occurrence has already run: dispatch it now, at its second.
-            self._due_soon(saved)
+        except BaseException as error:
+            written = self._landed(record) if not _surely_not_written(error) else False
+            if written is False:
+                new = due
+                if new is not None:
+                    self._quietly(lambda: self.stores.due.delete(new.shard, new.row_key), "due-index row")
+                if not_written is not None:
+                    self._quietly(not_written, "reserved job slot")
+            if written is not True:
+                raise
+            log.warning("job %s: the write reported %r but landed", ref.identity, type(error).__name__)
+            saved = self._stored_job(ref)
+        old = existing.due if existing is not None else None
+        if old is not None and old != due:
+            self._quietly(lambda: self.stores.due.delete(old.shard, old.row_key), "old due-index row")
+        due_soon = self._due_soon
+        if next_time is not None and due_soon is not None and next_time - now < self.lookahead:
+            # The scan that covers this occurrence has already run: dispatch it now, at its second. Should
+            # that fail, the next scan still finds the row (then it runs late rather than never).
+            self._quietly(lambda: due_soon(saved), "immediate dispatch")
         return saved
+
+    def _landed(self, record: JobRecord) -> bool | None:
+        """After a write failed in a way that may have landed: whether the job now holds ``record``'s
+        generation and definition (None: storage cannot be read to tell)."""
+        try:
+            stored = self.stores.jobs.get(record.ref)
+        except Exception:
+            return None
+        return stored is not None and stored.generation == record.generation and stored.properties == record.properties
+
+    @staticmethod
+    def _quietly(action: Callable[[], object], what: str) -> None:
+        """Tidy-up after the essential write: failures are logged, not raised (each has a repair path)."""
+        try:
+            action()
+        except Exception:
+            log.warning("could not tidy up the %s (repaired later)", what, exc_info=True)

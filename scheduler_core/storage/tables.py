@@ -2,8 +2,9 @@
 
 Each store wraps one table and speaks in records (plain dataclasses), never in raw entities. Optimistic
 concurrency uses the table's ETags: a write that names an ETag fails with
-:class:`~scheduler_core.errors.PreconditionFailedError` when the row changed since it was read, and a
-create fails with :class:`~scheduler_core.errors.ConflictError` when the row exists.
+:class:`~scheduler_core.errors.EtagMismatchError` when the row changed since it was read, and a
+create fails with :class:`~scheduler_core.errors.AlreadyExistsError` when the row exists (both are
+:class:`~scheduler_core.errors.WriteRaceError`, the one error a concurrency loop retries).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
-from scheduler_core.errors import ConflictError, PreconditionFailedError
+from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
 from scheduler_core.storage.names import COLLECTIONS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
@@ -73,9 +74,9 @@ def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create:
                 entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
             )
     except ResourceExistsError:
-        raise ConflictError("the resource was created by another request at the same time; retry") from None
+        raise AlreadyExistsError("the resource was created by another request at the same time; retry") from None
     except (ResourceModifiedError, ResourceNotFoundError):
-        raise PreconditionFailedError("the resource was changed by another request (ETag mismatch)") from None
+        raise EtagMismatchError("the resource was changed by another request (ETag mismatch)") from None
     return str(result["etag"])
 
 
@@ -171,7 +172,7 @@ class CollectionStore:
                 entity, mode=UpdateMode.MERGE, etag=record.etag, match_condition=MatchConditions.IfNotModified
             )
         except (ResourceModifiedError, ResourceNotFoundError):
-            raise PreconditionFailedError("the job collection was changed by another request") from None
+            raise EtagMismatchError("the job collection was changed by another request") from None
         return replace(record, etag=str(result["etag"]), job_count=count, modified_at=datetime.now(UTC))
 
     def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
@@ -185,7 +186,7 @@ class CollectionStore:
             try:
                 self.set_job_count(current, max(0, current.job_count - count))
                 return True
-            except PreconditionFailedError:
+            except EtagMismatchError:
                 continue
         return False
 
@@ -339,18 +340,25 @@ class JobStore:
         entity.update({k: v for k, v in optional.items() if v is not None})
         return entity
 
-    def delete(self, ref: JobRef, etag: str | None = None) -> None:
+    def delete(self, ref: JobRef, etag: str | None) -> bool:
+        """Delete the job if it still has ``etag`` (``None``: whatever its version): True when this call
+        removed it, False when it was already gone. Raises :class:`EtagMismatchError` when it was changed
+        meanwhile.
+
+        A single delete cannot tell "removed" from "already gone" (the SDK hides the 404), so the delete
+        is sent as a one-operation transaction, which fails when the row is missing: of two concurrent
+        deletes exactly one sees True, and only that one may give the job's slot back."""
+        operation = ("delete", {"PartitionKey": ref.partition_key, "RowKey": ref.row_key})
+        options = {} if etag is None else {"etag": etag, "match_condition": MatchConditions.IfNotModified}
         try:
-            if etag is None:
-                self.table.delete_entity(ref.partition_key, ref.row_key)
-            else:
-                self.table.delete_entity(
-                    ref.partition_key, ref.row_key, etag=etag, match_condition=MatchConditions.IfNotModified
-                )
-        except ResourceNotFoundError:
-            pass
-        except ResourceModifiedError:
-            raise PreconditionFailedError("the job was changed by another request (ETag mismatch)") from None
+            self.table.submit_transaction([(*operation, options)])
+        except TableTransactionError as error:
+            if error.status_code == 404:
+                return False
+            if error.status_code == 412:
+                raise EtagMismatchError("the job was changed by another request (ETag mismatch)") from None
+            raise
+        return True
 
 
 # ----------------------------------------------------------------------------------------------- due index
@@ -571,14 +579,22 @@ class Stores:
     due: DueIndexStore
     history: HistoryStore
 
-    def remove_job(self, job: JobRecord, *, job_row: bool = True) -> None:
+    def remove_job(self, job: JobRecord, *, job_row: bool = True, any_version: bool = False) -> bool:
         """Delete a job's rows: the job (unless ``job_row`` is False: already deleted), its due-index row
-        and its history."""
+        and its history. The job row is deleted only if unchanged since ``job`` was read, unless
+        ``any_version``. True when this call removed the job row (so it may give the job's slot back);
+        False when another writer removed it first (its other rows are removed all the same) or changed
+        it (then nothing is removed)."""
+        removed = True
         if job_row:
-            self.jobs.delete(job.ref)
+            try:
+                removed = self.jobs.delete(job.ref, None if any_version else job.etag or None)
+            except EtagMismatchError:
+                return False  # changed meanwhile (a newer generation): it is not this caller's to remove
         if job.due is not None:
             self.due.delete(job.due.shard, job.due.row_key)
         self.history.delete_all(job.ref)
+        return removed
 
     @classmethod
     def from_service(cls, service: TableServiceClient, settings: Settings) -> Stores:
