@@ -16,10 +16,14 @@ import time
 from pathlib import Path
 
 from scheduler_core import auth, settings
+from scheduler_core.api.handler import MAX_BODY_BYTES
 from scheduler_core.errors import ConfigurationError
 from scheduler_core.host.app_index import load_app
 from scheduler_core.host.azurite import PROJECT_ROOT, Azurite, AzuritePorts
+from scheduler_core.host.hostjson import load_host_json
+from scheduler_core.host.http_server import HttpLimits
 from scheduler_core.host.local_settings import apply_local_settings
+from scheduler_core.host.preflight import api_key_preflight
 from scheduler_core.host.runtime import LocalHost
 from scheduler_core.storage.provision import provision
 
@@ -86,10 +90,31 @@ def run(args: argparse.Namespace) -> int:
             os.environ["AzureWebJobsStorage"] = azurite.connection_string
             print(f"Azurite listening on 127.0.0.1 ports {args.azurite_ports} (data in {location or 'memory'})")
         config = settings.load()
-        auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
+        keys = auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
         provision(config)
         state_dir = Path(args.state_dir).resolve() if args.state_dir else root / ".run" / "host"
-        host = LocalHost(load_app(args.app), root / "host.json", args.host, args.port, state_dir=state_dir)
+        app = load_app(args.app)
+        config_json = load_host_json(root / "host.json")
+        limits = HttpLimits(
+            max_body_bytes=args.max_body_bytes,
+            header_timeout=args.header_timeout,
+            keep_alive_timeout=args.keep_alive_timeout,
+            body_timeout=args.body_timeout,
+            max_concurrent_requests=config_json.http.max_concurrent_requests,
+            max_outstanding_requests=config_json.http.max_outstanding_requests,
+            max_connections=args.max_connections,
+        )
+        authenticated = [name for name in args.authenticate.split(",") if name.strip()]
+        preflight = api_key_preflight(keys, authenticated, MAX_BODY_BYTES) if authenticated else None
+        host = LocalHost(
+            app,
+            config_json,
+            args.host,
+            args.port,
+            state_dir=state_dir,
+            http_limits=limits,
+            preflight=preflight,
+        )
         host.start()
         print(f"Scheduler API listening on {host.base_url}")
         print(f"API key: {key}" if key else "API key: the one whose hash is in SCHEDULER_API_KEYS")
@@ -130,6 +155,27 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--azurite-ports", default="10000,10001,10002", help="blob,queue,table ports")
     run_parser.add_argument("--in-memory", action="store_true", help="keep Azurite's data in memory only")
     run_parser.add_argument("--init", action="store_true", help="create local.settings.json with an API key")
+    defaults = HttpLimits()
+    run_parser.add_argument(
+        "--authenticate",
+        default="management_api",
+        help="comma-separated functions whose API key is checked before the body is read ('' for none)",
+    )
+    run_parser.add_argument(
+        "--max-body-bytes", type=int, default=defaults.max_body_bytes, help="largest request body (413 beyond)"
+    )
+    run_parser.add_argument(
+        "--header-timeout", type=float, default=defaults.header_timeout, help="seconds to send a request's head"
+    )
+    run_parser.add_argument(
+        "--keep-alive-timeout", type=float, default=defaults.keep_alive_timeout, help="seconds an idle connection lives"
+    )
+    run_parser.add_argument(
+        "--body-timeout", type=float, default=defaults.body_timeout, help="seconds to send a request's body"
+    )
+    run_parser.add_argument(
+        "--max-connections", type=int, default=defaults.max_connections, help="open connections at most"
+    )
     run_parser.add_argument(
         "--state-dir", help="where the host keeps timers' schedule status (default: <root>/.run/host)"
     )

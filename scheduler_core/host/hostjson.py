@@ -1,4 +1,4 @@
-"""The parts of ``host.json`` the local host honours: the HTTP route prefix and the queue settings."""
+"""The parts of ``host.json`` the local host honours: the HTTP route prefix and concurrency, the queue settings."""
 
 from __future__ import annotations
 
@@ -36,10 +36,28 @@ class QueueOptions:
 
 
 @dataclass(frozen=True)
+class HttpOptions:
+    """host.json ``extensions.http`` concurrency (-1 in Azure means unbounded; the local host bounds it)."""
+
+    max_concurrent_requests: int = 16
+    max_outstanding_requests: int = 200
+
+
+@dataclass(frozen=True)
 class HostConfig:
     route_prefix: str = "api"
     queues: QueueOptions = QueueOptions()
     function_timeout: float | None = None
+    http: HttpOptions = HttpOptions()
+
+
+def _bounded(value: object, default: int, name: str) -> int:
+    number = int(str(value)) if value is not None else -1
+    if number == -1:
+        return default
+    if number < 1:
+        raise ConfigurationError(f"host.json: extensions.http.{name} must be -1 or a positive number")
+    return number
 
 
 def load_host_json(path: Path) -> HostConfig:
@@ -48,7 +66,12 @@ def load_host_json(path: Path) -> HostConfig:
         return HostConfig()
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     extensions = data.get("extensions", {})
-    prefix = extensions.get("http", {}).get("routePrefix", "api")
+    http_section = extensions.get("http", {})
+    prefix = http_section.get("routePrefix", "api")
+    http = HttpOptions(
+        max_concurrent_requests=_bounded(http_section.get("maxConcurrentRequests"), 16, "maxConcurrentRequests"),
+        max_outstanding_requests=_bounded(http_section.get("maxOutstandingRequests"), 200, "maxOutstandingRequests"),
+    )
     q = extensions.get("queues", {})
     batch_size = int(q.get("batchSize", 16))
     queues = QueueOptions(
@@ -68,4 +91,5 @@ def load_host_json(path: Path) -> HostConfig:
         route_prefix=str(prefix).strip("/"),
         queues=queues,
         function_timeout=parse_timespan(timeout) if timeout else None,
+        http=http,
     )

@@ -10,7 +10,7 @@ import azure.functions as func
 
 from scheduler_core.host.app_index import AppIndex, index_app
 from scheduler_core.host.hostjson import HostConfig, load_host_json
-from scheduler_core.host.http_server import HttpHost
+from scheduler_core.host.http_server import HttpHost, HttpLimits, Preflight
 from scheduler_core.host.queues import QueuePoller
 from scheduler_core.host.timers import ScheduleStatusStore, TimerRunner
 
@@ -21,7 +21,8 @@ class LocalHost:
     ``enable`` limits which trigger kinds run (``{"http", "timer", "queue"}``), so tests can drive a
     trigger themselves while the host serves the others. ``state_dir`` is where the host keeps what must
     outlive it (timers' schedule status, so that a run missed while it was down is made up at start-up);
-    None keeps nothing.
+    None keeps nothing. ``http_limits`` bound the HTTP server (default: :class:`HttpLimits` with host.json's
+    concurrency); ``preflight`` checks requests before their bodies are read (see ``host/preflight.py``).
     """
 
     def __init__(
@@ -32,11 +33,21 @@ class LocalHost:
         port: int = 7071,
         enable: frozenset[str] = frozenset({"http", "timer", "queue"}),
         state_dir: Path | None = None,
+        http_limits: HttpLimits | None = None,
+        preflight: Preflight | None = None,
     ) -> None:
         self.index: AppIndex = index_app(app)
         self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
         self._stop = threading.Event()
-        self.http = HttpHost(self.index.http, self.config.route_prefix, host, port) if "http" in enable else None
+        limits = http_limits or HttpLimits(
+            max_concurrent_requests=self.config.http.max_concurrent_requests,
+            max_outstanding_requests=self.config.http.max_outstanding_requests,
+        )
+        self.http = (
+            HttpHost(self.index.http, self.config.route_prefix, host, port, limits, preflight)
+            if "http" in enable
+            else None
+        )
         monitor = ScheduleStatusStore(state_dir / "timers") if state_dir is not None else None
         self.timers = [TimerRunner(t, self._stop, monitor) for t in self.index.timers] if "timer" in enable else []
         self.pollers = (

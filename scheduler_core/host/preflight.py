@@ -1,0 +1,50 @@
+"""Checks the local host makes before it reads a request's body.
+
+The management API authenticates every request itself (``scheduler_core.api``), after the body has been
+read: in Azure the Functions host reads it first too, within its own request size limit (100 MB), and the
+front end absorbs slow clients. The local host has no front end, so for the functions named here it checks
+the API key (and the API's body size limit) from the request head, before a byte of body is read: an
+unauthenticated client cannot make it buffer anything. The function keeps its own checks; this only
+answers earlier, with the same ARM error the function would give.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+
+import azure.functions as func
+
+from scheduler_core import auth
+from scheduler_core.errors import AuthenticationError, PayloadTooLargeError, SchedulerError
+from scheduler_core.host.http_server import Preflight, RequestHead
+
+
+def _error(exc: SchedulerError) -> func.HttpResponse:
+    return func.HttpResponse(
+        json.dumps(exc.to_arm()),
+        status_code=exc.status,
+        mimetype="application/json",
+        headers={"x-ms-request-id": str(uuid.uuid4())},
+    )
+
+
+def api_key_preflight(keys: tuple[auth.ApiKey, ...], functions: Iterable[str], max_body_bytes: int) -> Preflight:
+    """For requests to ``functions``: 401 without a valid API key, 413 when the declared body is larger
+    than ``max_body_bytes``; other requests pass. The key's subscription scope is left to the function
+    (403 needs the path parsed the API's way)."""
+    names = frozenset(functions)
+
+    def check(head: RequestHead) -> func.HttpResponse | None:
+        if head.function not in names:
+            return None
+        try:
+            auth.authenticate(keys, head.headers, None)
+        except AuthenticationError as exc:
+            return _error(exc)
+        if head.content_length is not None and head.content_length > max_body_bytes:
+            return _error(PayloadTooLargeError("", f"the request body is larger than {max_body_bytes} bytes"))
+        return None
+
+    return check
