@@ -78,7 +78,7 @@ def system_resolver(host: str) -> list[str]:
 def literal_address(host: str) -> IPAddress | None:
     """The address ``host`` spells, if it is an IP literal: IPv6 (brackets and a zone allowed) or IPv4 in
     any form ``inet_aton`` (and so ``getaddrinfo``) accepts; ``None`` for a name."""
-    text = host.strip().strip("[]")
+    text = host.strip().strip("[]").replace("%25", "%", 1)  # a zone in a URL is escaped (RFC 6874)
     try:
         return ipaddress.ip_address(text)
     except ValueError:

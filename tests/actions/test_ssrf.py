@@ -82,7 +82,14 @@ def ipv4_spellings(text: str) -> dict[str, str]:
 
 def ipv6_spellings(text: str) -> dict[str, str]:
     address = ipaddress.IPv6Address(text)
-    return {"compressed": f"[{address.compressed}]", "exploded": f"[{address.exploded}]", "upper": f"[{text.upper()}]"}
+    spellings = {
+        "compressed": f"[{address.compressed}]",
+        "exploded": f"[{address.exploded}]",
+        "upper": f"[{text.upper()}]",
+    }
+    if address.is_link_local:
+        spellings["zone"] = f"[{address.compressed}%25eth0]"
+    return spellings
 
 
 BLOCKED_SPELLINGS = [
@@ -210,6 +217,22 @@ def test_private_and_loopback_addresses_are_allowed_by_the_policy(dns: FakeDns) 
     policy = OutboundPolicy(resolver=dns.resolve)
     for host in ("127.0.0.1", "10.0.0.5", "192.168.1.1", "172.16.0.1", "[::1]", "[fd12::1]", "[::ffff:10.0.0.5]"):
         assert policy.addresses(host)  # no refusal (nothing is connected to)
+
+
+def test_proxies_from_the_environment_are_not_used_so_the_checked_address_is_the_one_connected(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with scripted_server(ok) as proxy:
+        for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy.base_url)
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        refused = sender(dns).send(get("http://[::ffff:a9fe:a9fe]/latest/meta-data/"), action_context())
+        direct = sender(dns).send(get(f"http://127.0.0.1:{target.port}/direct"), action_context())
+        assert proxy.requests() == []
+    assert not refused.succeeded and REFUSED in refused.message, refused.message
+    assert direct.succeeded, direct.message
+    assert [r.path for r in target.requests()] == ["/direct"]
 
 
 # ------------------------------------------------------------------------------------------------ redirects
