@@ -16,7 +16,9 @@ Message mapping: ``message`` is the body (a ``data`` section, UTF-8); ``customMe
 application properties; ``brokeredMessageProperties`` map to their AMQP fields: ``contentType``,
 ``correlationId``, ``label`` (subject), ``messageId`` (default: the execution id, so Service Bus duplicate
 detection can drop a repeated attempt), ``partitionKey`` (``x-opt-partition-key``), ``replyTo``,
-``replyToSessionId`` (reply-to-group-id), ``sessionId`` (group-id), ``timeToLive`` (header ttl), ``to``,
+``replyToSessionId`` (reply-to-group-id), ``sessionId`` (group-id), ``timeToLive`` (header ttl; a time to live
+beyond the header's range, 2**32 - 1 ms or about 49.7 days, is left out, so the entity's own default time to
+live applies, which a message's can never exceed anyway), ``to``,
 ``viaPartitionKey`` (``x-opt-via-partition-key``), ``scheduledEnqueueTimeUtc``
 (``x-opt-scheduled-enqueue-time``). ``forcePersistence`` is accepted and ignored: every Service Bus
 message is persisted today. ``transportType`` ``NetMessaging`` (a retired .NET protocol) is sent over AMQP.
@@ -67,6 +69,8 @@ __all__ = ["Namespace", "ServiceBusSender", "build_message", "namespace_endpoint
 
 DEFAULT_ENDPOINT = DEFAULT_SERVICE_BUS_ENDPOINT
 DEFAULT_IDLE_SECONDS = 300.0
+#: The AMQP header's ``ttl`` is an unsigned 32-bit number of milliseconds.
+MAX_HEADER_TTL = timedelta(milliseconds=2**32 - 1)
 
 CredentialFactory = Callable[[], TokenCredential]
 
@@ -82,6 +86,8 @@ def build_message(payload: Mapping[str, Any], context: ActionContext) -> Service
             ttl = parse_duration(props["timeToLive"], "timeToLive")
         except ValidationError as exc:
             raise ValueError(f"timeToLive {exc}") from None
+        if ttl > MAX_HEADER_TTL:
+            ttl = None  # the entity's default time to live (see the module's docstring)
     scheduled = None
     if props.get("scheduledEnqueueTimeUtc"):
         try:

@@ -183,6 +183,26 @@ def test_partition_key_other_than_session_id_is_refused_before_sending(
     assert broker.stats() == (0, 0)
 
 
+@pytest.mark.parametrize("ttl", ["P60D", "10675199.02:48:05", "P10675199DT2H48M5S"])
+def test_a_time_to_live_beyond_the_amqp_header_is_sent_as_the_entitys_default(
+    sender: ServiceBusSender, broker: AmqpBroker, ttl: str
+) -> None:
+    """The header holds at most 2**32 - 1 ms (49.7 days); the SDK fails on more. A longer time to live
+    (accepted up to the largest TimeSpan) leaves the header out: the entity's own default applies."""
+    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"timeToLive": ttl})
+    result = sender.send(action, action_context())
+    assert result.succeeded, result.message
+    [received] = broker.wait_for(1, "orders")
+    assert not received.message.ttl
+
+
+def test_a_time_to_live_within_the_amqp_header_is_sent_as_given(sender: ServiceBusSender, broker: AmqpBroker) -> None:
+    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"timeToLive": "49.00:00:00"})
+    assert sender.send(action, action_context()).succeeded
+    [received] = broker.wait_for(1, "orders")
+    assert received.message.ttl == 49 * 86400.0
+
+
 # ----------------------------------------------------------------------- where the identity may go
 
 
