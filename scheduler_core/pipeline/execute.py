@@ -119,7 +119,9 @@ class Executor:
         return self.stores.jobs._record(entity), [str(key) for key in counted]
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
-        loaded = self._read_job(message.job_partition, message.job_row)
+        # Before the call too, storage errors are waited out: a message that failed here would stay hidden
+        # for the queue's processing lease (10 minutes), its occurrence that much late.
+        loaded = self._durably("job read", lambda: self._read_job(message.job_partition, message.job_row))
         if loaded is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
         job, counted = loaded

@@ -1,0 +1,90 @@
+"""Faults: a worker process killed in the middle of a call. Real host processes (the function app on the
+local host, timer and queue triggers) over the session's Azurite, a real HTTP target on 127.0.0.1 that
+holds the first request, and SIGKILL. The claim lease is short (a constructor parameter of the services)
+so the test waits seconds, not minutes; the dispatch timer ticks every 2 s instead of every minute.
+
+The promise: each occurrence is recorded once; its action is delivered at least once, more than once only
+when a worker or storage dies mid-call, and every delivery of one occurrence carries the same
+``x-ms-scheduler-execution-id`` and expected time. A worker that dies mid-call is replaced within 3
+minutes of its lease's end (the watchdog), and the lost attempt is recorded next to the re-run.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scheduler_core import context
+from scheduler_core.pipeline.execute import WORKER_LOST
+from scheduler_core.recurrence import format_instant
+from scheduler_core.settings import Settings
+from scheduler_core.storage.keys import CollectionRef, JobRef
+from scheduler_core.storage.provision import provision
+from tests.e2e import fault_host
+from tests.support.http_target import HttpTarget
+
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+
+LEASE_SECONDS = 6
+#: The bound the watchdog keeps: a dead worker's attempt runs again within this long after its lease ends.
+RERUN_BOUND = timedelta(minutes=3)
+
+
+def wait_until(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout:g} s: {what}")
+
+
+def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts_are_recorded(
+    storage_env: Settings, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
+    provision(storage_env)
+    services = context.build(storage_env, claim_lease=timedelta(seconds=LEASE_SECONDS))
+    collection = CollectionRef("sub1", "rg", "jc")
+    services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
+    ref = JobRef(collection, "held")
+    due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    target.answer([200], delay=600)  # the first call is held until the worker is gone
+    action = {"type": "Http", "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "ping"}}
+    doomed = fault_host.spawn(LEASE_SECONDS)
+    successor = None
+    try:
+        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+        [first] = target.wait_for(1, timeout=30)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+        lease_end = datetime.fromtimestamp(first.at, UTC) + timedelta(seconds=LEASE_SECONDS)
+        target.answer([200], delay=0)
+        successor = fault_host.spawn(LEASE_SECONDS)
+        # The dead worker's queue message stays hidden for 10 minutes: only the watchdog can bring it back.
+        second = target.wait_for(2, timeout=LEASE_SECONDS + 90)[1]
+        assert datetime.fromtimestamp(second.at, UTC) - lease_end < RERUN_BOUND
+
+        def recorded() -> bool:
+            job = services.service.get_job(ref)
+            return job.state == "Completed" and len(services.service.list_history(ref)) == 2
+
+        wait_until(recorded, 30, "the re-run recorded and the job completed")
+        time.sleep(LEASE_SECONDS + 5)  # a further lease and some ticks: nothing more may run
+    finally:
+        doomed.kill()
+        if successor is not None:
+            fault_host.stop(successor)
+    assert len(target.received) == 2
+    assert first.headers["x-ms-scheduler-execution-id"] == second.headers["x-ms-scheduler-execution-id"]
+    expected = "x-ms-scheduler-expected-execution-time"
+    assert first.headers[expected] == second.headers[expected] == format_instant(due)
+    history = services.service.list_history(ref)
+    assert [(h.status, h.message.startswith(WORKER_LOST)) for h in history] == [("Completed", False), ("Failed", True)]
+    assert {h.execution_id for h in history} == {first.headers["x-ms-scheduler-execution-id"]}
+    assert {h.expected_execution_time for h in history} == {due}
+    job = services.service.get_job(ref)
+    assert (job.execution_count, job.failure_count, job.faulted_count, job.state) == (1, 0, 0, "Completed")
