@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core.pipeline.claims import ClaimStore
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
@@ -256,3 +257,43 @@ def test_worker_killed_mid_action_is_run_again_once_and_both_attempts_are_in_his
     assert ids == {history[0].execution_id} == {history[1].execution_id}
     job = pipeline.services.service.get_job(pipeline.job_ref("k"))
     assert (job.execution_count, job.failure_count, job.state) == (1, 0, "Completed")
+
+
+def due_rows(pipeline: Pipeline) -> list[str]:
+    shards = range(pipeline.services.settings.due_shards)
+    return [row.row_key for s in shards for row in pipeline.services.stores.due.due_before(f"{s:04d}", "9")]
+
+
+def test_the_watch_row_of_a_completed_attempt_is_gone_after_its_lease(pipeline: Pipeline, target: HttpTarget) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    hourly = {"frequency": "Hour", "interval": 1}
+    pipeline.put_job(
+        "w", {"startTime": format_instant(due), "action": http_action(target.base_url), "recurrence": hourly}
+    )
+    assert sum("|watch|" in key for key in due_rows(pipeline)) == 1  # written with the dispatch, same batch
+    pipeline.run_until(due + timedelta(minutes=4))
+    assert len(target.received) == 1
+    keys = due_rows(pipeline)
+    assert len(keys) == 1 and "|watch|" not in keys[0]  # only the next occurrence's row is left
+
+
+def test_an_attempt_whose_worker_died_is_sent_again_by_the_watchdog_after_its_lease(
+    pipeline: Pipeline, target: HttpTarget
+) -> None:
+    due = pipeline.clock.now + timedelta(seconds=20)
+    pipeline.put_job("d", {"startTime": format_instant(due), "action": http_action(target.base_url)})
+    pipeline.clock.set(due)
+    [(_, message)] = pipeline.queue.take_visible()  # received by a worker that claims it, then dies
+    job = pipeline.services.service.get_job(pipeline.job_ref("d"))
+    claim_row = ClaimStore.row_key(due, "main", 0, "schedule")
+    lease = timedelta(seconds=120)
+    pipeline.services.executor.claims.claim(job.ref.identity, claim_row, "dead-worker", pipeline.clock(), lease)
+    pipeline.run_until(due + lease + timedelta(seconds=90))  # the dead worker's message never comes back
+    assert len(target.received) == 1
+    rerun_at = datetime.fromisoformat(target.received[0].headers["x-ms-scheduler-expected-execution-time"])
+    assert rerun_at == due
+    assert target.received[0].headers["x-ms-scheduler-execution-id"] == message.stable_execution_id()
+    history = pipeline.services.service.list_history(pipeline.job_ref("d"))
+    assert [h.status for h in history] == ["Completed", "Failed"]
+    assert "worker dead-worker" in history[1].message
+    assert pipeline.services.service.get_job(pipeline.job_ref("d")).state == "Completed"
