@@ -7,6 +7,7 @@ whose message says which host was refused and why."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -55,6 +56,9 @@ class HttpSender:
     ) -> None:
         self.policy = policy or OutboundPolicy()
         self.session = guard_session(session or requests.Session(), self.policy)
+        # Nothing from the environment but the CA bundle (see trusted_cas): no proxies (the connection must
+        # be to the checked address), no .netrc credentials, and so no proxy credentials sent to a target.
+        self.session.trust_env = False
         self.timeout = timeout
         self.oauth = oauth or OAuthTokens(policy=self.policy)
         self.certificates = ClientCertificateSessions(self.session, self.policy)
@@ -104,6 +108,7 @@ class HttpSender:
                 timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
                 allow_redirects=True,
                 stream=True,
+                verify=trusted_cas(session),
                 **auth_kwargs,
             )
             try:
@@ -120,6 +125,15 @@ class HttpSender:
             reason = type(exc).__name__
             return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
         return ActionResult(200 <= response.status_code < 300, describe_response(host, response, head))
+
+
+def trusted_cas(session: requests.Session) -> bool | str | None:
+    """What ``session`` verifies servers with: its own ``verify``, or the CA bundle a deployment names in
+    ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (read as ``requests`` does, since the session does not
+    trust the rest of the environment), or the default trust store."""
+    if session.verify is not True:
+        return session.verify
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
 
 
 def refused_message(host: str, refusal: OutboundRefused) -> str:

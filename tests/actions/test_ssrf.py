@@ -235,6 +235,27 @@ def test_proxies_from_the_environment_are_not_used_so_the_checked_address_is_the
     assert [r.path for r in target.requests()] == ["/direct"]
 
 
+def test_no_proxy_or_netrc_credentials_from_the_environment_reach_a_target_or_a_redirect_hop(
+    dns: FakeDns, tripwire: Tripwire, target: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with scripted_server(ok) as proxy:
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, f"http://proxy-user:proxy-password@127.0.0.1:{proxy.port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        netrc = tmp_path / "netrc"
+        netrc.write_text("machine 127.0.0.1 login netrc-user password netrc-password\n")
+        monkeypatch.setenv("NETRC", str(netrc))
+        with scripted_server(redirect_to(f"{target.base_url}/landed", 302)) as first:
+            result = sender(dns).send(get(first.base_url + "/start"), action_context())
+            [start] = first.requests()
+        assert proxy.requests() == []
+    assert result.succeeded, result.message
+    [landed] = target.requests()
+    for request in (start, landed):
+        assert "Proxy-Authorization" not in request.headers and "Authorization" not in request.headers
+
+
 # ------------------------------------------------------------------------------------------------ redirects
 
 REDIRECT_TARGETS = {
