@@ -30,7 +30,8 @@ def management_api(req: func.HttpRequest) -> func.HttpResponse:
         ApiRequest(
             method=req.method,
             url=req.url,
-            path="subscriptions/" + resource,
+            # The host has percent-decoded the route value once; the API decodes each name exactly once.
+            path=ApiRequest.path_from_route("subscriptions/" + resource),
             query=dict(req.params),
             headers=dict(req.headers),
             body=req.get_body() or b"",

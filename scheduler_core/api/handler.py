@@ -12,7 +12,7 @@ from scheduler_core import auth
 from scheduler_core.api import views
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paging import Page, paginate, parse_filter, parse_paging
-from scheduler_core.api.paths import ResourcePath, parse_path
+from scheduler_core.api.paths import ResourcePath, check_url, parse_path
 from scheduler_core.errors import (
     MethodNotAllowedError,
     PayloadTooLargeError,
@@ -64,6 +64,7 @@ class ManagementApi:
         if len(request.url) > MAX_URL_LENGTH:
             raise ValidationError("url", f"the request URL is longer than {MAX_URL_LENGTH} characters")
         context = self._context()
+        check_url(request.url)
         path = parse_path(request.path)
         auth.authenticate(context.api_keys, request.headers, path.subscription)
         version = request.query.get("api-version")

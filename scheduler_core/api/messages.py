@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from scheduler_core.errors import SchedulerError
 
@@ -14,10 +15,17 @@ from scheduler_core.errors import SchedulerError
 class ApiRequest:
     method: str
     url: str  # absolute URL as the client sent it (scheme://host/path?query)
-    path: str  # the part after the route prefix, e.g. "subscriptions/x/providers/..."
+    path: str  # the part after the route prefix, percent-encoded, e.g. "subscriptions/x/providers/..."
     query: Mapping[str, str]
     headers: Mapping[str, str]
     body: bytes = b""
+
+    @staticmethod
+    def path_from_route(decoded: str) -> str:
+        """``path`` from a route value the host has already percent-decoded: encoded again, segment by
+        segment, because the API decodes each name exactly once. A segment keeps all it holds (``?``, ``%``,
+        ...) and the name rule judges it; nothing is decoded twice."""
+        return "/".join(quote(segment, safe="", errors="surrogatepass") for segment in decoded.split("/"))
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()

@@ -1,13 +1,28 @@
-"""ARM resource paths of Microsoft.Scheduler, parsed case-insensitively (ARM clients send mixed case)."""
+"""ARM resource paths of Microsoft.Scheduler, and the rule every name in them must follow.
+
+Paths are parsed case-insensitively (ARM clients send mixed case). A path is percent-encoded, as on the
+wire: it is split at ``/`` first and each name is then decoded exactly once (strict UTF-8), so that an
+encoded ``/``, ``?`` or ``%`` stays inside the name it belongs to, where the name rule refuses it. The rule
+is documented in ``docs/names.md``.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
-from scheduler_core.errors import NotFoundError
+from scheduler_core.errors import NotFoundError, ValidationError
+from scheduler_core.storage.keys import MAX_NAME_UNITS, name_units
 
+#: The path parameter of each name, as the Microsoft.Scheduler REST API calls it.
+SUBSCRIPTION = "subscriptionId"
+RESOURCE_GROUP = "resourceGroupName"
+COLLECTION = "jobCollectionName"
+JOB = "jobName"
+
+_FIELDS = {"sub": SUBSCRIPTION, "rg": RESOURCE_GROUP, "jc": COLLECTION, "job": JOB}
 _NAME = r"(?P<{}>[^/]+)"
 _PATTERNS: tuple[tuple[str, str], ...] = (
     ("subscription_collections", r"subscriptions/{sub}/providers/microsoft\.scheduler/jobcollections"),
@@ -23,15 +38,12 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("job_history", r"{jc_path}/jobs/{job}/history"),
 )
 _JC = r"subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft\.scheduler/jobcollections/{jc}"
+#: Where each name sits, counted in segments after the ``subscriptions`` segment.
+_SEGMENT_FIELDS = {1: SUBSCRIPTION, 3: RESOURCE_GROUP, 7: COLLECTION, 9: JOB}
 
 
 def _compile() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    names = {
-        "sub": _NAME.format("sub"),
-        "rg": _NAME.format("rg"),
-        "jc": _NAME.format("jc"),
-        "job": _NAME.format("job"),
-    }
+    names = {key: _NAME.format(key) for key in _FIELDS}
     compiled = []
     for kind, template in _PATTERNS:
         text = template.replace("{jc_path}", _JC).format(**names)
@@ -44,7 +56,7 @@ _COMPILED = _compile()
 
 @dataclass(frozen=True)
 class ResourcePath:
-    """What a request path addresses: ``kind`` and the names in it (percent-decoded, case kept)."""
+    """What a request path addresses: ``kind`` and the names in it (decoded, case kept, rule checked)."""
 
     kind: str
     subscription: str
@@ -54,23 +66,129 @@ class ResourcePath:
     action: str | None = None
 
 
-def parse_path(path: str) -> ResourcePath:
-    """Parse an ARM path (``subscriptions/S/resourceGroups/R/providers/Microsoft.Scheduler/...``).
+# ------------------------------------------------------------------------------------------- the name rule
 
-    Raises :class:`NotFoundError` for a path that names no Scheduler resource or operation.
+#: Characters no name may hold: path and URL syntax, which Table Storage also forbids in keys (``/ \\ ? #``),
+#: and ``%``: the Functions host decodes the path before the app sees it but leaves ``%2F`` encoded, so a
+#: ``%`` that reaches the app cannot be told apart from an encoded character (ARM refuses it too).
+FORBIDDEN = "/\\?#%"
+
+
+def _case_stable(char: str) -> bool:
+    """Whether ``char`` folds to one character that folds back: a one-to-one case-insensitive match.
+
+    Refused, for example: ``İ`` (lower case is two characters), the Kelvin sign ``K`` (its lower case is
+    the letter ``k``, whose upper case is ``K``), the final sigma ``ς`` (upper case ``Σ``, whose lower case
+    is ``σ``), the capital sharp s ``ẞ``, the dotless ``ı``.
     """
-    clean = path.split("?", 1)[0].strip("/")
+    lower, upper = char.lower(), char.upper()
+    return len(lower) == 1 and lower.upper() == upper and (len(upper) != 1 or upper.lower() == lower)
+
+
+def _show(name: str) -> str:
+    shown = name if len(name) <= 60 else name[:60] + "..."
+    return ascii(shown) if any(unicodedata.category(c) in ("Cc", "Cs") for c in shown) else f"'{shown}'"
+
+
+def name_problem(field: str, name: str) -> str | None:
+    """The part of the name rule that ``name`` (a ``field``: ``jobName``, ...) breaks, or None."""
+    if not name:
+        return "must not be empty"
+    for char in name:
+        code = ord(char)
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return f"must be valid Unicode, not a lone surrogate (U+{code:04X})"
+        if category == "Cc":
+            return f"must not contain control characters (found U+{code:04X})"
+        if char in FORBIDDEN:
+            return f"must not contain any of / \\ ? # % (found {char!r})"
+        if category == "Cn":
+            return f"must not contain unassigned or noncharacter code points (found U+{code:04X})"
+        if not _case_stable(char):
+            return (
+                f"must not contain {char!r} (U+{code:04X}): it has no one-to-one case mapping, so the name "
+                "could not be matched case-insensitively"
+            )
+    if name in (".", ".."):
+        return "must not be '.' or '..'"
+    if name.endswith((".", " ")):
+        return "must not end with a dot or a space"
+    units, limit = name_units(name), MAX_NAME_UNITS[field]
+    if units > limit:
+        return (
+            f"is too long: {units} units where at most {limit} are allowed (a character counts 1, a character "
+            "outside the Basic Multilingual Plane 2, and | ' \" count 3 each)"
+        )
+    return None
+
+
+def check_name(field: str, name: str) -> None:
+    """Raise a 400 :class:`ValidationError` naming ``field`` if ``name`` breaks the name rule."""
+    problem = name_problem(field, name)
+    if problem is not None:
+        raise ValidationError(field, f"{_show(name)} is not a valid name: it {problem} (see docs/names.md)")
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+
+
+def _decode(field: str, raw: str) -> str:
+    try:
+        return unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise ValidationError(field, f"'{raw[:60]}' is not valid percent-encoded UTF-8") from None
+
+
+def parse_path(path: str) -> ResourcePath:
+    """Parse a percent-encoded ARM path (``subscriptions/S/resourceGroups/R/providers/Microsoft.Scheduler/...``).
+
+    Each name is decoded exactly once and checked against the name rule. Raises :class:`NotFoundError`
+    for a path that names no Scheduler resource or operation, :class:`ValidationError` (400, naming the
+    name) for a name that breaks the rule.
+    """
+    clean = path.strip("/")
     for kind, pattern in _COMPILED:
         match = pattern.match(clean)
         if match is None:
             continue
-        groups = {k: unquote(v) for k, v in match.groupdict().items() if v is not None}
+        names: dict[str, str] = {}
+        for key, field in _FIELDS.items():
+            raw = match.group(key) if key in pattern.groupindex else None
+            if raw is not None:
+                names[key] = _decode(field, raw)
+                check_name(field, names[key])
         return ResourcePath(
             kind=kind,
-            subscription=groups["sub"],
-            resource_group=groups.get("rg"),
-            collection=groups.get("jc"),
-            job=groups.get("job"),
-            action=groups.get("action", "").lower() or None,
+            subscription=names["sub"],
+            resource_group=names.get("rg"),
+            collection=names.get("jc"),
+            job=names.get("job"),
+            action=match.group("action").lower() if "action" in pattern.groupindex else None,
         )
     raise NotFoundError(f"no Microsoft.Scheduler resource or operation at path '/{clean}'")
+
+
+def check_url(url: str) -> None:
+    """Refuse a request URL whose path holds an encoded ``/`` (``%2F``) or bytes that are not UTF-8.
+
+    A host may decode the path before routing in ways that lose the client's names: the local host
+    decodes ``%2F``, which would move the names after it into other segments (``jobs/a%2Frun`` would
+    become the run operation of job ``a``), and replaces bytes that are not UTF-8 by U+FFFD. The
+    Functions host keeps both encoded, and its URL as well. The URL keeps the client's segments, so the
+    check is made on it, before the path is parsed.
+    """
+    segments = urlsplit(url).path.strip("/").split("/")
+    lowered = [segment.lower() for segment in segments]
+    start = lowered.index("subscriptions") if "subscriptions" in lowered else None
+    for index, segment in enumerate(segments):
+        if "%2f" in lowered[index]:
+            problem = "it must not contain any of / \\ ? # % (found an encoded '/', %2F) (see docs/names.md)"
+        else:
+            try:
+                unquote(segment, errors="strict")
+                continue
+            except UnicodeDecodeError:
+                problem = "it is not valid percent-encoded UTF-8"
+        field = _SEGMENT_FIELDS.get(index - start) if start is not None and index > start else None
+        raise ValidationError(field or "url", f"'{segment[:60]}' is not a valid name: {problem}")

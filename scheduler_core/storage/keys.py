@@ -1,8 +1,10 @@
 """Table keys: escaping, resource identities, due-index shards and row keys.
 
-Table Storage forbids ``/ \\ # ?`` and control characters in keys and limits them to 1 KiB. Names are
-matched case-insensitively (as ARM does), so keys hold the lower-cased name, percent-escaped; the
-original spelling is kept in an entity property for output.
+Table Storage forbids ``/ \\ # ?`` and control characters in keys and limits each key to 1 KiB of
+UTF-16 (512 UTF-16 code units; Azurite checks the same). Names are matched case-insensitively (as ARM
+does), so keys hold the name lower-cased character by character, percent-escaped; the original spelling
+is kept in an entity property for output. The API refuses names whose keys would not fit (the budget is
+in :data:`MAX_NAME_UNITS`, checked by ``scheduler_core.api.paths``; see ``docs/names.md``).
 """
 
 from __future__ import annotations
@@ -14,14 +16,20 @@ from datetime import UTC, datetime
 from scheduler_core.errors import ValidationError
 
 _ESCAPE = frozenset("/\\#?%|'\"")
-MAX_KEY_LENGTH = 1024
+#: Longest key Table Storage accepts: 1 KiB, strings being stored as UTF-16.
+MAX_KEY_BYTES = 1024
 SEPARATOR = "|"
 
 
 def escape_key(text: str) -> str:
-    """``text`` lower-cased and percent-escaped so that it is a valid key part and contains no ``|``."""
+    """``text`` lower-cased and percent-escaped so that it is a valid key part and contains no ``|``.
+
+    The case is folded one character at a time (no context-dependent rule such as the Greek final sigma
+    of ``str.lower``), so that equal names in any case give one key. Every ``%`` is escaped, so distinct
+    lower-cased texts give distinct keys.
+    """
     out: list[str] = []
-    for char in text.lower():
+    for char in "".join(c.lower() for c in text):
         if char in _ESCAPE or ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F:
             out.extend(f"%{byte:02X}" for byte in char.encode())
         else:
@@ -29,9 +37,30 @@ def escape_key(text: str) -> str:
     return "".join(out)
 
 
+def key_units(text: str) -> int:
+    """Length of a key (or key part) as Table Storage counts it: UTF-16 code units."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def name_units(name: str) -> int:
+    """What a name takes in every key that holds it (UTF-16 code units of :func:`escape_key`)."""
+    return key_units(escape_key(name))
+
+
+#: Longest name of each kind, in :func:`name_units`. The longest key holding names is a job's identity
+#: (subscription | resource group | collection | job: the partition of its history and execution
+#: claims): at most 457 units, within ``MAX_KEY_BYTES`` (tests/unit/test_names.py checks the budget).
+MAX_NAME_UNITS: dict[str, int] = {
+    "subscriptionId": 64,
+    "resourceGroupName": 90,
+    "jobCollectionName": 100,
+    "jobName": 200,
+}
+
+
 def _checked(key: str, what: str) -> str:
-    if len(key.encode()) > MAX_KEY_LENGTH:
-        raise ValidationError(what, f"is too long (the storage key would exceed {MAX_KEY_LENGTH} bytes)")
+    if key_units(key) * 2 > MAX_KEY_BYTES:
+        raise ValidationError(what, f"is too long (the storage key would exceed {MAX_KEY_BYTES} bytes of UTF-16)")
     return key
 
 
@@ -101,8 +130,14 @@ def format_due(instant: datetime) -> str:
 
 
 def due_row_key(due: datetime, job_identity: str, generation: int) -> str:
-    """Due-index row key: due time, then the job and its generation, so a range scan on time finds it."""
-    return _checked(f"{format_due(due)}{SEPARATOR}{job_identity}{SEPARATOR}{generation:010d}", "jobName")
+    """Due-index row key: due time, then the job and its generation, so a range scan on time finds it.
+
+    The job is named by a 128-bit digest of its identity (the row's ``JobPartition`` and ``JobRow`` say
+    which job it is; nothing reads the key back), so that the key has a fixed length of 71 characters
+    whatever the names, and suffixes the dispatcher appends (retries, watches) always fit.
+    """
+    digest = hashlib.blake2b(job_identity.encode(), digest_size=16).hexdigest()
+    return _checked(f"{format_due(due)}{SEPARATOR}{digest}{SEPARATOR}{generation:010d}", "jobName")
 
 
 def history_row_key(started: datetime, execution_id: str) -> str:

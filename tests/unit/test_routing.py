@@ -40,3 +40,10 @@ def test_query_string_is_not_part_of_the_path() -> None:
 def test_unsupported_template_is_rejected() -> None:
     with pytest.raises(ValueError, match="unsupported segment"):
         compile_route("a/b{c}d", "x")
+
+
+def test_route_values_are_decoded_exactly_once() -> None:
+    router: Router[str] = Router()
+    router.add("x/{name}", "x")
+    assert router.match("x/a%2541") == [("x", {"name": "a%41"})]
+    assert router.match("x/payroll%3Fcopy?api-version=1") == [("x", {"name": "payroll?copy"})]
