@@ -7,7 +7,6 @@ whose message says which host was refused and why."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -133,7 +132,8 @@ def trusted_cas(session: requests.Session) -> bool | str | None:
     trust the rest of the environment), or the default trust store."""
     if session.verify is not True:
         return session.verify
-    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    verify: bool | str | None = requests.Session().merge_environment_settings(None, {}, None, True, None)["verify"]
+    return verify
 
 
 def refused_message(host: str, refusal: OutboundRefused) -> str:
