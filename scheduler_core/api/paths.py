@@ -38,8 +38,13 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("job_history", r"{jc_path}/jobs/{job}/history"),
 )
 _JC = r"subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft\.scheduler/jobcollections/{jc}"
-#: Where each name sits, counted in segments after the ``subscriptions`` segment.
-_SEGMENT_FIELDS = {1: SUBSCRIPTION, 3: RESOURCE_GROUP, 7: COLLECTION, 9: JOB}
+#: Where each name sits (segments after the ``subscriptions`` segment) and the literal segment before it.
+_SEGMENT_FIELDS = {
+    1: ("subscriptions", SUBSCRIPTION),
+    3: ("resourcegroups", RESOURCE_GROUP),
+    7: ("jobcollections", COLLECTION),
+    9: ("jobs", JOB),
+}
 
 
 def _compile() -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -70,7 +75,7 @@ class ResourcePath:
 
 #: Characters no name may hold: path and URL syntax, which Table Storage also forbids in keys (``/ \\ ? #``),
 #: and ``%``: the Functions host decodes the path before the app sees it but leaves ``%2F`` encoded, so a
-#: ``%`` that reaches the app cannot be told apart from an encoded character (ARM refuses it too).
+#: ``%`` that reaches the app cannot be told apart from an encoded character.
 FORBIDDEN = "/\\?#%"
 
 
@@ -190,5 +195,7 @@ def check_url(url: str) -> None:
                 continue
             except UnicodeDecodeError:
                 problem = "it is not valid percent-encoded UTF-8"
-        field = _SEGMENT_FIELDS.get(index - start) if start is not None and index > start else None
-        raise ValidationError(field or "url", f"'{segment[:60]}' is not a valid name: {problem}")
+        literal, field = _SEGMENT_FIELDS.get(index - start, ("", "url")) if start is not None else ("", "url")
+        if lowered[index - 1] != literal:
+            field = "url"
+        raise ValidationError(field, f"'{segment[:60]}' is not a valid name: {problem}")

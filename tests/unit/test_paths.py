@@ -232,3 +232,13 @@ def test_management_api_function_refuses_a_bad_name_with_an_arm_error(
                 assert error["message"].startswith("jobName: ")
     finally:
         context.reset()
+
+
+def test_an_encoded_slash_outside_a_name_is_refused_as_the_url() -> None:
+    with pytest.raises(ValidationError) as caught:
+        check_url("http://h/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler%2Fx/jobCollections")
+    assert caught.value.path == "url"
+    with pytest.raises(ValidationError) as caught:
+        check_url("http://h/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc%2F")
+    assert caught.value.path == "jobCollectionName"
+    check_url("http://h/subscriptions/s/resourceGroups/rg?x=%2F%FF")  # the query is not the path
