@@ -19,6 +19,7 @@ T = TypeVar("T")
 MAX_TOP = 100
 DEFAULT_PAGE = 100
 
+_INTEGER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
 _FILTER = re.compile(r"^\s*(?P<field>[A-Za-z]+)\s+eq\s+(?P<quote>'?)(?P<value>[A-Za-z]+)(?P=quote)\s*$", re.IGNORECASE)
 
 
@@ -36,12 +37,12 @@ class Page(Generic[T]):
 
 def _integer(query: Mapping[str, str], name: str, minimum: int, maximum: int | None) -> int | None:
     text = query.get(name)
-    if text is None or text == "":
+    if text is None:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValidationError(name, f"must be an integer, got '{text}'") from None
+    # ASCII digits only: int() would also read ' 5', '1_0', fullwidth and Arabic-Indic digits.
+    if _INTEGER.fullmatch(text) is None:
+        raise ValidationError(name, f"must be an integer (ASCII digits), got '{text[:40]}'")
+    value = int(text)
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
         raise ValidationError(name, f"must be {bound}, got {value}")
