@@ -31,7 +31,11 @@ def _merge(target: Any, patch: Any) -> Any:
 def merge_patch(stored: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``patch`` into ``stored`` (neither is modified): objects merge recursively, ``null`` deletes
     a field, arrays and scalars replace. Field names match without regard to case, as everywhere on input;
-    the patch's spelling wins. A body that is not a JSON object is a :class:`ValidationError`."""
+    the patch's spelling wins. A body that is not a JSON object is a :class:`ValidationError`.
+
+    Durations are stored as written (ISO 8601 or TimeSpan), so after the merge a duration the patch names
+    carries the patch's style and every other keeps its own; parsing the merged job then answers each in
+    its style (see :mod:`scheduler_core.definitions._job`)."""
     if not isinstance(patch, Mapping):
         raise ValidationError("", "the PATCH body must be a JSON object")
     merged: dict[str, Any] = _merge(stored, patch)
