@@ -41,9 +41,10 @@ def management_api(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @app.function_name("dispatch_tick")
-@app.timer_trigger(schedule="%SCHEDULER_DISPATCH_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
+@app.timer_trigger(schedule="%SCHEDULER_DISPATCH_SCHEDULE%", arg_name="timer", run_on_startup=True, use_monitor=True)
 def dispatch_tick(timer: func.TimerRequest) -> None:
-    """Every minute: one scan message per due-index shard."""
+    """Every minute, and once when a host starts (a scan is idempotent, so a host that restarted, or died
+    holding a tick's scans, catches up within seconds): one scan message per due-index shard."""
     triggers.on_dispatch_tick(past_due=timer.past_due)
 
 

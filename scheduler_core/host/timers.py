@@ -183,13 +183,18 @@ class TimerRunner:
         now = datetime.now(UTC)
         missed = self.past_due_at_start(now)
         last: datetime | None = None
+        scheduled = next_fire_time(self.expression, now)
+        if missed is None:
+            # Recorded before any start-up run, so a host stopped before its first tick (or during its
+            # start-up run) still makes that tick up on restart.
+            self._record(last, scheduled)
         if missed is not None:
             self.fire(missed)
             last = missed
         elif self.function.run_on_startup:
             self.fire()
         scheduled = next_fire_time(self.expression, datetime.now(UTC))
-        self._record(last, scheduled)  # a host stopped before its first run still makes it up on restart
+        self._record(last, scheduled)
         while not self._stop.is_set():
             delay = (scheduled - datetime.now(UTC)).total_seconds()
             if delay > 0 and self._stop.wait(min(delay, 1.0)):
