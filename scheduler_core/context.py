@@ -18,6 +18,7 @@ from azure.storage.queue import QueueClient
 from scheduler_core import auth, settings
 from scheduler_core.actions import ActionRunner
 from scheduler_core.api.handler import ApiContext
+from scheduler_core.identity import IdentityScope
 from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
 from scheduler_core.pipeline.dispatch import Dispatcher, Send
 from scheduler_core.pipeline.execute import Executor
@@ -110,6 +111,7 @@ def build(
         due_soon=due_soon,
         lookahead=timedelta(seconds=config.lookahead_seconds),
         sleep=sleep,
+        identity=IdentityScope.from_settings(config),
     )
     api = ApiContext(service, auth.parse_keys(config.api_keys))
     return Services(config, stores, scans, executions, service, dispatcher, executor, api, clock)

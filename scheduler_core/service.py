@@ -31,6 +31,7 @@ from scheduler_core.errors import (
     ValidationError,
     WriteRaceError,
 )
+from scheduler_core.identity import IdentityScope
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import with_next_execution
@@ -59,8 +60,8 @@ RACE_BACKOFF = 0.005
 RACE_BACKOFF_CAP = 0.25
 #: Free collections: retries at most hourly (plan limit).
 FREE_MIN_RETRY_INTERVAL = 3600.0
-#: The retry interval of a Free collection's job that names none.
-FREE_DEFAULT_RETRY_INTERVAL = "PT1H"
+#: The retry interval of a Free collection's job that names none (written in the job's duration style).
+FREE_DEFAULT_RETRY_INTERVAL = timedelta(hours=1)
 #: Subscriptions may hold at most one Free collection (plan limit).
 MAX_FREE_COLLECTIONS = 1
 
@@ -125,8 +126,10 @@ class SchedulerService:
         due_soon: DueSoon | None = None,
         lookahead: timedelta = timedelta(seconds=60),
         sleep: Callable[[float], None] = time.sleep,
+        identity: IdentityScope | None = None,
     ) -> None:
         self.stores = stores
+        self.identity = identity
         self.shards = shards
         self.clock = clock
         self._request_run = request_run
@@ -312,7 +315,9 @@ class SchedulerService:
             check_if_match(existing.etag if existing else None, if_match, "job")
             self._refuse_final(existing)
             try:
-                spec = definitions.parse_job(body, previous=self._spec_of(existing) if existing else None)
+                spec = definitions.parse_job(
+                    body, previous=self._spec_of(existing) if existing else None, identity=self.identity
+                )
             except ValidationError:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     raise _StartOver from None
@@ -348,7 +353,7 @@ class SchedulerService:
             check_if_match(existing.etag, if_match, "job")
             self._refuse_final(existing)
             merged = definitions.merge_patch({"properties": existing.properties}, body)
-            spec = definitions.parse_job(merged, previous=self._spec_of(existing))
+            spec = definitions.parse_job(merged, previous=self._spec_of(existing), identity=self.identity)
             spec = self._plan_defaults(spec, merged, limits)
             self._check_job_against_collection(ref, spec, limits)
             return self._write_job(ref, spec, existing)
@@ -439,7 +444,8 @@ class SchedulerService:
             given_policy = source.get("retryPolicy") if isinstance(source, Mapping) else None
             if isinstance(given_policy, Mapping) and "retryInterval" in given_policy:
                 continue
-            target["retryPolicy"] = {**policy, "retryInterval": FREE_DEFAULT_RETRY_INTERVAL}
+            interval = definitions.format_duration(FREE_DEFAULT_RETRY_INTERVAL, spec.duration_style)
+            target["retryPolicy"] = {**policy, "retryInterval": interval}
             changed = True
             if key == "errorAction":
                 action["errorAction"] = target

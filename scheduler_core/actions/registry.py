@@ -42,12 +42,14 @@ def default_runner(
         credential_factory=identity,
         message_format=config.storage_queue_message_format,
         timeout=timeout,
+        identity_hosts=config.identity_allowed_hosts,
     )
     service_bus = ServiceBusSender(
         endpoint=config.service_bus_endpoint,
         credential_factory=identity,
         idle_seconds=float(config.service_bus_idle_seconds),
         timeout=timeout,
+        identity_hosts=config.identity_allowed_hosts,
     )
     return ActionRunner(
         {

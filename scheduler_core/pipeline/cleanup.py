@@ -35,25 +35,28 @@ def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> 
     """One pass over every job of every collection (``claims``: the execution claims to trim too)."""
     report = CleanupReport()
 
-    def remove(job: JobRecord) -> None:
-        stores.remove_job(job)
-        if claims is not None:
+    def remove(job: JobRecord, *, any_version: bool = False) -> bool:
+        """Remove the job's rows; True when this pass removed the job row itself (only then may its slot
+        under maxJobCount be given back: a client's DELETE racing with the cleanup gives it back instead)."""
+        removed = stores.remove_job(job, any_version=any_version)
+        if removed and claims is not None:
             claims.delete_all(job.ref.identity)
+        return removed
 
     for collection_partition in stores.collections.all_partitions():
         for collection in stores.collections.list(collection_partition):
             if collection.deleting:
                 if collection.modified_at is None or now - collection.modified_at > ABANDONED_DELETION:
                     for job in stores.jobs.list(collection.ref):
-                        remove(job)
+                        remove(job, any_version=True)
                     stores.collections.delete(collection.ref)
                     report.collections_removed += 1
                 continue
             removed = report.jobs_removed
             for job in stores.jobs.list(collection.ref):
                 if job.ended_at is not None and now - job.ended_at > FINISHED_JOB_RETENTION:
-                    remove(job)
-                    report.jobs_removed += 1
+                    if remove(job):
+                        report.jobs_removed += 1
                     continue
                 if claims is not None:
                     report.claims_removed += claims.delete_older_than(job.ref.identity, now - CLAIM_RETENTION)

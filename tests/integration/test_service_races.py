@@ -280,3 +280,22 @@ def test_an_unconditional_race_loop_never_retries_final_errors(
     with pytest.raises(QuotaExceededError):
         service.put_job(JobRef(COLLECTION, "two"), job())
     assert sleeps == []  # refused at once: no backoff, no retry
+
+
+def test_a_free_jobs_default_retry_interval_is_written_in_the_jobs_duration_style(
+    instances: tuple[SchedulerService, SchedulerService],
+) -> None:
+    service = instances[0]
+    service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": "Free"}}})
+    body = job()
+    body["properties"]["action"]["retryPolicy"] = {"retryType": "Fixed", "retryCount": 1}
+    timespan = {**body, "properties": {**body["properties"], "action": {**body["properties"]["action"]}}}
+    timespan["properties"]["action"]["errorAction"] = {
+        "type": "Http",
+        "request": {"uri": "https://example.org/error", "method": "GET"},
+        "retryPolicy": {"retryType": "Fixed", "retryInterval": "02:00:00", "retryCount": 1},
+    }
+    saved, _ = service.put_job(JobRef(COLLECTION, "timespan"), timespan)
+    assert saved.properties["action"]["retryPolicy"]["retryInterval"] == "01:00:00"
+    saved, _ = service.put_job(JobRef(COLLECTION, "iso"), job())
+    assert saved.properties["action"]["retryPolicy"]["retryInterval"] == "PT1H"
