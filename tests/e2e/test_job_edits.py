@@ -54,9 +54,7 @@ def test_disabling_and_enabling_keeps_the_series_and_its_count(pipeline: Pipelin
     assert pipeline.services.service.get_job(pipeline.job_ref("counted")).state == "Completed"
 
 
-def test_lowering_the_count_below_the_runs_so_far_completes_the_job(
-    pipeline: Pipeline, target: HttpTarget
-) -> None:
+def test_lowering_the_count_below_the_runs_so_far_completes_the_job(pipeline: Pipeline, target: HttpTarget) -> None:
     pipeline.put_job("counted", every_minute(target.base_url + "/hook", count=10))
     pipeline.run_until(pipeline.clock.now + timedelta(minutes=2, seconds=30))
     assert len(target.received) == 3
