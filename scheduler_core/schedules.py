@@ -22,7 +22,10 @@ def with_next_execution(job: JobRecord, now: datetime) -> JobRecord:
     advances them, so this is computed when a job is read.)"""
     if job.state != "Enabled":
         return replace(job, next_execution_time=None)
-    floor = now
-    if job.last_execution_time is not None and job.last_execution_time >= floor:
-        floor = job.last_execution_time + timedelta(microseconds=1)  # that occurrence has run
-    return replace(job, next_execution_time=schedule_of(job).next_occurrence(floor))
+    return replace(job, next_execution_time=next_unrun(schedule_of(job), now, job.last_execution_time))
+
+
+def next_unrun(schedule: CompiledSchedule, now: datetime, last_run: datetime | None) -> datetime | None:
+    """The first occurrence of ``schedule`` at or after ``now`` that is after ``last_run`` (it has run)."""
+    floor = now if last_run is None or last_run < now else last_run + timedelta(microseconds=1)
+    return schedule.next_occurrence(floor)

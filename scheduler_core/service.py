@@ -34,7 +34,7 @@ from scheduler_core.errors import (
 from scheduler_core.identity import IdentityScope
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.recurrence import compile_schedule
-from scheduler_core.schedules import with_next_execution
+from scheduler_core.schedules import next_unrun, with_next_execution
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
 from scheduler_core.storage.tables import (
     DELETED,
@@ -301,16 +301,15 @@ class SchedulerService:
         (which also proves the collection is still the one this process last saw, so it need not be read
         again), the due-index row, and the job row. Two unconditional PUTs of one name racing each other
         are a create and a replace, or two replaces: the last writer wins."""
-        seen = self.slots.known(ref.collection) or self.get_collection(ref.collection)
-        ref = JobRef(seen.ref, ref.name)
-        collection = [seen]
-        attempts = [0]
+        collection = self.slots.known(ref.collection) or self.get_collection(ref.collection)
+        ref = JobRef(collection.ref, ref.name)
+        first = True
 
         def attempt() -> tuple[JobRecord, bool]:
+            nonlocal collection, first
             # Hot path: most PUTs create, so the first attempt does not read the job; a create that finds
             # the job exists (or a full collection) starts over and reads it.
-            optimistic = attempts[0] == 0 and if_match is None
-            attempts[0] += 1
+            optimistic, first = first and if_match is None, False
             existing = None if optimistic else self.stores.jobs.get(ref)
             check_if_match(existing.etag if existing else None, if_match, "job")
             self._refuse_final(existing)
@@ -322,14 +321,14 @@ class SchedulerService:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     raise _StartOver from None
                 raise
-            limits = self._collection_spec(collection[0])
+            limits = self._collection_spec(collection)
             spec = self._plan_defaults(spec, body, limits)
             self._check_job_against_collection(ref, spec, limits)
             if existing is not None:
                 return self._write_job(ref, spec, existing), False
-            reserved = self.slots.reserve(collection[0], limits)
+            reserved = self.slots.reserve(collection, limits)
             if reserved is None:  # the collection changed since this process last saw it: start again
-                collection[0] = self.get_collection(ref.collection)
+                collection = self.get_collection(ref.collection)
                 raise _StartOver
             if not reserved:
                 if optimistic:
@@ -499,10 +498,8 @@ class SchedulerService:
         state = spec.state
         next_time = None
         if state == "Enabled":
-            floor = now
-            if keeps_series and existing is not None and existing.last_execution_time is not None:
-                floor = max(floor, existing.last_execution_time + timedelta(microseconds=1))  # that one has run
-            next_time = compile_schedule(spec.start_time, spec.recurrence, defined_at).next_occurrence(floor)
+            last_run = existing.last_execution_time if existing is not None and keeps_series else None
+            next_time = next_unrun(compile_schedule(spec.start_time, spec.recurrence, defined_at), now, last_run)
             if next_time is None:
                 state = "Completed"
         record = JobRecord(

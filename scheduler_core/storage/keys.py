@@ -137,7 +137,7 @@ def due_row_key(due: datetime, job_identity: str, generation: int) -> str:
     whatever the names, and suffixes the dispatcher appends (retries, watches) always fit.
     """
     digest = hashlib.blake2b(job_identity.encode(), digest_size=16).hexdigest()
-    return _checked(f"{format_due(due)}{SEPARATOR}{digest}{SEPARATOR}{generation:010d}", "jobName")
+    return f"{format_due(due)}{SEPARATOR}{digest}{SEPARATOR}{generation:010d}"
 
 
 def history_row_key(started: datetime, execution_id: str) -> str:
