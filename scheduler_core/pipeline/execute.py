@@ -27,7 +27,7 @@ import math
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -41,7 +41,7 @@ from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.definitions import restore_secrets
 from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimOutcome, ClaimStore, LostAttempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
-from scheduler_core.pipeline.durable import BACKOFF, durably
+from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.retry import RetryPolicy
 from scheduler_core.schedules import schedule_of
@@ -91,8 +91,6 @@ class Executor:
         worker: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         lease: timedelta = CLAIM_LEASE,
-        backoff: Sequence[float] = BACKOFF,
-        retry_sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -103,11 +101,6 @@ class Executor:
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
         self.lease = lease
-        self.backoff = tuple(backoff)
-        self.retry_sleep = retry_sleep
-
-    def _durably(self, what: str, write: Callable[[], Any]) -> Any:
-        return durably(what, write, self.retry_sleep, self.backoff)
 
     def _read_job(self, partition: str, row: str) -> tuple[JobRecord, list[str]] | None:
         """The job and the attempts whose counters it holds (``Counted``)."""
@@ -121,7 +114,7 @@ class Executor:
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
         # Before the call too, storage errors are waited out: a message that failed here would stay hidden
         # for the queue's processing lease (10 minutes), its occurrence that much late.
-        loaded = self._durably("job read", lambda: self._read_job(message.job_partition, message.job_row))
+        loaded = durably("job read", lambda: self._read_job(message.job_partition, message.job_row))
         if loaded is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
         job, counted = loaded
@@ -134,7 +127,7 @@ class Executor:
         execution_id = message.stable_execution_id()
         claim_row = ClaimStore.row_key(occurrence, message.action, message.attempt, message.trigger)
         claimed_at, token = self.clock(), uuid.uuid4().hex
-        result = self._durably(
+        result = durably(
             "claim",
             lambda: self.claims.claim(job.ref.identity, claim_row, self.worker, claimed_at, self.lease, token),
         )
@@ -149,7 +142,7 @@ class Executor:
         if result.lost is not None:
             if message.attempt_key in counted:
                 # The lost holder ran the attempt and recorded it; only its claim was left open.
-                self._durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
+                durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
             self._record_lost(job, message, execution_id, result.lost)
 
@@ -171,9 +164,9 @@ class Executor:
         ended = self.clock()
         # From here on the call may have been delivered: every write retries through an outage.
         record = self._history(job, message, execution_id, outcome, claim.claimed_at, started, ended)
-        self._durably("history", lambda: self.stores.history.add(job.ref, record))
+        durably("history", lambda: self.stores.history.add(job.ref, record))
         self._follow_up(job, message, outcome, RetryPolicy.from_action(main_action), ended)
-        self._durably("claim completion", lambda: self.claims.complete(claim, ended))
+        durably("claim completion", lambda: self.claims.complete(claim, ended))
         return ExecutionReport(
             Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED, outcome.message, execution_id
         )
@@ -230,7 +223,7 @@ class Executor:
             retry_count=message.attempt,
             repeat_count=self._repeat(job, message),
         )
-        self._durably("history of a lost attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
+        durably("history of a lost attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
         log.warning(
             "job %s: attempt %s of %s lost with worker %s; run again",
             job.ref.identity,
@@ -281,11 +274,11 @@ class Executor:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
         harmless: its claim runs it once)."""
         text = follow.to_json()
-        self._durably(
+        durably(
             "follow-up message",
             lambda: delay_message(self.send, lambda at: self.dispatcher.park_retry(job, follow, at), text, due, now),
         )
-        self._durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due))
+        durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due))
 
     def _update_counters(
         self,
@@ -299,7 +292,7 @@ class Executor:
         counted = message.action == "main"
         key = message.attempt_key
         for _ in range(COUNTER_ATTEMPTS):
-            loaded = self._durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
+            loaded = durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
             if loaded is None:
                 return
             current, applied = loaded
@@ -324,7 +317,7 @@ class Executor:
             entity = JobStore.entity(replace(current, **changes))
             entity[COUNTED] = json.dumps([*applied, key][-COUNTED_KEEP:])
             try:
-                self._durably("counters", functools.partial(self._replace_job, entity, current.etag))
+                durably("counters", functools.partial(self._replace_job, entity, current.etag))
                 return
             except (ResourceModifiedError, ResourceNotFoundError):
                 continue  # changed meanwhile (or by this write, whose answer was lost): read and decide again
