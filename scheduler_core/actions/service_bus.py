@@ -146,12 +146,11 @@ class ServiceBusSender:
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         timeout: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        identity_hosts: tuple[str, ...] | None = None,
+        identity_hosts: tuple[str, ...] = (),
     ) -> None:
         self.endpoint = endpoint
-        if identity_hosts is None:  # the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS
-            identity_hosts = IdentityScope.from_environment().extra_hosts
-        #: Where the app's identity may go (a namespace without a sasKey must be under it).
+        #: Where the app's identity may go (a namespace without a sasKey must be under it); ``identity_hosts``
+        #: is the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS (``default_runner`` passes it).
         self.scope = IdentityScope(service_bus_endpoint=endpoint, extra_hosts=identity_hosts)
         self.idle_seconds = idle_seconds
         self.timeout = timeout

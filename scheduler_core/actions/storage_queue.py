@@ -99,14 +99,13 @@ class StorageQueueSender:
         message_format: str = "envelope",
         timeout: float = 60.0,
         session: requests.Session | None = None,
-        identity_hosts: tuple[str, ...] | None = None,
+        identity_hosts: tuple[str, ...] = (),
     ) -> None:
         if message_format not in MESSAGE_FORMATS:
             raise ValueError(f"message format must be one of {', '.join(MESSAGE_FORMATS)}")
         self.endpoint = endpoint
-        if identity_hosts is None:  # the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS
-            identity_hosts = IdentityScope.from_environment().extra_hosts
-        #: Where the app's identity may go (an account without a sasToken must be under it).
+        #: Where the app's identity may go (an account without a sasToken must be under it); ``identity_hosts``
+        #: is the setting SCHEDULER_IDENTITY_ALLOWED_HOSTS (``default_runner`` passes it).
         self.scope = IdentityScope(storage_queue_endpoint=endpoint, extra_hosts=identity_hosts)
         self.message_format = message_format
         self.timeout = timeout

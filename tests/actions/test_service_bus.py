@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from scheduler_core import settings
+from scheduler_core.actions.registry import default_runner
 from scheduler_core.actions.service_bus import ServiceBusSender, namespace_endpoint
 from tests.actions.conftest import TestCredential, action_context
 from tests.support.amqp_broker import AmqpBroker
@@ -263,17 +265,16 @@ def test_the_identity_goes_to_an_allowed_host_only(broker: AmqpBroker, resolved:
     assert [t.token for t in broker.tokens] == ["test-managed-identity-token"]
 
 
-def test_the_allowed_hosts_setting_is_read_when_no_list_is_given(
-    broker: AmqpBroker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SCHEDULER_IDENTITY_ALLOWED_HOSTS", "example.net; 127.0.0.1")
+def test_the_allowed_hosts_setting_reaches_the_sender(broker: AmqpBroker) -> None:
     port = broker.endpoint.rsplit(":", 1)[1]
-    credential = TestCredential()
-    sender = ServiceBusSender(f"amqp://{{namespace}}:{port}", lambda: credential, timeout=10)
-    try:
-        result = sender.send(keyless("127.0.0.1"), action_context())
-    finally:
-        sender.close()
+    config = settings.load(
+        {
+            "AzureWebJobsStorage__accountName": "acct",
+            "SCHEDULER_SERVICE_BUS_ENDPOINT": f"amqp://{{namespace}}:{port}",
+            "SCHEDULER_IDENTITY_ALLOWED_HOSTS": "example.net; 127.0.0.1",
+        }
+    )
+    result = default_runner(config, credential=TestCredential()).run(keyless("127.0.0.1"), action_context())
     assert result.succeeded, result.message
 
 
