@@ -82,18 +82,25 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def arm_error(status: int, message: str, headers: Mapping[str, str] | None = None) -> func.HttpResponse:
-    """An ARM error response ``{"error": {"code", "message"}}``."""
-    body = json.dumps(
-        {"error": {"code": _ERROR_CODES.get(status, HTTPStatus(status).phrase.replace(" ", "")), "message": message}}
-    )
+def _error_body(status: int, message: str, code: str | None = None) -> str:
+    """The ARM error body ``{"error": {"code", "message"}}``; the code by default from the status."""
+    code = code or _ERROR_CODES.get(status, HTTPStatus(status).phrase.replace(" ", ""))
+    return json.dumps({"error": {"code": code, "message": message}})
+
+
+def arm_error(
+    status: int, message: str, headers: Mapping[str, str] | None = None, code: str | None = None
+) -> func.HttpResponse:
+    """An ARM error response ``{"error": {"code", "message"}}`` with an ``x-ms-request-id``."""
     all_headers = {"x-ms-request-id": str(uuid.uuid4()), **(headers or {})}
-    return func.HttpResponse(body, status_code=status, mimetype="application/json", headers=all_headers)
+    return func.HttpResponse(
+        _error_body(status, message, code), status_code=status, mimetype="application/json", headers=all_headers
+    )
 
 
 def _raw_error(status: int, message: str) -> bytes:
     """A complete HTTP/1.1 error response that closes the connection (for the reactor, which has no handler)."""
-    body = json.dumps({"error": {"code": _ERROR_CODES.get(status, "BadRequest"), "message": message}}).encode()
+    body = _error_body(status, message).encode()
     head = (
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -231,10 +238,8 @@ class _Connection:
 
 def _head_end(buffer: bytearray) -> int:
     """The index just past the blank line that ends a request head, or -1."""
-    crlf = buffer.find(b"\r\n\r\n")
-    lf = buffer.find(b"\n\n")
-    ends = [i + 4 for i in (crlf,) if i >= 0] + [i + 2 for i in (lf,) if i >= 0]
-    return min(ends) if ends else -1
+    ends = [i + len(blank) for blank in (b"\r\n\r\n", b"\n\n") if (i := buffer.find(blank)) >= 0]
+    return min(ends, default=-1)
 
 
 class HttpHost:
@@ -408,14 +413,10 @@ class HttpHost:
         while bytes(buffer[:1]) in (b"\r", b"\n"):  # empty lines before a request line are ignored (RFC 9112)
             del buffer[:1]
         end = _head_end(buffer)
-        if end < 0:
-            if len(buffer) > self.limits.max_head_bytes:
-                self._refuse(
-                    connection.sock, 431, f"the request head is larger than {self.limits.max_head_bytes} bytes"
-                )
-            return
-        if end > self.limits.max_head_bytes:
+        if (end if end >= 0 else len(buffer)) > self.limits.max_head_bytes:
             self._refuse(connection.sock, 431, f"the request head is larger than {self.limits.max_head_bytes} bytes")
+            return
+        if end < 0:
             return
         sock = connection.sock
         with self._lock:
@@ -564,7 +565,7 @@ class _Exchange(BaseHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors found by the standard parser, as ARM errors (a 505 is a 400: it is the client's)."""
         status = 400 if code >= 500 else code
-        self._respond("-", arm_error(status, message or HTTPStatus(code).phrase), close=True)
+        self._respond(arm_error(status, message or HTTPStatus(code).phrase), close=True)
 
     def run(self) -> bool | None:
         started = time.perf_counter()
@@ -576,20 +577,14 @@ class _Exchange(BaseHTTPRequestHandler):
             return self._refuse(_Refused(400, "only HTTP/1.0 and HTTP/1.1 requests are served"), started)
         try:
             function, route_params, length = self._admit()
-        except _Refused as refused:
-            return self._refuse(refused, started)
-        try:
             body = self._read_body(length)
         except _Refused as refused:
             return self._refuse(refused, started)
         except (TimeoutError, _Gone, OSError) as exc:
             if isinstance(exc, TimeoutError):
                 with contextlib.suppress(OSError):
-                    self._respond(
-                        "-",
-                        arm_error(408, f"the body did not arrive within {self.host.limits.body_timeout:g} s"),
-                        close=True,
-                    )
+                    message = f"the body did not arrive within {self.host.limits.body_timeout:g} s"
+                    self._respond(arm_error(408, message), close=True)
             return False
         self.reader.deadline = None
         self.request.settimeout(self.host.limits.body_timeout)
@@ -601,7 +596,7 @@ class _Exchange(BaseHTTPRequestHandler):
             log.exception("invocation %s %s %s failed", invocation, self.command, self.path.split("?")[0])
             response = arm_error(500, f"the function failed; invocation {invocation}")
         try:
-            self._respond(function.name, response, close=False)
+            self._respond(response, close=False)
         except OSError:
             return False
         self._log(function.name, response.status_code, started, invocation)
@@ -609,7 +604,7 @@ class _Exchange(BaseHTTPRequestHandler):
 
     def _refuse(self, refused: _Refused, started: float) -> bool | None:
         with contextlib.suppress(OSError):
-            self._respond("-", refused.response, close=True)
+            self._respond(refused.response, close=True)
         self._log("-", refused.response.status_code, started, "-")
         return None
 
@@ -693,7 +688,7 @@ class _Exchange(BaseHTTPRequestHandler):
             if line in (b"\r\n", b"\n"):
                 return bytes(body)
 
-    def _respond(self, name: str, response: func.HttpResponse, close: bool) -> None:
+    def _respond(self, response: func.HttpResponse, close: bool) -> None:
         payload = response.get_body() or b""
         self.send_response(response.status_code)
         for header, value in response.headers.items():

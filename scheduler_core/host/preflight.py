@@ -10,24 +10,17 @@ answers earlier, with the same ARM error the function would give.
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterable
 
 import azure.functions as func
 
 from scheduler_core import auth
 from scheduler_core.errors import AuthenticationError, PayloadTooLargeError, SchedulerError
-from scheduler_core.host.http_server import Preflight, RequestHead
+from scheduler_core.host.http_server import Preflight, RequestHead, arm_error
 
 
 def _error(exc: SchedulerError) -> func.HttpResponse:
-    return func.HttpResponse(
-        json.dumps(exc.to_arm()),
-        status_code=exc.status,
-        mimetype="application/json",
-        headers={"x-ms-request-id": str(uuid.uuid4())},
-    )
+    return arm_error(exc.status, exc.message, code=exc.code)
 
 
 def api_key_preflight(keys: tuple[auth.ApiKey, ...], functions: Iterable[str], max_body_bytes: int) -> Preflight:
