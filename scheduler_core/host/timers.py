@@ -182,19 +182,15 @@ class TimerRunner:
     def _run(self) -> None:
         now = datetime.now(UTC)
         missed = self.past_due_at_start(now)
-        last: datetime | None = None
         scheduled = next_fire_time(self.expression, now)
         if missed is None:
             # Recorded before any start-up run, so a host stopped before its first tick (or during its
             # start-up run) still makes that tick up on restart.
-            self._record(last, scheduled)
-        if missed is not None:
-            self.fire(missed)
-            last = missed
-        elif self.function.run_on_startup:
-            self.fire()
-        scheduled = next_fire_time(self.expression, datetime.now(UTC))
-        self._record(last, scheduled)
+            self._record(None, scheduled)
+        if missed is not None or self.function.run_on_startup:
+            self.fire(missed)  # the missed run (past due), or else the start-up run (now)
+            scheduled = next_fire_time(self.expression, datetime.now(UTC))
+            self._record(missed, scheduled)
         while not self._stop.is_set():
             delay = (scheduled - datetime.now(UTC)).total_seconds()
             if delay > 0 and self._stop.wait(min(delay, 1.0)):
@@ -202,6 +198,6 @@ class TimerRunner:
             if datetime.now(UTC) < scheduled:
                 continue
             self.fire(scheduled)
-            last = scheduled
-            scheduled = next_fire_time(self.expression, max(scheduled, datetime.now(UTC) - PAST_DUE_AFTER))
-            self._record(last, scheduled)
+            following = next_fire_time(self.expression, max(scheduled, datetime.now(UTC) - PAST_DUE_AFTER))
+            self._record(scheduled, following)
+            scheduled = following
