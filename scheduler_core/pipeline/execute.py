@@ -165,7 +165,7 @@ class Executor:
         # From here on the call may have been delivered: every write retries through an outage.
         record = self._history(job, message, execution_id, outcome, claim.claimed_at, started, ended)
         durably("history", lambda: self.stores.history.add(job.ref, record))
-        self._follow_up(job, message, outcome, RetryPolicy.from_action(main_action), ended)
+        self._follow_up(job, counted, message, outcome, RetryPolicy.from_action(main_action), ended)
         durably("claim completion", lambda: self.claims.complete(claim, ended))
         return ExecutionReport(
             Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED, outcome.message, execution_id
@@ -237,6 +237,7 @@ class Executor:
     def _follow_up(
         self,
         job: JobRecord,
+        counted: list[str],
         message: ExecutionMessage,
         result: ActionResult,
         policy: RetryPolicy,
@@ -268,7 +269,7 @@ class Executor:
             final_state = "Faulted"
         if message.trigger == "manual":
             final_state = None  # an on-demand run never ends the job's schedule
-        self._update_counters(job, message, result, faulted, final_state, now)
+        self._update_counters(job, counted, message, result, faulted, final_state, now)
 
     def _send_watched(self, job: JobRecord, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
@@ -283,23 +284,23 @@ class Executor:
     def _update_counters(
         self,
         job: JobRecord,
+        counted: list[str],
         message: ExecutionMessage,
         result: ActionResult,
         faulted: bool,
         final_state: str | None,
         now: datetime,
     ) -> None:
-        counted = message.action == "main"
+        """Apply the attempt to the job's counters (and final state). The first try writes over the job as
+        read before the action (``job``, ``counted``): no second read when nothing changed it meanwhile."""
+        main = message.action == "main"
         key = message.attempt_key
+        current, applied = job, counted
         for _ in range(COUNTER_ATTEMPTS):
-            loaded = durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
-            if loaded is None:
-                return
-            current, applied = loaded
             if key in applied:
                 return  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
             changes: dict[str, Any] = {}
-            if counted:
+            if main:
                 changes["execution_count"] = current.execution_count + 1
                 changes["failure_count"] = current.failure_count + (0 if result.succeeded else 1)
                 changes["last_execution_time"] = now
@@ -320,7 +321,11 @@ class Executor:
                 durably("counters", functools.partial(self._replace_job, entity, current.etag))
                 return
             except (ResourceModifiedError, ResourceNotFoundError):
-                continue  # changed meanwhile (or by this write, whose answer was lost): read and decide again
+                pass  # changed meanwhile (or by this write, whose answer was lost): read and decide again
+            loaded = durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
+            if loaded is None:
+                return
+            current, applied = loaded
         log.error("job %s: counters not updated after %d attempts", job.ref.identity, COUNTER_ATTEMPTS)
 
     def _replace_job(self, entity: dict[str, Any], etag: str) -> None:
