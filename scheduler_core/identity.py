@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ipaddress
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scheduler_core import settings as settings_module
 from scheduler_core.endpoints import (
     DEFAULT_SERVICE_BUS_ENDPOINT,
     DEFAULT_STORAGE_QUEUE_ENDPOINT,
@@ -34,6 +33,8 @@ from scheduler_core.endpoints import (
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
+
+    from scheduler_core.settings import Settings
 
 __all__ = ["HostRule", "IdentityScope", "LazyCredential", "normal_host"]
 
@@ -150,17 +151,8 @@ class IdentityScope:
         object.__setattr__(self, "storage_queue", sq)
 
     @classmethod
-    def from_settings(cls, config: settings_module.Settings) -> IdentityScope:
+    def from_settings(cls, config: Settings) -> IdentityScope:
         return cls(config.service_bus_endpoint, config.storage_queue_endpoint, config.identity_allowed_hosts)
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> IdentityScope:
-        """The scope of the settings in the environment (only the three settings it needs are read)."""
-        return cls(
-            settings_module.endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
-            settings_module.endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
-            settings_module.host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
-        )
 
     def service_bus_host(self, namespace: str) -> str:
         return namespace_endpoint(self.service_bus_endpoint, namespace).hostname

@@ -185,7 +185,7 @@ def _choice(name: str, choices: tuple[str, ...], environ: Mapping[str, str] | No
     return text
 
 
-def endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None = None) -> str:
+def _endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None) -> str:
     """A DNS suffix, or a URL (usually containing ``placeholder``; without it, one endpoint for all)."""
     text = (raw(name, environ) or "").strip()
     if "://" in text and not text.split("://", 1)[1].strip("/"):
@@ -200,7 +200,7 @@ def endpoint(name: str, placeholder: str, environ: Mapping[str, str] | None = No
 _HOST = re.compile(r"(?:\*\.)?[A-Za-z0-9._-]+\.?|\[?[0-9A-Fa-f:.]+\]?")
 
 
-def host_list(name: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def _host_list(name: str, environ: Mapping[str, str] | None) -> tuple[str, ...]:
     """Host names, DNS suffixes or IP addresses separated by ';', ',' or spaces (may be empty)."""
     text = raw(name, environ) or ""
     entries = tuple(item for item in re.split(r"[;,\s]+", text) if item)
@@ -265,12 +265,12 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
         http_timeout_seconds=_int("SCHEDULER_HTTP_TIMEOUT_SECONDS", environ, 1, 600),
         allow_metadata_endpoints=_bool("SCHEDULER_ALLOW_METADATA_ENDPOINTS", environ),
-        storage_queue_endpoint=endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
+        storage_queue_endpoint=_endpoint("SCHEDULER_STORAGE_QUEUE_ENDPOINT", "{account}", environ),
         storage_queue_message_format=_choice(
             "SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT", ("envelope", "base64", "text"), environ
         ),
-        service_bus_endpoint=endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
+        service_bus_endpoint=_endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
         service_bus_idle_seconds=_int("SCHEDULER_SERVICE_BUS_IDLE_SECONDS", environ, 1, 86400),
         entra_authority_host=_https_url("SCHEDULER_ENTRA_AUTHORITY_HOST", environ),
-        identity_allowed_hosts=host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
+        identity_allowed_hosts=_host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
     )

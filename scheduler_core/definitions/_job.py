@@ -54,6 +54,8 @@ _CLIENT_STATES = {"enabled": "Enabled", "disabled": "Disabled"}
 _ALL_STATES = _CLIENT_STATES | {"completed": "Completed", "faulted": "Faulted"}
 _PROPERTIES = ("startTime", "action", "recurrence", "state")
 _READ_ONLY = ("id", "type", "name")
+#: Where the app's identity may go when no scope is given: the default endpoints, no extra host.
+_PUBLIC_CLOUD = IdentityScope()
 #: The fields of an action that hold durations (at any depth, in any casing).
 _DURATION_FIELDS = frozenset({"retryinterval", "maxretryinterval", "timetolive"})
 
@@ -122,7 +124,8 @@ def parse_job(
 
     ``identity`` is where the app's own identity may be presented: a Storage queue or Service Bus action
     without a SAS token or key whose host is outside it is refused (400 naming ``storageAccount`` or
-    ``namespace``). By default it is read from the settings in the environment; a stored job read back
+    ``namespace``). The service passes the scope of its settings (``IdentityScope.from_settings``); by
+    default it is that of the default endpoints (public cloud) with no extra host. A stored job read back
     (``validate_limits=False``) is not checked (the executor checks again before sending).
     """
     if validate_limits and isinstance(body, Mapping):
@@ -151,8 +154,6 @@ def parse_job(
     if "action" not in props:
         raise ValidationError(props.where("action"), "is required")
     prior = Prior(previous.properties, previous.secrets).sub("action") if previous is not None else None
-    if validate_limits and identity is None:
-        identity = IdentityScope.from_environment()
     style = written_style(props.get("action"))
     action = parse_action(
         props.get("action"),
@@ -161,7 +162,7 @@ def parse_job(
         error_action=False,
         limits=validate_limits,
         style=style,
-        identity=identity if validate_limits else None,
+        identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
     )
 
     if validate_limits:

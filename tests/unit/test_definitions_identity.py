@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core import settings
 from scheduler_core.definitions import JobSpec, merge_patch, parse_job, restore_secrets
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
@@ -86,15 +87,23 @@ def test_a_storage_account_whose_host_is_not_under_the_endpoint_is_refused_witho
     parse(job, scope=whole_host)
 
 
-def test_the_settings_decide_sovereign_clouds_and_extra_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SCHEDULER_SERVICE_BUS_ENDPOINT", "servicebus.usgovcloudapi.net")
-    parse(sb_job("contoso"))
-    parse(sb_job("contoso.servicebus.usgovcloudapi.net"))
-    refused(sb_job("contoso.servicebus.windows.net"), "properties.action.serviceBusQueueMessage.namespace")
-    monkeypatch.setenv("SCHEDULER_IDENTITY_ALLOWED_HOSTS", "127.0.0.1;sb.internal.example")
-    parse(sb_job("127.0.0.1"))
-    parse(sb_job("ns.sb.internal.example"))
-    refused(sb_job("10.0.0.4"), "properties.action.serviceBusQueueMessage.namespace")
+def scope_of(**environ: str) -> IdentityScope:
+    """The scope the service builds from these settings."""
+    return IdentityScope.from_settings(settings.load({"AzureWebJobsStorage__accountName": "acct", **environ}))
+
+
+def test_the_settings_decide_sovereign_clouds_and_extra_hosts() -> None:
+    scope = scope_of(SCHEDULER_SERVICE_BUS_ENDPOINT="servicebus.usgovcloudapi.net")
+    parse(sb_job("contoso"), scope=scope)
+    parse(sb_job("contoso.servicebus.usgovcloudapi.net"), scope=scope)
+    refused(sb_job("contoso.servicebus.windows.net"), "properties.action.serviceBusQueueMessage.namespace", scope)
+    scope = scope_of(
+        SCHEDULER_SERVICE_BUS_ENDPOINT="servicebus.usgovcloudapi.net",
+        SCHEDULER_IDENTITY_ALLOWED_HOSTS="127.0.0.1;sb.internal.example",
+    )
+    parse(sb_job("127.0.0.1"), scope=scope)
+    parse(sb_job("ns.sb.internal.example"), scope=scope)
+    refused(sb_job("10.0.0.4"), "properties.action.serviceBusQueueMessage.namespace", scope)
 
 
 def test_a_stored_key_kept_by_a_put_without_it_still_counts_as_a_key() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core import settings
 from scheduler_core.identity import HostRule, IdentityScope
 
 PUBLIC = IdentityScope()
@@ -91,12 +92,14 @@ def test_the_host_a_template_gives_is_the_host_judged() -> None:
 
 
 def test_the_scope_is_read_from_the_settings() -> None:
-    scope = IdentityScope.from_environment(
+    config = settings.load(
         {
+            "AzureWebJobsStorage__accountName": "acct",
             "SCHEDULER_SERVICE_BUS_ENDPOINT": "servicebus.usgovcloudapi.net",
             "SCHEDULER_IDENTITY_ALLOWED_HOSTS": "sb.internal.example",
         }
     )
+    scope = IdentityScope.from_settings(config)
     assert scope.service_bus_refusal("ns.servicebus.usgovcloudapi.net") is None
     assert scope.service_bus_refusal("ns.sb.internal.example") is None
     assert scope.service_bus_refusal("ns.servicebus.windows.net") is not None
