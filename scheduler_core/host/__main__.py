@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             max_outstanding_requests=config_json.http.max_outstanding_requests,
             max_connections=args.max_connections,
         )
-        authenticated = [name for name in args.authenticate.split(",") if name.strip()]
+        authenticated = [name.strip() for name in args.authenticate.split(",") if name.strip()]
         preflight = api_key_preflight(keys, authenticated, MAX_BODY_BYTES) if authenticated else None
         host = LocalHost(
             app,
