@@ -514,6 +514,7 @@ class SchedulerService:
             failure_count=existing.failure_count if existing else 0,
             faulted_count=existing.faulted_count if existing else 0,
             last_execution_time=existing.last_execution_time if existing else None,
+            counted=existing.counted if existing else (),
             next_execution_time=next_time,
             ended_at=now if state in FINAL_STATES else None,
         )

@@ -13,7 +13,7 @@ import builtins
 import contextlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -223,7 +223,9 @@ class JobRecord:
     due: DueSlot | None = None
     ended_at: datetime | None = None
     etag: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: The attempts (``ExecutionMessage.attempt_key``) whose counters this row holds, the last few only:
+    #: a counter write retried after its answer was lost, or a dead worker's, is not counted twice.
+    counted: tuple[str, ...] = ()
 
     def status(self) -> dict[str, Any]:
         from scheduler_core.recurrence import format_instant
@@ -267,6 +269,7 @@ class JobStore:
             due=DueSlot(shard, due_key) if shard and due_key else None,
             ended_at=_aware(entity.get("EndedAt")),
             etag=_etag(entity),
+            counted=tuple(str(key) for key in json.loads(entity.get("Counted") or "[]")),
         )
 
     def get(self, ref: JobRef) -> JobRecord | None:
@@ -336,6 +339,7 @@ class JobStore:
             "EndedAt": record.ended_at,
             "DueShard": record.due.shard if record.due else None,
             "DueRowKey": record.due.row_key if record.due else None,
+            "Counted": json.dumps(list(record.counted)) if record.counted else None,
         }
         entity.update({k: v for k, v in optional.items() if v is not None})
         return entity
