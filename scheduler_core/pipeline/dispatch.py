@@ -94,7 +94,7 @@ class Dispatcher:
         send: Send,
         shards: int,
         lookahead: timedelta,
-        claims: ClaimStore | None = None,
+        claims: ClaimStore,
         lease: timedelta = CLAIM_LEASE,
         grace: timedelta = WATCH_GRACE,
     ) -> None:
@@ -102,7 +102,7 @@ class Dispatcher:
         self.send = send
         self.shards = shards
         self.lookahead = lookahead
-        self.claims = claims  # None: no watchdog
+        self.claims = claims
         self.lease = lease
         self.grace = grace
 
@@ -221,8 +221,7 @@ class Dispatcher:
             message = replace(message, execution_id=message.stable_execution_id())
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
-            if self.claims is not None:
-                report.watches.append(self._watch_row(job, message, row.shard, occurrence + self.lease + self.grace))
+            report.watches.append(self._watch_row(job, message, row.shard, occurrence + self.lease + self.grace))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
@@ -261,13 +260,12 @@ class Dispatcher:
     def watch(self, job: JobRecord, message: ExecutionMessage, due: datetime) -> None:
         """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
         one due-index write."""
-        if self.claims is not None:
-            shard = shard_of(job.ref.identity, self.shards)
-            self.stores.due.put(self._watch_row(job, message, shard, due + self.lease + self.grace))
+        shard = shard_of(job.ref.identity, self.shards)
+        self.stores.due.put(self._watch_row(job, message, shard, due + self.lease + self.grace))
 
     def _check_watch(self, row: DueRow, now: datetime, report: ScanReport) -> None:
         """Look at a watched attempt once its lease would have ended (see the module's docstring)."""
-        if row.due > now or self.claims is None or row.message is None:
+        if row.due > now or row.message is None:
             return  # not yet: the row is inside the lookahead window only
         message = ExecutionMessage.from_json(row.message)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
@@ -282,22 +280,19 @@ class Dispatcher:
         ):
             report.moves.append((row.row_key, None))  # the attempt would not run any more
             return
-        if state is not None and state.lease_until is not None and state.lease_until > now:
-            again = self._watch_row(job, message, row.shard, state.lease_until + self.grace, row.checks)
-            report.moves.append((row.row_key, again))  # still running: look again when its lease ends
-            return
-        if state is None:
-            if row.checks + 1 >= WATCH_UNCLAIMED_CHECKS:
-                report.moves.append((row.row_key, None))  # the queue shows an unclaimed message again anyway
-            else:
+        again: DueRow | None
+        if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway
+            again = None
+            if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
                 again = self._watch_row(job, message, row.shard, now + self.lease, row.checks + 1)
-                report.moves.append((row.row_key, again))
-            return
-        # Claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
-        log.warning("job %s: attempt %s lost with its worker; sent again", identity, message.attempt_key)
-        self.send(row.message, 0)
-        report.rescued += 1
-        report.moves.append((row.row_key, self._watch_row(job, message, row.shard, now + self.lease + self.grace)))
+        elif state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
+            again = self._watch_row(job, message, row.shard, state.lease_until + self.grace, row.checks)
+        else:  # claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
+            log.warning("job %s: attempt %s lost with its worker; sent again", identity, message.attempt_key)
+            self.send(row.message, 0)
+            report.rescued += 1
+            again = self._watch_row(job, message, row.shard, now + self.lease + self.grace)
+        report.moves.append((row.row_key, again))
 
 
 def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:
