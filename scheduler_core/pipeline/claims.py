@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -27,7 +27,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableClient, UpdateMode
 
 from scheduler_core.storage.keys import SEPARATOR, format_due
-from scheduler_core.storage.tables import delete_rows
+from scheduler_core.storage.tables import _aware, delete_rows
 
 #: How long a claim protects a running attempt: the action timeout (60 s) plus a margin. A holder still
 #: running after it is taken to be dead: a redelivery or the watchdog may take the attempt over.
@@ -70,12 +70,6 @@ class ClaimState:
 
     done: bool
     lease_until: datetime | None
-
-
-def _aware(value: Any) -> datetime | None:
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class ClaimStore:
