@@ -16,6 +16,7 @@ import pytest
 
 from scheduler_core.pipeline.claims import ClaimStore
 from scheduler_core.pipeline.execute import Outcome
+from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget, http_target
@@ -31,6 +32,15 @@ def http_action(url: str, **extra: Any) -> dict[str, Any]:
 
 def expected_times(target: HttpTarget) -> list[str]:
     return [r.headers["x-ms-scheduler-expected-execution-time"] for r in target.received]
+
+
+def fire_one_shot(pipeline: Pipeline, target: HttpTarget, name: str) -> tuple[datetime, ExecutionMessage]:
+    """Create a one-shot job due in 20 s, reach its due time and take its execution message from the queue."""
+    due = pipeline.clock.now + timedelta(seconds=20)
+    pipeline.put_job(name, {"startTime": format_instant(due), "action": http_action(target.base_url)})
+    pipeline.clock.set(due)
+    [(_, message)] = pipeline.queue.take_visible()
+    return due, message
 
 
 def test_every_minute_job_fires_at_its_seconds(pipeline: Pipeline, target: HttpTarget) -> None:
@@ -76,10 +86,7 @@ def test_duplicate_delivery_fires_once(pipeline: Pipeline, target: HttpTarget) -
 
 
 def test_one_shot_job_completes_and_a_late_duplicate_does_not_fire(pipeline: Pipeline, target: HttpTarget) -> None:
-    due = pipeline.clock.now + timedelta(seconds=20)
-    pipeline.put_job("once", {"startTime": format_instant(due), "action": http_action(target.base_url)})
-    pipeline.clock.set(due)
-    [(_, message)] = pipeline.queue.take_visible()
+    _, message = fire_one_shot(pipeline, target, "once")
     assert pipeline.services.executor.execute(message).outcome is Outcome.SUCCEEDED
     job = pipeline.services.service.get_job(pipeline.job_ref("once"))
     assert (job.state, job.execution_count, job.next_execution_time) == ("Completed", 1, None)
@@ -223,10 +230,7 @@ def test_update_or_disable_between_dispatch_and_firing_never_fires_the_stale_def
 def test_worker_killed_mid_action_is_run_again_once_and_both_attempts_are_in_history(
     pipeline: Pipeline, target: HttpTarget
 ) -> None:
-    due = pipeline.clock.now + timedelta(seconds=20)
-    pipeline.put_job("k", {"startTime": format_instant(due), "action": http_action(target.base_url)})
-    pipeline.clock.set(due)
-    [(_, message)] = pipeline.queue.take_visible()
+    _, message = fire_one_shot(pipeline, target, "k")
     target.answer([200], delay=60)  # the first worker hangs inside the action
     worker = subprocess.Popen(
         [sys.executable, "-m", "tests.e2e.executor_worker", message.to_json()],
@@ -280,10 +284,7 @@ def test_the_watch_row_of_a_completed_attempt_is_gone_after_its_lease(pipeline: 
 def test_an_attempt_whose_worker_died_is_sent_again_by_the_watchdog_after_its_lease(
     pipeline: Pipeline, target: HttpTarget
 ) -> None:
-    due = pipeline.clock.now + timedelta(seconds=20)
-    pipeline.put_job("d", {"startTime": format_instant(due), "action": http_action(target.base_url)})
-    pipeline.clock.set(due)
-    [(_, message)] = pipeline.queue.take_visible()  # received by a worker that claims it, then dies
+    due, message = fire_one_shot(pipeline, target, "d")  # received by a worker that claims it, then dies
     job = pipeline.services.service.get_job(pipeline.job_ref("d"))
     claim_row = ClaimStore.row_key(due, "main", 0, "schedule")
     lease = timedelta(seconds=120)
