@@ -21,7 +21,6 @@ repeated counters write never counts an attempt twice.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import socket
@@ -33,12 +32,9 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from azure.core import MatchConditions
-from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
-
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.definitions import restore_secrets
+from scheduler_core.errors import EtagMismatchError
 from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimOutcome, ClaimStore, LostAttempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
@@ -46,7 +42,7 @@ from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.retry import RetryPolicy
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import history_row_key
-from scheduler_core.storage.tables import HistoryRecord, JobRecord, JobStore, Stores
+from scheduler_core.storage.tables import HistoryRecord, JobRecord, Stores
 
 log = logging.getLogger("scheduler_core.execute")
 
@@ -55,7 +51,6 @@ COUNTER_ATTEMPTS = 10
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
 #: Job entity property: the attempt keys whose counters were applied, newest last (JSON list).
-COUNTED = "Counted"
 #: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
 COUNTED_KEEP = 16
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
@@ -102,22 +97,13 @@ class Executor:
         self.sleep = sleep
         self.lease = lease
 
-    def _read_job(self, partition: str, row: str) -> tuple[JobRecord, list[str]] | None:
-        """The job and the attempts whose counters it holds (``Counted``)."""
-        try:
-            entity = self.stores.jobs.table.get_entity(partition, row)
-        except ResourceNotFoundError:
-            return None
-        counted = json.loads(entity.get(COUNTED) or "[]")
-        return self.stores.jobs._record(entity), [str(key) for key in counted]
-
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
         # Before the call too, storage errors are waited out: a message that failed here would stay hidden
         # for the queue's processing lease (10 minutes), its occurrence that much late.
-        loaded = durably("job read", lambda: self._read_job(message.job_partition, message.job_row))
+        loaded = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
         if loaded is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
-        job, counted = loaded
+        job = loaded
         if message.trigger != "manual":
             if job.generation != message.generation:
                 return ExecutionReport(Outcome.STALE, "job changed since dispatch")
@@ -140,7 +126,7 @@ class Executor:
             self.send(message.to_json(), max(1, math.ceil(wait.total_seconds()) + 1))
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
         if result.lost is not None:
-            if message.attempt_key in counted:
+            if message.attempt_key in job.counted:
                 # The lost holder ran the attempt and recorded it; only its claim was left open.
                 durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
@@ -165,7 +151,7 @@ class Executor:
         # From here on the call may have been delivered: every write retries through an outage.
         record = self._history(job, message, execution_id, outcome, claim.claimed_at, started, ended)
         durably("history", lambda: self.stores.history.add(job.ref, record))
-        self._follow_up(job, counted, message, outcome, RetryPolicy.from_action(main_action), ended)
+        self._follow_up(job, message, outcome, RetryPolicy.from_action(main_action), ended)
         durably("claim completion", lambda: self.claims.complete(claim, ended))
         return ExecutionReport(
             Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED, outcome.message, execution_id
@@ -237,7 +223,6 @@ class Executor:
     def _follow_up(
         self,
         job: JobRecord,
-        counted: list[str],
         message: ExecutionMessage,
         result: ActionResult,
         policy: RetryPolicy,
@@ -269,7 +254,7 @@ class Executor:
             final_state = "Faulted"
         if message.trigger == "manual":
             final_state = None  # an on-demand run never ends the job's schedule
-        self._update_counters(job, counted, message, result, faulted, final_state, now)
+        self._update_counters(job, message, result, faulted, final_state, now)
 
     def _send_watched(self, job: JobRecord, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
@@ -284,7 +269,6 @@ class Executor:
     def _update_counters(
         self,
         job: JobRecord,
-        counted: list[str],
         message: ExecutionMessage,
         result: ActionResult,
         faulted: bool,
@@ -292,12 +276,14 @@ class Executor:
         now: datetime,
     ) -> None:
         """Apply the attempt to the job's counters (and final state). The first try writes over the job as
-        read before the action (``job``, ``counted``): no second read when nothing changed it meanwhile."""
+        read before the action (``job``): no second read when nothing changed it meanwhile."""
         main = message.action == "main"
         key = message.attempt_key
-        current, applied = job, counted
+        current: JobRecord | None = job
         for _ in range(COUNTER_ATTEMPTS):
-            if key in applied:
+            if current is None:
+                return
+            if key in current.counted:
                 return  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
             changes: dict[str, Any] = {}
             if main:
@@ -315,20 +301,11 @@ class Executor:
                 )
             if not changes:
                 return
-            entity = JobStore.entity(replace(current, **changes))
-            entity[COUNTED] = json.dumps([*applied, key][-COUNTED_KEEP:])
+            updated = replace(current, **changes, counted=(*current.counted, key)[-COUNTED_KEEP:])
             try:
-                durably("counters", functools.partial(self._replace_job, entity, current.etag))
+                durably("counters", functools.partial(self.stores.jobs.save, updated, create=False, etag=current.etag))
                 return
-            except (ResourceModifiedError, ResourceNotFoundError):
+            except EtagMismatchError:
                 pass  # changed meanwhile (or by this write, whose answer was lost): read and decide again
-            loaded = durably("job read", lambda: self._read_job(job.ref.partition_key, job.ref.row_key))
-            if loaded is None:
-                return
-            current, applied = loaded
+            current = durably("job read", lambda: self.stores.jobs.get_by_keys(job.ref.partition_key, job.ref.row_key))
         log.error("job %s: counters not updated after %d attempts", job.ref.identity, COUNTER_ATTEMPTS)
-
-    def _replace_job(self, entity: dict[str, Any], etag: str) -> None:
-        self.stores.jobs.table.update_entity(
-            entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
-        )

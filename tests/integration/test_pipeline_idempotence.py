@@ -43,9 +43,9 @@ def test_counters_of_one_attempt_are_applied_once_however_often_they_are_written
     executor = pipeline.services.executor
     job = pipeline.services.service.get_job(pipeline.job_ref("c"))
     for _ in range(3):  # a write repeated after its answer was lost, or by a worker taking over
-        executor._update_counters(job, [], message, ActionResult(False, "500"), False, None, pipeline.clock())
+        executor._update_counters(job, message, ActionResult(False, "500"), False, None, pipeline.clock())
     other = ExecutionMessage(message.job_partition, message.job_row, message.generation, message.occurrence, attempt=1)
-    executor._update_counters(job, [], other, ActionResult(True, "200"), False, None, pipeline.clock())
+    executor._update_counters(job, other, ActionResult(True, "200"), False, None, pipeline.clock())
     stored = pipeline.services.service.get_job(pipeline.job_ref("c"))
     assert (stored.execution_count, stored.failure_count) == (2, 1)
 
