@@ -86,7 +86,6 @@ def executor_rate(action: dict[str, Any], name: str, count: int) -> float:
             generation=job.generation,
             occurrence=format_instant(base - timedelta(seconds=i + 2)),  # past: no early wait
             trigger="manual",
-            execution_id=uuid.uuid4().hex,
         )
         report = services.executor.execute(message)
         if report.outcome.value != "succeeded":

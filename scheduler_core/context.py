@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from azure.storage.queue import QueueClient
@@ -96,7 +96,6 @@ def build(
             occurrence=format_instant(now),
             trigger="manual",
         )
-        message = replace(message, execution_id=message.stable_execution_id())
         send_execution(message.to_json(), 0)
         dispatcher.watch(job, message, now)
 

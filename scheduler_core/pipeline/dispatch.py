@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
@@ -218,7 +218,6 @@ class Dispatcher:
                 missed=missed,
                 last=following is None,
             )
-            message = replace(message, execution_id=message.stable_execution_id())
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
             report.watches.append(self._watch_row(job, message, row.shard, occurrence + self.lease + self.grace))

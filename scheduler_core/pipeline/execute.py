@@ -236,7 +236,6 @@ class Executor:
                 attempt=message.attempt + 1,
                 trigger="retry" if message.trigger == "schedule" else message.trigger,
             )
-            retry = replace(retry, execution_id=retry.stable_execution_id())
             due = now + policy.delay(message.attempt)
             self._send_watched(job, retry, due, now)
         elif message.action == "main":
@@ -244,7 +243,6 @@ class Executor:
                 faulted = True
                 if job.properties.get("action", {}).get("errorAction"):
                     error = replace(message, action="error", attempt=0)
-                    error = replace(error, execution_id=error.stable_execution_id())
                     self._send_watched(job, error, now, now)
                 elif message.last:
                     final_state = "Faulted"

@@ -27,7 +27,6 @@ class ExecutionMessage:
     attempt: int = 0
     action: ActionKind = "main"
     trigger: Trigger = "schedule"
-    execution_id: str = ""
     missed: int = 0  # > 0: a late run standing for this many occurrences missed during downtime
     last: bool = False  # the last occurrence of its series (the job ends Completed or Faulted after it)
     v: int = VERSION
@@ -56,17 +55,14 @@ class ExecutionMessage:
 
     def stable_execution_id(self) -> str:
         """The execution id of this attempt: the same for every message and every delivery that names it
-        (a redelivery, a watchdog's re-send, a second scan's copy), so receivers can de-duplicate."""
-        return execution_id_of(f"{self.job_partition}|{self.job_row}", self)
+        (a redelivery, a watchdog's re-send, a second scan's copy), so receivers can de-duplicate: UUID
+        version 5 of the job and the attempt key, 32 hex digits. (Messages of earlier versions carried an
+        ``execution_id`` field; it is ignored.)"""
+        return uuid.uuid5(EXECUTION_ID_NAMESPACE, f"{self.job_partition}|{self.job_row}|{self.attempt_key}").hex
 
 
 #: Namespace of execution ids (UUID version 5 of the job identity and the attempt key).
 EXECUTION_ID_NAMESPACE = uuid.UUID("6f1c9a57-4c7e-4e0b-9d4e-2f7f5b7f0a11")
-
-
-def execution_id_of(job_identity: str, message: ExecutionMessage) -> str:
-    """The stable execution id of one attempt of one occurrence of one job (32 hex digits)."""
-    return uuid.uuid5(EXECUTION_ID_NAMESPACE, f"{job_identity}|{message.attempt_key}").hex
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ def test_a_claim_retried_after_its_answer_was_lost_is_still_this_callers(pipelin
 
 
 def test_the_execution_id_is_the_same_for_every_message_of_one_attempt() -> None:
-    one = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z", execution_id="a")
-    same = ExecutionMessage("p", "r", 2, "2030-01-01T00:00:00Z", execution_id="b", missed=3)
+    one = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z")
+    same = ExecutionMessage("p", "r", 2, "2030-01-01T00:00:00Z", missed=3)
     assert one.stable_execution_id() == same.stable_execution_id()
     retry = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z", attempt=1, trigger="retry")
     other_job = ExecutionMessage("p", "r2", 1, "2030-01-01T00:00:00Z")
