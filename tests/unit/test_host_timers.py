@@ -63,6 +63,8 @@ def test_a_run_missed_while_the_host_was_down_is_made_up_at_start_up_as_past_due
     store.save("yearly", ScheduleStatus(None, missed, missed - timedelta(seconds=10)))
     run_timer(timer_function(calls), store)
     assert wait_for(lambda: calls == [True])
+    # The status is written after the run returns: wait for it rather than race the timer's thread.
+    assert wait_for(lambda: (saved := store.load("yearly")) is not None and saved.last is not None)
     status = store.load("yearly")
     assert status is not None
     assert status.last == missed
