@@ -21,7 +21,7 @@ node_modules/.installed: package.json package-lock.json
 install: $(VENV)/.installed node_modules/.installed
 
 run: install
-	$(PY) -m scheduler_core.host run --azurite --init --port $(PORT) --azurite-ports $(AZURITE_PORTS)
+	$(PY) -m local_host run --azurite --init --port $(PORT) --azurite-ports $(AZURITE_PORTS)
 
 test: install
 	$(PY) -m pytest

@@ -33,10 +33,10 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
 from bench.common import azurite_settings, table
+from local_host.azurite import DEV_ACCOUNT, DEV_KEY
 from scheduler_core import context
 from scheduler_core.actions import ActionContext, ActionRunner
 from scheduler_core.actions.registry import default_runner
-from scheduler_core.host.azurite import DEV_ACCOUNT, DEV_KEY
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef

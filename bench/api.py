@@ -2,8 +2,8 @@
 
     .venv/bin/python -m bench.api [--jobs 2000] [--threads 8] [--collections N] [--in-process]
 
-Serves the function app the way ``make run`` does, in a process of its own (``python -m
-scheduler_core.host run``: HTTP, timers and queue pollers), on a private in-memory Azurite. Prints
+Serves the function app the way ``make run`` does, in a process of its own (``python -m local_host
+run``: HTTP, timers and queue pollers), on a private in-memory Azurite. Prints
 throughput and p50/p99 latency of API job PUTs (creates) and GETs from ``--threads`` client threads with
 keep-alive sessions, and of the same number of raw ``upsert_entity`` calls from this process with the same
 concurrency, and the ratio; then the latency of PUTs and GETs from 1 and 2 client threads, where the
@@ -28,9 +28,9 @@ import requests
 from azure.data.tables import TableServiceClient
 
 from bench.common import ROOT, azurite_settings, percentile, table, timed_calls
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 
 JOBS_PER_COLLECTION = 1000  # P20Premium
 HEADERS = [
@@ -74,7 +74,7 @@ def served(in_process: bool) -> Iterator[tuple[str, int]]:
         finally:
             host.stop()
         return
-    command = [sys.executable, "-m", "scheduler_core.host", "run", "--port", str(port)]
+    command = [sys.executable, "-m", "local_host", "run", "--port", str(port)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:

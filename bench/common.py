@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from local_host.azurite import Azurite  # noqa: E402
 from scheduler_core import context, settings  # noqa: E402
-from scheduler_core.host.azurite import Azurite  # noqa: E402
 from scheduler_core.storage.provision import provision  # noqa: E402
 
 

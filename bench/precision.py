@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 import requests
 
 from bench.common import ROOT, azurite_settings, percentile, table
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 from tests.support.http_target import http_target
 
 JC = "subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"

@@ -49,7 +49,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "",
         "Management API keys, stored as hashes: entries separated by ';', each "
         "'sha256:<hex digest of the key>' optionally followed by '@sub1,sub2' (subscription ids the key "
-        "may use; no suffix or '@*' = all). Create one with 'python -m scheduler_core.host keygen'.",
+        "may use; no suffix or '@*' = all). Create one with 'python -m local_host keygen'.",
     ),
     SettingSpec(
         "SCHEDULER_TABLE_PREFIX",

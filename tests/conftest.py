@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from local_host.app_index import AppIndex, index_app
+from local_host.azurite import Azurite
 from scheduler_core import settings
-from scheduler_core.host.app_index import AppIndex, index_app
-from scheduler_core.host.azurite import Azurite
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,8 @@ import pytest
 from azure.core.credentials import AccessToken
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
+from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite
 from scheduler_core.actions import ActionContext
-from scheduler_core.host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite
 from tests.support.amqp_broker import AmqpBroker, amqp_broker
 from tests.support.tls import TestCa
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from azure.storage.queue import AccountSasPermissions, ResourceTypes, generate_account_sas
 
+from local_host.azurite import DEV_ACCOUNT, DEV_KEY
 from scheduler_core.actions.storage_queue import StorageQueueSender, account_url
-from scheduler_core.host.azurite import DEV_ACCOUNT, DEV_KEY
 from tests.actions.conftest import AzuriteQueue, TestCredential, action_context
 from tests.support.http_target import http_target
 from tests.support.loopback_guard import resolved

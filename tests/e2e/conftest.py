@@ -14,9 +14,9 @@ from azure.core.pipeline import PipelineRequest
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.mgmt.scheduler import SchedulerManagementClient
 
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision
 from tests.e2e.pipeline_harness import Pipeline

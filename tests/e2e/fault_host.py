@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import context, settings
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""A real local host process (``python -m scheduler_core.host run``) for tests that kill or measure it."""
+"""A real local host process (``python -m local_host run``) for tests that kill or measure it."""
 
 from __future__ import annotations
 
@@ -10,20 +10,20 @@ from pathlib import Path
 
 import requests
 
-from scheduler_core.host.azurite import free_port
+from local_host.azurite import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_ALLOWANCE = 20.0  # seconds a host process may take to answer after it is started
 
 
 class HostProcess:
-    """``python -m scheduler_core.host run`` in a child process, with its output kept for failures."""
+    """``python -m local_host run`` in a child process, with its output kept for failures."""
 
     def __init__(self, env: dict[str, str], state_dir: Path, log: Path, *options: str) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._log = log.open("w")
-        command = [sys.executable, "-m", "scheduler_core.host", "run", "--port", str(self.port)]
+        command = [sys.executable, "-m", "local_host", "run", "--port", str(self.port)]
         command += ["--state-dir", str(state_dir), *options]
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.log = log

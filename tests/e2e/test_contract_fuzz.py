@@ -36,10 +36,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from local_host.azurite import Azurite, free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth, context, settings
 from scheduler_core.api import openapi
-from scheduler_core.host.azurite import Azurite, free_port
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.storage.provision import provision
 from tests.conftest import ROOT, sample_settings
 

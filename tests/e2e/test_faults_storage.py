@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core import context
-from scheduler_core.host.azurite import Azurite, AzuritePorts
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef

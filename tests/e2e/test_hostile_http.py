@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from local_host.azurite import free_port
+from local_host.hostjson import HostConfig
+from local_host.http_server import HttpLimits
+from local_host.runtime import LocalHost
 from scheduler_core import auth
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.hostjson import HostConfig
-from scheduler_core.host.http_server import HttpLimits
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision
 from tests.e2e import sample_app

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 import requests
 
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.hostjson import HostConfig, QueueOptions
-from scheduler_core.host.runtime import LocalHost
+from local_host.azurite import free_port
+from local_host.hostjson import HostConfig, QueueOptions
+from local_host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.clients import queue_client
 from tests.e2e import sample_app

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth, context
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision

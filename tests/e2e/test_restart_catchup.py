@@ -2,7 +2,7 @@
 start-up (as the Functions host does for a timer with ``use_monitor``), so a job due just after the restart
 fires at its second, not at the next minute's tick.
 
-Real processes: each host is ``python -m scheduler_core.host run`` against the session's Azurite; the
+Real processes: each host is ``python -m local_host run`` against the session's Azurite; the
 first is killed with SIGKILL (no clean shutdown), the second started from scratch.
 """
 

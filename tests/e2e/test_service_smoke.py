@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import auth
-from scheduler_core.host.azurite import free_port
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.settings import Settings
 from scheduler_core.storage.provision import provision
 from tests.conftest import sample_settings
@@ -93,7 +93,7 @@ def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key
     command = [
         sys.executable,
         "-m",
-        "scheduler_core.host",
+        "local_host",
         "run",
         "--azurite",
         "--in-memory",

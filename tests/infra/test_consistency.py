@@ -342,7 +342,7 @@ def test_docs_describe_the_deployment() -> None:
     for needle in (
         "azd up",
         "az deployment sub create",
-        "python -m scheduler_core.host keygen",
+        "python -m local_host keygen",
         "azure-mgmt-scheduler",
         "curl",
         "scripts/import_jobs.py",

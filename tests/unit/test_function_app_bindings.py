@@ -7,8 +7,8 @@ import json
 import azure.functions as func
 import pytest
 
-from scheduler_core.host.app_index import AppIndex
-from scheduler_core.host.routing import compile_route
+from local_host.app_index import AppIndex
+from local_host.routing import compile_route
 from tests.conftest import ROOT
 
 EXPECTED_HTTP = {

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from local_host.hostjson import load_host_json, parse_timespan
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.host.hostjson import load_host_json, parse_timespan
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from local_host.http_server import RequestHead
+from local_host.preflight import api_key_preflight
 from scheduler_core import auth
-from scheduler_core.host.http_server import RequestHead
-from scheduler_core.host.preflight import api_key_preflight
 
 KEY = auth.generate_key()
 CHECK = api_key_preflight(auth.parse_keys(auth.hash_entry(KEY, ["sub"])), ["management_api"], 1024)

@@ -11,8 +11,8 @@ from pathlib import Path
 import azure.functions as func
 import pytest
 
-from scheduler_core.host.app_index import TimerFunction, index_app
-from scheduler_core.host.timers import ScheduleStatus, ScheduleStatusStore, TimerRunner
+from local_host.app_index import TimerFunction, index_app
+from local_host.timers import ScheduleStatus, ScheduleStatusStore, TimerRunner
 
 YEARLY = "0 0 0 1 1 *"  # never comes round during a test
 

@@ -10,11 +10,11 @@ from urllib.parse import quote, unquote
 import azure.functions as func
 import pytest
 
+from local_host.app_index import AppIndex
+from local_host.routing import compile_route
 from scheduler_core.api import ApiRequest
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
 from scheduler_core.errors import NotFoundError, ValidationError
-from scheduler_core.host.app_index import AppIndex
-from scheduler_core.host.routing import compile_route
 
 JC = "subscriptions/sub1/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc"
 ROUTE = "subscriptions/{*resource}"
@@ -77,7 +77,7 @@ def functions_host_request(raw_target: str) -> func.HttpRequest:
 
 
 def local_host_request(raw_target: str) -> func.HttpRequest:
-    """The func.HttpRequest scheduler_core.host builds (its router, its URL: base URL + raw target)."""
+    """The func.HttpRequest the local host (local_host) builds (its router, its URL: base URL + raw target)."""
     match = compile_route(ROUTE, "api").pattern.match(raw_target.split("?", 1)[0].strip("/"))
     assert match is not None
     return func.HttpRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_core.host.routing import Router, compile_route
+from local_host.routing import Router, compile_route
 
 
 def test_literal_segments_match_case_insensitively() -> None:

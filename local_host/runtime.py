@@ -8,11 +8,11 @@ from types import TracebackType
 
 import azure.functions as func
 
-from scheduler_core.host.app_index import AppIndex, index_app
-from scheduler_core.host.hostjson import HostConfig, load_host_json
-from scheduler_core.host.http_server import HttpHost, HttpLimits, Preflight
-from scheduler_core.host.queues import QueuePoller
-from scheduler_core.host.timers import ScheduleStatusStore, TimerRunner
+from local_host.app_index import AppIndex, index_app
+from local_host.hostjson import HostConfig, load_host_json
+from local_host.http_server import HttpHost, HttpLimits, Preflight
+from local_host.queues import QueuePoller
+from local_host.timers import ScheduleStatusStore, TimerRunner
 
 
 class LocalHost:

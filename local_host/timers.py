@@ -23,11 +23,11 @@ from pathlib import Path
 from azure.functions.timer import TimerRequest
 from croniter import croniter
 
+from local_host.app_index import TimerFunction, resolve_setting_references
+from local_host.http_server import invoke
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.host.app_index import TimerFunction, resolve_setting_references
-from scheduler_core.host.http_server import invoke
 
-log = logging.getLogger("scheduler_core.host")
+log = logging.getLogger("local_host")
 
 #: A run that starts this much after its scheduled time is reported as past due, as the host does.
 PAST_DUE_AFTER = timedelta(seconds=1)

@@ -5,6 +5,6 @@ their routes, timer triggers on their NCRONTAB schedules, queue triggers with ho
 ``func start`` keeps working for users who have Core Tools; nothing in the app depends on this host.
 """
 
-from scheduler_core.host.runtime import LocalHost
+from local_host.runtime import LocalHost
 
 __all__ = ["LocalHost"]

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 
 import azure.functions as func
 
+from local_host.http_server import Preflight, RequestHead, arm_error
 from scheduler_core import auth
 from scheduler_core.errors import AuthenticationError, PayloadTooLargeError, SchedulerError
-from scheduler_core.host.http_server import Preflight, RequestHead, arm_error
 
 
 def _error(exc: SchedulerError) -> func.HttpResponse:

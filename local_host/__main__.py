@@ -1,7 +1,7 @@
-"""``python -m scheduler_core.host``: run the function app locally, without Azure Functions Core Tools.
+"""``python -m local_host``: run the function app locally, without Azure Functions Core Tools.
 
-python -m scheduler_core.host run [--azurite] [--port 7071]   serve the app (what ``make run`` does)
-python -m scheduler_core.host keygen [--subscriptions a,b]    make an API key and its settings entry
+python -m local_host run [--azurite] [--port 7071]   serve the app (what ``make run`` does)
+python -m local_host keygen [--subscriptions a,b]    make an API key and its settings entry
 """
 
 from __future__ import annotations
@@ -15,19 +15,19 @@ import sys
 import time
 from pathlib import Path
 
+from local_host.app_index import load_app
+from local_host.azurite import PROJECT_ROOT, Azurite, AzuritePorts
+from local_host.hostjson import load_host_json
+from local_host.http_server import HttpLimits
+from local_host.local_settings import apply_local_settings
+from local_host.preflight import api_key_preflight
+from local_host.runtime import LocalHost
 from scheduler_core import auth, settings
 from scheduler_core.api.handler import MAX_BODY_BYTES
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.host.app_index import load_app
-from scheduler_core.host.azurite import PROJECT_ROOT, Azurite, AzuritePorts
-from scheduler_core.host.hostjson import load_host_json
-from scheduler_core.host.http_server import HttpLimits
-from scheduler_core.host.local_settings import apply_local_settings
-from scheduler_core.host.preflight import api_key_preflight
-from scheduler_core.host.runtime import LocalHost
 from scheduler_core.storage.provision import provision
 
-log = logging.getLogger("scheduler_core.host")
+log = logging.getLogger("local_host")
 
 KEY_FILE = PROJECT_ROOT / ".run" / "api-key"
 
@@ -144,7 +144,7 @@ def keygen(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler_core.host", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m local_host", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
     run_parser = sub.add_parser("run", help="serve the function app locally")
     run_parser.add_argument("--root", default=str(PROJECT_ROOT), help="project root (host.json, function_app.py)")

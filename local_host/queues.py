@@ -26,13 +26,13 @@ from azure.storage.queue import (
     QueueMessage,
 )
 
+from local_host.app_index import QueueFunction, resolve_setting_references
+from local_host.hostjson import QueueOptions
+from local_host.http_server import invoke
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.host.app_index import QueueFunction, resolve_setting_references
-from scheduler_core.host.hostjson import QueueOptions
-from scheduler_core.host.http_server import invoke
 from scheduler_core.storage.names import POISON_SUFFIX
 
-log = logging.getLogger("scheduler_core.host")
+log = logging.getLogger("local_host")
 
 #: How long a fetched message stays invisible while its function runs (the host renews; we do not need to).
 PROCESSING_LEASE_SECONDS = 600

@@ -41,10 +41,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import azure.functions as func
 
-from scheduler_core.host.app_index import HttpFunction
-from scheduler_core.host.routing import Router
+from local_host.app_index import HttpFunction
+from local_host.routing import Router
 
-log = logging.getLogger("scheduler_core.host")
+log = logging.getLogger("local_host")
 
 #: The methods a route with no method list accepts are not limited; these are what ``Allow`` lists for it.
 STANDARD_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
