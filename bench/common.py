@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 from local_host.azurite import Azurite  # noqa: E402
 from scheduler_core import context, settings  # noqa: E402
-from scheduler_core.storage.provision import provision  # noqa: E402
+from scheduler_core.adapters.azure.provision import provision  # noqa: E402
 
 
 @contextmanager

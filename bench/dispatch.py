@@ -17,13 +17,16 @@ from datetime import UTC, datetime, timedelta
 
 from bench.common import azurite_settings, table, timed_calls
 from scheduler_core import context
+from scheduler_core.adapters.azure.tables import MAX_BATCH, TableDueIndex, TableJobs
+from scheduler_core.model import DueEntry, DueSlot, Job, JobState
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
-from scheduler_core.storage.tables import MAX_BATCH, DueIndexStore, DueRow, DueSlot, JobRecord, JobStore
 
 
 def seed(jobs: int, due: datetime) -> None:
     services = context.services()
     shards = services.settings.due_shards
+    job_store, due_index = services.stores.jobs, services.stores.due
+    assert isinstance(job_store, TableJobs) and isinstance(due_index, TableDueIndex)
     per_collection = 1000
     properties = {
         "startTime": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -31,33 +34,33 @@ def seed(jobs: int, due: datetime) -> None:
         "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
         "recurrence": {"frequency": "Hour", "interval": 1},
     }
-    due_rows: dict[str, list[DueRow]] = {}
+    due_rows: dict[str, list[DueEntry]] = {}
     for c in range(-(-jobs // per_collection)):
         collection = CollectionRef("bench", "rg", f"c{c}")
         batch = []
         for i in range(c * per_collection, min(jobs, (c + 1) * per_collection)):
             ref = JobRef(collection, f"job{i}")
             shard = shard_of(ref.identity, shards)
-            row = DueRow(shard, due_row_key(due, ref.identity, 1), ref.partition_key, ref.row_key, 1, due)
+            row = DueEntry(shard, due_row_key(due, ref.identity, 1), ref.partition_key, ref.row_key, 1, due)
             due_rows.setdefault(shard, []).append(row)
-            record = JobRecord(
+            record = Job(
                 ref=ref,
                 properties=properties,
                 secrets={},
-                state="Enabled",
+                state=JobState.ENABLED,
                 generation=1,
                 defined_at=due - timedelta(hours=1),
                 created_at=due - timedelta(hours=1),
                 next_execution_time=due,
                 due=DueSlot(shard, row.row_key),
             )
-            batch.append(("upsert", JobStore.entity(record)))
+            batch.append(("upsert", TableJobs.entity(record)))
         for start in range(0, len(batch), MAX_BATCH):
-            services.stores.jobs.table.submit_transaction(batch[start : start + MAX_BATCH])
+            job_store.table.submit_transaction(batch[start : start + MAX_BATCH])
     for _shard, rows in due_rows.items():
         for start in range(0, len(rows), MAX_BATCH):
-            ops = [("upsert", DueIndexStore._entity(r)) for r in rows[start : start + MAX_BATCH]]
-            services.stores.due.table.submit_transaction(ops)
+            ops = [("upsert", TableDueIndex._entity(r)) for r in rows[start : start + MAX_BATCH]]
+            due_index.table.submit_transaction(ops)
 
 
 def main() -> None:
@@ -79,7 +82,7 @@ def main() -> None:
         dispatch_seconds = time.perf_counter() - started
         fired = sum(r.fired for r in reports)
         assert fired == args.jobs, f"dispatched {fired} of {args.jobs}"
-        queue = services.executions
+        queue = services.executions.client
 
         def send(i: int) -> None:
             queue.send_message(f'{{"v":1,"raw":{i}}}', visibility_timeout=30)

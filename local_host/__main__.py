@@ -23,9 +23,9 @@ from local_host.local_settings import apply_local_settings
 from local_host.preflight import api_key_preflight
 from local_host.runtime import LocalHost
 from scheduler_core import auth, settings
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import MAX_BODY_BYTES
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.storage.provision import provision
 
 log = logging.getLogger("local_host")
 

@@ -13,21 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from azure.storage.queue import QueueClient
-
 from scheduler_core import auth, settings
 from scheduler_core.actions import ActionRunner
+from scheduler_core.adapters.azure import connect
+from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.api.handler import ApiContext
 from scheduler_core.identity import IdentityScope
-from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
-from scheduler_core.pipeline.dispatch import Dispatcher, Send
+from scheduler_core.model import CLAIM_LEASE, Job
+from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.ports import ExecutionQueue, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
-from scheduler_core.storage.clients import queue_client, table_service
-from scheduler_core.storage.names import CLAIMS_TABLE
-from scheduler_core.storage.tables import JobRecord, Stores
 
 _lock = threading.Lock()
 
@@ -42,8 +40,8 @@ def utcnow() -> datetime:
 class Services:
     settings: settings.Settings
     stores: Stores
-    scans: QueueClient
-    executions: QueueClient
+    scans: MessageQueue
+    executions: MessageQueue
     service: SchedulerService
     dispatcher: Dispatcher
     executor: Executor
@@ -55,23 +53,15 @@ def build(
     config: settings.Settings,
     clock: Clock = utcnow,
     runner: ActionRunner | None = None,
-    send_execution: Send | None = None,
+    send_execution: ExecutionQueue | None = None,
     sleep: Callable[[float], None] = time.sleep,
     claim_lease: timedelta = CLAIM_LEASE,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests."""
-    tables = table_service(config)
-    stores = Stores.from_service(tables, config)
-    scans = queue_client(config, config.scan_queue)
-    executions = queue_client(config, config.execution_queue)
-
-    def send_to_queue(text: str, visibility: int) -> None:
-        executions.send_message(text, visibility_timeout=visibility or None)
-
-    send_execution = send_execution or send_to_queue
-
-    claims = ClaimStore(tables.get_table_client(config.table_name(CLAIMS_TABLE)))
+    storage = connect(config)
+    stores, claims, scans, executions = storage.stores, storage.claims, storage.scans, storage.executions
+    send_execution = send_execution or executions.send
     dispatcher = Dispatcher(
         stores,
         send_execution,
@@ -87,7 +77,7 @@ def build(
         runner = default_runner(config)
     executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep, lease=claim_lease)
 
-    def request_run(job: JobRecord) -> None:
+    def request_run(job: Job) -> None:
         now = clock()
         message = ExecutionMessage(
             job_partition=job.ref.partition_key,
@@ -99,7 +89,7 @@ def build(
         send_execution(message.to_json(), 0)
         dispatcher.watch(job, message, now)
 
-    def due_soon(job: JobRecord) -> None:
+    def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())
 
     service = SchedulerService(

@@ -112,3 +112,28 @@ class ConfigurationError(SchedulerError):
     """A setting is missing or malformed. Raised at start-up, never to a client."""
 
     code = "ConfigurationError"
+
+
+class StorageError(SchedulerError):
+    """A store could not be reached or answered with an error the store does not map to a domain error
+    (:class:`AlreadyExistsError`, :class:`EtagMismatchError`). ``storage_status`` is the storage service's
+    HTTP status (None: no answer, the connection failed or timed out). Adapters raise it in place of their
+    SDK's exceptions (the foreign error is its ``__cause__``). A client sees a 500 as for any unexpected
+    failure; the pipeline retries it while it is :attr:`transient`."""
+
+    def __init__(self, message: str, storage_status: int | None = None) -> None:
+        super().__init__(message)
+        self.storage_status = storage_status
+
+    @property
+    def transient(self) -> bool:
+        """Whether trying again may help: no answer (connection error, timeout), 408, 429 or a 5xx."""
+        status = self.storage_status
+        return status is None or status in (408, 429) or status >= 500
+
+    @property
+    def surely_not_applied(self) -> bool:
+        """Whether the store certainly refused the request (a 4xx other than 408 and 429), as opposed to a
+        failure after which a write may have landed."""
+        status = self.storage_status
+        return status is not None and 400 <= status < 500 and status not in (408, 429)

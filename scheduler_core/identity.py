@@ -1,5 +1,5 @@
-"""The function app's own identity: the credential for actions that carry no key (managed identity),
-created on first use, and :class:`IdentityScope`, the hosts that identity may ever be presented to.
+"""Where the function app's own identity may go: :class:`IdentityScope`, the hosts that identity may ever
+be presented to (the credential itself is built by ``scheduler_core.adapters.azure.credentials``).
 
 The rule: a Storage queue action without ``sasToken`` and a Service Bus action without ``sasKey``
 authenticate as the function app, whose token opens every queue and namespace the app has a role on. So
@@ -11,14 +11,13 @@ as ``evil.example.com``, ``169.254.169.254``, ``10.0.0.4``) is refused: with a 4
 the job is written, and again, without connecting, when it runs. A job's own SAS key or token may go to
 the host the job names; only the app's identity is restricted.
 
-This module imports no Azure SDK at import time (the definitions layer uses :class:`IdentityScope`).
+This module imports no Azure SDK (the definitions layer uses :class:`IdentityScope`).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -32,34 +31,9 @@ from scheduler_core.endpoints import (
 )
 
 if TYPE_CHECKING:
-    from azure.core.credentials import TokenCredential
-
     from scheduler_core.settings import Settings
 
-__all__ = ["HostRule", "IdentityScope", "LazyCredential", "normal_host"]
-
-
-class LazyCredential:
-    """Builds the credential once, on first use: ``factory()`` or, by default, ``DefaultAzureCredential``
-    (unless a ready ``credential`` is given)."""
-
-    def __init__(
-        self, factory: Callable[[], TokenCredential] | None = None, credential: TokenCredential | None = None
-    ) -> None:
-        self._factory = factory
-        self._credential: TokenCredential | None = credential
-        self._lock = threading.Lock()
-
-    def get(self) -> TokenCredential:
-        with self._lock:
-            if self._credential is None:
-                if self._factory is None:
-                    from azure.identity import DefaultAzureCredential
-
-                    self._credential = DefaultAzureCredential()
-                else:
-                    self._credential = self._factory()
-            return self._credential
+__all__ = ["HostRule", "IdentityScope", "normal_host"]
 
 
 # ------------------------------------------------------------------------------ where it may go

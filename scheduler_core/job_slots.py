@@ -35,8 +35,9 @@ from datetime import datetime, timedelta
 
 from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import ConflictError, EtagMismatchError
+from scheduler_core.model import JobCollection
+from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef
-from scheduler_core.storage.tables import CollectionRecord, Stores
 
 log = logging.getLogger("scheduler_core.job_slots")
 
@@ -59,7 +60,7 @@ class _SlotRound:
     """Creates of one collection that share one reservation write. Member ``i`` got a slot when
     ``i < granted``; ``changed`` means the collection is no longer the one they validated against."""
 
-    collection: CollectionRecord
+    collection: JobCollection
     limits: CollectionSpec
     members: int = 0
     granted: int = 0
@@ -83,18 +84,18 @@ class JobSlots:
     def __init__(self, stores: Stores, clock: Clock) -> None:
         self.stores = stores
         self.clock = clock
-        self._records: dict[str, CollectionRecord] = {}  # the last collection row this instance wrote
+        self._records: dict[str, JobCollection] = {}  # the last collection row this instance wrote
         self._prefetched: dict[str, _Prefetched] = {}
         self._rounds: dict[str, _SlotRound] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def known(self, ref: CollectionRef) -> CollectionRecord | None:
+    def known(self, ref: CollectionRef) -> JobCollection | None:
         """The collection as this instance last wrote its counter (creates may start from it unread: the
         reservation write proves it current, or a prefetched slot bounds its age)."""
         return self._records.get(ref.identity)
 
-    def reserve(self, collection: CollectionRecord, limits: CollectionSpec) -> bool | None:
+    def reserve(self, collection: JobCollection, limits: CollectionSpec) -> bool | None:
         """Take a slot for one new job of ``collection`` (validated against ``limits``): True when taken,
         False when the collection is full, None when the collection changed (re-read it, check again)."""
         key = collection.ref.identity
@@ -155,14 +156,14 @@ class JobSlots:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def _reserve(self, collection: CollectionRecord, limits: CollectionSpec, wanted: int) -> tuple[int, bool]:
+    def _reserve(self, collection: JobCollection, limits: CollectionSpec, wanted: int) -> tuple[int, bool]:
         """One guarded write that takes ``wanted`` slots (or what is left) plus any prefetch, and returns
         unused prefetched slots: (slots granted to the round, whether the collection changed)."""
         key = collection.ref.identity
         with self._guard:
             stale = self._prefetched.pop(key, None)
         returned = stale.free if stale is not None else 0
-        current: CollectionRecord | None = self._records.get(key, collection)
+        current: JobCollection | None = self._records.get(key, collection)
         fresh = False  # whether ``current`` was read just now (a cached row may be behind other instances)
         for _ in range(COUNTER_ATTEMPTS):
             if current is None:

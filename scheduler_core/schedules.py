@@ -5,22 +5,22 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from scheduler_core.model import Job, JobState
 from scheduler_core.recurrence import CompiledSchedule, compile_schedule, parse_recurrence, parse_start_time
-from scheduler_core.storage.tables import JobRecord
 
 
-def schedule_of(job: JobRecord) -> CompiledSchedule:
+def schedule_of(job: Job) -> CompiledSchedule:
     """The compiled schedule of a stored job (its definition was validated when it was written)."""
     recurrence = parse_recurrence(job.properties.get("recurrence"))
     start = parse_start_time(job.properties.get("startTime"), recurrence)
     return compile_schedule(start, recurrence, job.defined_at)
 
 
-def with_next_execution(job: JobRecord, now: datetime) -> JobRecord:
+def with_next_execution(job: Job, now: datetime) -> Job:
     """``job`` with ``next_execution_time`` as of ``now``: the first occurrence not yet fired, or none
     when the job is not enabled or its series is over. (The dispatcher does not rewrite jobs as it
     advances them, so this is computed when a job is read.)"""
-    if job.state != "Enabled":
+    if job.state != JobState.ENABLED:
         return replace(job, next_execution_time=None)
     return replace(job, next_execution_time=next_unrun(schedule_of(job), now, job.last_execution_time))
 

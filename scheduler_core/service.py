@@ -17,8 +17,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from azure.core.exceptions import HttpResponseError
-
 from scheduler_core import definitions, job_slots
 from scheduler_core.definitions import CollectionSpec, JobSpec
 from scheduler_core.errors import (
@@ -28,27 +26,20 @@ from scheduler_core.errors import (
     PreconditionFailedError,
     QuotaExceededError,
     SchedulerError,
+    StorageError,
     ValidationError,
     WriteRaceError,
 )
 from scheduler_core.identity import IdentityScope
 from scheduler_core.job_slots import JobSlots
+from scheduler_core.model import CollectionState, DueEntry, DueSlot, HistoryEntry, Job, JobCollection, JobState
+from scheduler_core.ports import Stores
 from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import next_unrun, with_next_execution
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
-from scheduler_core.storage.tables import (
-    DELETED,
-    CollectionRecord,
-    DueRow,
-    DueSlot,
-    HistoryRecord,
-    JobRecord,
-    Stores,
-)
 
 log = logging.getLogger("scheduler_core.service")
 
-FINAL_STATES = frozenset({"Completed", "Faulted"})
 #: How long after the last write of a collection's job counter another instance may still create jobs
 #: with slots it reserved ahead, plus a margin for clocks and for job writes in flight.
 DELETE_SETTLE = timedelta(seconds=job_slots.PREFETCH_TTL + 2)
@@ -71,8 +62,8 @@ SERIES_FIELDS = ("frequency", "interval", "schedule", "timeZone")
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
-RunRequest = Callable[[JobRecord], None]
-DueSoon = Callable[[JobRecord], None]
+RunRequest = Callable[[Job], None]
+DueSoon = Callable[[Job], None]
 
 
 def _utcnow() -> datetime:
@@ -100,8 +91,7 @@ def _surely_not_written(error: BaseException) -> bool:
     failure after which the write may have landed (a cut connection, a timeout, a 5xx)."""
     if isinstance(error, WriteRaceError):
         return True
-    status = getattr(error, "status_code", None) if isinstance(error, HttpResponseError) else None
-    return status is not None and 400 <= status < 500 and status not in (408, 429)
+    return isinstance(error, StorageError) and error.surely_not_applied
 
 
 def check_if_match(etag: str | None, if_match: str | None, what: str) -> None:
@@ -140,21 +130,21 @@ class SchedulerService:
 
     # ------------------------------------------------------------------------------------- collections
 
-    def get_collection(self, ref: CollectionRef) -> CollectionRecord:
+    def get_collection(self, ref: CollectionRef) -> JobCollection:
         record = self.stores.collections.get(ref)
         if record is None or record.deleting:
             raise _collection_not_found(ref)
         return record
 
-    def list_collections(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
+    def list_collections(self, subscription: str, resource_group: str | None = None) -> list[JobCollection]:
         return [c for c in self.stores.collections.list(subscription, resource_group) if not c.deleting]
 
     def put_collection(
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
-    ) -> tuple[CollectionRecord, bool]:
+    ) -> tuple[JobCollection, bool]:
         spec = definitions.parse_collection(body, name=ref.name)
 
-        def attempt() -> tuple[CollectionRecord, bool]:
+        def attempt() -> tuple[JobCollection, bool]:
             existing = self.stores.collections.get(ref)
             if existing is not None and existing.deleting:
                 raise ConflictError(
@@ -167,8 +157,8 @@ class SchedulerService:
 
     def patch_collection(
         self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
-    ) -> CollectionRecord:
-        def attempt() -> CollectionRecord:
+    ) -> JobCollection:
+        def attempt() -> JobCollection:
             existing = self.get_collection(ref)
             check_if_match(existing.etag, if_match, "job collection")
             current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
@@ -178,8 +168,8 @@ class SchedulerService:
         return self._retrying(f"job collection '{ref.name}'", if_match, attempt)
 
     def _save_collection(
-        self, ref: CollectionRef, spec: CollectionSpec, existing: CollectionRecord | None
-    ) -> CollectionRecord:
+        self, ref: CollectionRef, spec: CollectionSpec, existing: JobCollection | None
+    ) -> JobCollection:
         if spec.sku == "Free" and (existing is None or existing.properties["sku"]["name"] != "Free"):
             others = [c for c in self.list_collections(ref.subscription) if c.properties["sku"]["name"] == "Free"]
             if len(others) >= MAX_FREE_COLLECTIONS:
@@ -189,7 +179,7 @@ class SchedulerService:
                 )
         if existing is not None:
             self._check_jobs_fit(ref, spec)
-        record = CollectionRecord(
+        record = JobCollection(
             ref=existing.ref if existing else ref,
             location=spec.location,
             tags=spec.tags,
@@ -200,7 +190,11 @@ class SchedulerService:
         )
         saved = self.stores.collections.save(record, create=existing is None)
         self.slots.forget(saved.ref)
-        if existing is not None and existing.state != spec.state and spec.state in ("Enabled", "Disabled"):
+        if (
+            existing is not None
+            and existing.state != spec.state
+            and spec.state in (CollectionState.ENABLED, CollectionState.DISABLED)
+        ):
             self._set_jobs_state(saved.ref, spec.state)
         return saved
 
@@ -224,14 +218,14 @@ class SchedulerService:
         again once those slots have expired; then the collection row goes. A deletion stopped half-way
         (the process died) is finished by the next DELETE, or by the daily cleanup."""
 
-        def mark() -> tuple[CollectionRecord, datetime | None]:
+        def mark() -> tuple[JobCollection, datetime | None]:
             existing = self.stores.collections.get(ref)
             if existing is None:
                 raise _collection_not_found(ref)
             if existing.deleting:  # a deletion that stopped half-way: finish it
                 return existing, existing.modified_at
             check_if_match(existing.etag, if_match, "job collection")
-            marked = replace(existing, properties={**existing.properties, "state": DELETED})
+            marked = replace(existing, properties={**existing.properties, "state": CollectionState.DELETED})
             return self.stores.collections.save(marked, create=False), existing.modified_at
 
         existing, last_write = self._retrying(f"job collection '{ref.name}'", if_match, mark)
@@ -250,7 +244,7 @@ class SchedulerService:
     def set_collection_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are)."""
 
-        def attempt() -> CollectionRecord:
+        def attempt() -> JobCollection:
             existing = self.get_collection(ref)
             properties = {**existing.properties, "state": state}
             return self.stores.collections.save(replace(existing, properties=properties), create=False)
@@ -261,12 +255,12 @@ class SchedulerService:
 
     def _set_jobs_state(self, ref: CollectionRef, state: str) -> None:
         for job in self.stores.jobs.list(ref):
-            if job.state in FINAL_STATES or job.state == state:
+            if job.state.final or job.state == state:
                 continue
 
             def attempt(job_ref: JobRef = job.ref) -> None:
                 current = self.stores.jobs.get(job_ref)
-                if current is None or current.state in FINAL_STATES or current.state == state:
+                if current is None or current.state.final or current.state == state:
                     return
                 properties = {**current.properties, "state": state}
                 self._write_job(current.ref, self._spec_of(replace(current, properties=properties)), current)
@@ -279,22 +273,22 @@ class SchedulerService:
     def _job_not_found(ref: JobRef) -> NotFoundError:
         return NotFoundError(f"job '{ref.name}' was not found in job collection '{ref.collection.name}'")
 
-    def _stored_job(self, ref: JobRef) -> JobRecord:
+    def _stored_job(self, ref: JobRef) -> Job:
         record = self.stores.jobs.get(ref)
         if record is None:
             raise self._job_not_found(ref)
         return record
 
-    def get_job(self, ref: JobRef) -> JobRecord:
+    def get_job(self, ref: JobRef) -> Job:
         """The job with its status as of now (next execution time computed from its schedule)."""
         return with_next_execution(self._stored_job(ref), self.clock())
 
-    def list_jobs(self, ref: CollectionRef) -> list[JobRecord]:
+    def list_jobs(self, ref: CollectionRef) -> list[Job]:
         collection = self.get_collection(ref)
         now = self.clock()
         return [with_next_execution(job, now) for job in self.stores.jobs.list(collection.ref)]
 
-    def put_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[JobRecord, bool]:
+    def put_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[Job, bool]:
         """Create or replace a job. Returns the stored job and whether it was created.
 
         A create costs three storage round trips: the ETag-guarded reservation on the collection row
@@ -305,7 +299,7 @@ class SchedulerService:
         ref = JobRef(collection.ref, ref.name)
         first = True
 
-        def attempt() -> tuple[JobRecord, bool]:
+        def attempt() -> tuple[Job, bool]:
             nonlocal collection, first
             # Hot path: most PUTs create, so the first attempt does not read the job; a create that finds
             # the job exists (or a full collection) starts over and reads it.
@@ -341,13 +335,13 @@ class SchedulerService:
 
         return self._retrying(f"job '{ref.name}'", if_match, attempt)
 
-    def patch_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> JobRecord:
+    def patch_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> Job:
         """Merge ``body`` into the stored job (JSON merge semantics) and store the result."""
         collection = self.get_collection(ref.collection)
         ref = JobRef(collection.ref, ref.name)
         limits = self._collection_spec(collection)
 
-        def attempt() -> JobRecord:
+        def attempt() -> Job:
             existing = self._stored_job(ref)
             check_if_match(existing.etag, if_match, "job")
             self._refuse_final(existing)
@@ -380,7 +374,7 @@ class SchedulerService:
             raise SchedulerError("running jobs on demand is not available in this deployment")
         self._request_run(job)
 
-    def list_history(self, ref: JobRef) -> list[HistoryRecord]:
+    def list_history(self, ref: JobRef) -> list[HistoryEntry]:
         job = self._stored_job(ref)
         return list(self.stores.history.list(job.ref))
 
@@ -407,20 +401,20 @@ class SchedulerService:
         raise ConflictError(f"{what} is being changed by many requests at the same time; retry")
 
     @staticmethod
-    def _refuse_final(existing: JobRecord | None) -> None:
-        if existing is not None and existing.state in FINAL_STATES:
+    def _refuse_final(existing: Job | None) -> None:
+        if existing is not None and existing.state.final:
             raise ConflictError(
                 f"job '{existing.ref.name}' is {existing.state}; a finished job cannot be updated, only deleted"
             )
 
     @staticmethod
-    def _spec_of(job: JobRecord) -> JobSpec:
+    def _spec_of(job: Job) -> JobSpec:
         return definitions.parse_job(
             {"properties": definitions.restore_secrets(job.properties, job.secrets)}, validate_limits=False
         )
 
     @staticmethod
-    def _collection_spec(collection: CollectionRecord) -> CollectionSpec:
+    def _collection_spec(collection: JobCollection) -> CollectionSpec:
         body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
         return definitions.parse_collection(body, name=collection.ref.name)
 
@@ -477,9 +471,9 @@ class SchedulerService:
         self,
         ref: JobRef,
         spec: JobSpec,
-        existing: JobRecord | None,
+        existing: Job | None,
         not_written: Callable[[], None] | None = None,
-    ) -> JobRecord:
+    ) -> Job:
         """Store ``spec`` as the next generation of the job (its due-index row first, then the job row,
         guarded by ``existing``'s ETag, or as a create).
 
@@ -495,14 +489,14 @@ class SchedulerService:
         series = _series(existing.properties) if existing is not None else None
         keeps_series = existing is not None and series is not None and series == _series(spec.properties)
         defined_at = existing.defined_at if existing is not None and keeps_series else now
-        state = spec.state
+        state = JobState(spec.state)
         next_time = None
-        if state == "Enabled":
+        if state == JobState.ENABLED:
             last_run = existing.last_execution_time if existing is not None and keeps_series else None
             next_time = next_unrun(compile_schedule(spec.start_time, spec.recurrence, defined_at), now, last_run)
             if next_time is None:
-                state = "Completed"
-        record = JobRecord(
+                state = JobState.COMPLETED
+        record = Job(
             ref=ref,
             properties={**spec.properties, "state": state},
             secrets=dict(spec.secrets),
@@ -516,7 +510,7 @@ class SchedulerService:
             last_execution_time=existing.last_execution_time if existing else None,
             counted=existing.counted if existing else (),
             next_execution_time=next_time,
-            ended_at=now if state in FINAL_STATES else None,
+            ended_at=now if state.final else None,
         )
         due: DueSlot | None = None
         try:
@@ -524,7 +518,7 @@ class SchedulerService:
                 shard = shard_of(ref.identity, self.shards)
                 row_key = due_row_key(next_time, ref.identity, generation)
                 due = DueSlot(shard, row_key)
-                self.stores.due.put(DueRow(shard, row_key, ref.partition_key, ref.row_key, generation, next_time))
+                self.stores.due.put(DueEntry(shard, row_key, ref.partition_key, ref.row_key, generation, next_time))
             record = replace(record, due=due)
             saved = self.stores.jobs.save(record, create=existing is None, etag=existing.etag if existing else None)
         except BaseException as error:
@@ -549,7 +543,7 @@ class SchedulerService:
             self._quietly(lambda: due_soon(saved), "immediate dispatch")
         return saved
 
-    def _landed(self, record: JobRecord) -> bool | None:
+    def _landed(self, record: Job) -> bool | None:
         """After a write failed in a way that may have landed: whether the job now holds ``record``'s
         generation and definition (None: storage cannot be read to tell)."""
         try:

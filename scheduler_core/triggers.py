@@ -17,10 +17,7 @@ def on_dispatch_tick(past_due: bool = False) -> int:
     if past_due:
         log.warning("dispatch tick is past due; missed occurrences are picked up by the scans (coalesced)")
 
-    def send_scan(text: str) -> None:
-        s.scans.send_message(text)
-
-    return s.dispatcher.tick(send_scan, s.clock())
+    return s.dispatcher.tick(s.scans.send, s.clock())
 
 
 def on_scan(body: bytes) -> None:

@@ -17,7 +17,7 @@ from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import OutboundPolicy, Resolver, system_resolver
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
-from scheduler_core.identity import LazyCredential
+from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.settings import Settings
 
 

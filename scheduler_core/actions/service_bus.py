@@ -57,10 +57,11 @@ from azure.servicebus.exceptions import (
 
 from scheduler_core.actions.base import ActionContext, ActionResult
 from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.definitions import parse_duration
 from scheduler_core.endpoints import DEFAULT_SERVICE_BUS_ENDPOINT, Namespace, namespace_endpoint
 from scheduler_core.errors import ValidationError
-from scheduler_core.identity import IdentityScope, LazyCredential
+from scheduler_core.identity import IdentityScope
 from scheduler_core.recurrence import parse_instant
 
 log = logging.getLogger("scheduler_core.actions.service_bus")

@@ -48,8 +48,9 @@ from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
 from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.endpoints import DEFAULT_STORAGE_QUEUE_ENDPOINT, account_url
-from scheduler_core.identity import IdentityScope, LazyCredential
+from scheduler_core.identity import IdentityScope
 from scheduler_core.recurrence import format_instant
 
 MESSAGE_FORMATS = ("envelope", "base64", "text")

@@ -17,6 +17,7 @@ from scheduler_core.errors import (
     MethodNotAllowedError,
     PayloadTooLargeError,
     SchedulerError,
+    StorageError,
     ValidationError,
 )
 from scheduler_core.service import SchedulerService
@@ -50,11 +51,12 @@ class ManagementApi:
         request_id = str(uuid.uuid4())
         try:
             response = self._handle(request)
-        except SchedulerError as exc:
-            response = ApiResponse.error(exc)
-        except Exception:
-            log.exception("request %s: %s failed", request_id, request.method)
-            response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
+        except Exception as exc:
+            if isinstance(exc, SchedulerError) and not isinstance(exc, StorageError):
+                response = ApiResponse.error(exc)
+            else:  # a bug, or storage that failed: logged with its cause, answered without details
+                log.exception("request %s: %s failed", request_id, request.method)
+                response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
         response.headers["x-ms-request-id"] = request_id
         correlation = request.header("x-ms-correlation-request-id") or request_id
         response.headers.setdefault("x-ms-correlation-request-id", correlation)

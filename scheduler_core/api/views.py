@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_core import definitions
+from scheduler_core.model import HistoryEntry, HistoryStatus, Job, JobCollection, JobState
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import JobRef
-from scheduler_core.storage.tables import CollectionRecord, HistoryRecord, JobRecord
 
 COLLECTION_TYPE = "Microsoft.Scheduler/jobCollections"
 JOB_TYPE = "Microsoft.Scheduler/jobCollections/jobs"
 HISTORY_TYPE = "Microsoft.Scheduler/jobCollections/jobs/history"
 
-JOB_STATES = ("Enabled", "Disabled", "Faulted", "Completed")
-EXECUTION_STATUSES = ("Completed", "Failed", "Postponed")
+JOB_STATES = (JobState.ENABLED, JobState.DISABLED, JobState.FAULTED, JobState.COMPLETED)
+EXECUTION_STATUSES = tuple(HistoryStatus)
 
 
-def collection(record: CollectionRecord) -> dict[str, Any]:
+def collection(record: JobCollection) -> dict[str, Any]:
     return {
         "id": record.ref.resource_id,
         "type": COLLECTION_TYPE,
@@ -28,7 +28,7 @@ def collection(record: CollectionRecord) -> dict[str, Any]:
     }
 
 
-def job(record: JobRecord) -> dict[str, Any]:
+def job(record: Job) -> dict[str, Any]:
     return {
         "id": record.ref.resource_id,
         "type": JOB_TYPE,
@@ -37,7 +37,7 @@ def job(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def history(ref: JobRef, row: HistoryRecord) -> dict[str, Any]:
+def history(ref: JobRef, row: HistoryEntry) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "startTime": format_instant(row.start_time),
         "actionName": row.action_name,

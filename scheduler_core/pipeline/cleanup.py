@@ -8,8 +8,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_core.pipeline.claims import ClaimStore
-from scheduler_core.storage.tables import JobRecord, Stores
+from scheduler_core.model import Job
+from scheduler_core.ports import Claims, Stores
 
 log = logging.getLogger("scheduler_core.cleanup")
 
@@ -31,11 +31,11 @@ class CleanupReport:
     claims_removed: int = 0
 
 
-def cleanup(stores: Stores, now: datetime, claims: ClaimStore | None = None) -> CleanupReport:
+def cleanup(stores: Stores, now: datetime, claims: Claims | None = None) -> CleanupReport:
     """One pass over every job of every collection (``claims``: the execution claims to trim too)."""
     report = CleanupReport()
 
-    def remove(job: JobRecord, *, any_version: bool = False) -> bool:
+    def remove(job: Job, *, any_version: bool = False) -> bool:
         """Remove the job's rows; True when this pass removed the job row itself (only then may its slot
         under maxJobCount be given back: a client's DELETE racing with the cleanup gives it back instead)."""
         removed = stores.remove_job(job, any_version=any_version)

@@ -32,12 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimStore
+from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState, claim_key
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import SEPARATOR, due_row_key, format_due, shard_of
-from scheduler_core.storage.tables import WATCH, DueRow, JobRecord, Stores
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -47,7 +47,7 @@ ABANDONED_AFTER = timedelta(minutes=2)
 #: Queue messages can be delayed by at most 7 days (Azure Storage queues).
 MAX_VISIBILITY = timedelta(days=7)
 
-Send = Callable[[str, int], None]  # (message text, visibility timeout in whole seconds)
+Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 
 #: A watch row is due this long after the lease it watches would end (clock skew between instances).
 WATCH_GRACE = timedelta(seconds=5)
@@ -76,8 +76,8 @@ class ScanReport:
     retries: int = 0
     rescued: int = 0  # attempts sent again because their worker died (watchdog)
     deleted: list[tuple[str, str]] = field(default_factory=list)
-    moves: list[tuple[str, DueRow | None]] = field(default_factory=list)
-    watches: list[DueRow] = field(default_factory=list)
+    moves: list[tuple[str, DueEntry | None]] = field(default_factory=list)
+    watches: list[DueEntry] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -94,7 +94,7 @@ class Dispatcher:
         send: Send,
         shards: int,
         lookahead: timedelta,
-        claims: ClaimStore,
+        claims: Claims,
         lease: timedelta = CLAIM_LEASE,
         grace: timedelta = WATCH_GRACE,
     ) -> None:
@@ -135,25 +135,25 @@ class Dispatcher:
         )
         return report
 
-    def _jobs_of(self, rows: list[DueRow]) -> dict[tuple[str, str], JobRecord]:
+    def _jobs_of(self, rows: list[DueEntry]) -> dict[tuple[str, str], Job]:
         """The jobs the rows name, read a partition (collection) at a time."""
         wanted: dict[str, set[str]] = {}
         for row in rows:
             if row.kind != WATCH:  # a watch row reads its job only when its attempt is not done
                 wanted.setdefault(row.job_partition, set()).add(row.job_row)
-        jobs: dict[tuple[str, str], JobRecord] = {}
+        jobs: dict[tuple[str, str], Job] = {}
         for partition, keys in wanted.items():
             for key, job in self.stores.jobs.get_many(partition, keys).items():
                 jobs[(partition, key)] = job
         return jobs
 
-    def dispatch_job(self, job: JobRecord, now: datetime) -> ScanReport:
+    def dispatch_job(self, job: Job, now: datetime) -> ScanReport:
         """Dispatch a job's row right away (a job written with an occurrence inside the lookahead window
         would otherwise wait for the next tick and fire late)."""
         report = ScanReport(job.due.shard if job.due else "")
         if job.due is None or job.next_execution_time is None:
             return report
-        row = DueRow(
+        row = DueEntry(
             job.due.shard,
             job.due.row_key,
             job.ref.partition_key,
@@ -170,13 +170,13 @@ class Dispatcher:
             self.stores.due.advance(report.shard, report.moves, report.watches)
         self.stores.due.delete_many(report.deleted)
 
-    def _dispatch_row(self, row: DueRow, now: datetime, report: ScanReport, job: JobRecord | None) -> None:
+    def _dispatch_row(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
         if row.kind == WATCH:
             self._check_watch(row, now, report)
             return
         if row.message is not None:  # a long-delayed retry parked in the index
-            if job is not None and job.generation == row.generation and job.state == "Enabled":
+            if job is not None and job.generation == row.generation and job.state == JobState.ENABLED:
                 self.send(row.message, visibility_seconds(row.due, now))
                 report.retries += 1
             report.deleted.append((row.shard, row.row_key))
@@ -187,13 +187,13 @@ class Dispatcher:
                 report.stale += 1
                 report.deleted.append((row.shard, row.row_key))
             return
-        if row.generation != job.generation or job.state != "Enabled":
+        if row.generation != job.generation or job.state != JobState.ENABLED:
             report.stale += 1
             report.deleted.append((row.shard, row.row_key))
             return
         self._fire(job, row, now, report)
 
-    def _fire(self, job: JobRecord, row: DueRow, now: datetime, report: ScanReport) -> None:
+    def _fire(self, job: Job, row: DueEntry, now: datetime, report: ScanReport) -> None:
         """Send the row's occurrence, and any following ones that fall inside this scan's window (after a
         late or coalesced run the next occurrence may be near), then move the row past them."""
         schedule = schedule_of(job)
@@ -228,23 +228,23 @@ class Dispatcher:
         new_row = None
         if following is not None:
             key = due_row_key(following, job.ref.identity, job.generation)
-            new_row = DueRow(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
+            new_row = DueEntry(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
         report.moves.append((row.row_key, new_row))
 
-    def park_retry(self, job: JobRecord, message: ExecutionMessage, due: datetime) -> None:
+    def park_retry(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Keep a retry whose delay is longer than a queue allows in the due index until it is near."""
         shard = shard_of(job.ref.identity, self.shards)
         key = due_row_key(due, job.ref.identity, job.generation) + f"|retry{message.attempt}{message.action}"
-        row = DueRow(shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json())
+        row = DueEntry(
+            shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json()
+        )
         self.stores.due.put(row)
 
     # -------------------------------------------------------------------------------------------- watchdog
 
-    def _watch_row(
-        self, job: JobRecord, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0
-    ) -> DueRow:
+    def _watch_row(self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0) -> DueEntry:
         key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
-        return DueRow(
+        return DueEntry(
             shard,
             key,
             job.ref.partition_key,
@@ -256,30 +256,30 @@ class Dispatcher:
             checks=checks,
         )
 
-    def watch(self, job: JobRecord, message: ExecutionMessage, due: datetime) -> None:
+    def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
         one due-index write."""
         shard = shard_of(job.ref.identity, self.shards)
         self.stores.due.put(self._watch_row(job, message, shard, due + self.lease + self.grace))
 
-    def _check_watch(self, row: DueRow, now: datetime, report: ScanReport) -> None:
+    def _check_watch(self, row: DueEntry, now: datetime, report: ScanReport) -> None:
         """Look at a watched attempt once its lease would have ended (see the module's docstring)."""
         if row.due > now or row.message is None:
             return  # not yet: the row is inside the lookahead window only
         message = ExecutionMessage.from_json(row.message)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
-        claim_row = ClaimStore.row_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
         state = self.claims.state(identity, claim_row)
         if state is not None and state.done:
             report.moves.append((row.row_key, None))
             return
         job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
         if job is None or (
-            message.trigger != "manual" and (job.generation != message.generation or job.state != "Enabled")
+            message.trigger != "manual" and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             report.moves.append((row.row_key, None))  # the attempt would not run any more
             return
-        again: DueRow | None
+        again: DueEntry | None
         if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway
             again = None
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:

@@ -15,14 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-import requests
-from azure.core.exceptions import (
-    HttpResponseError,
-    ServiceRequestError,
-    ServiceRequestTimeoutError,
-    ServiceResponseError,
-    ServiceResponseTimeoutError,
-)
+from scheduler_core.errors import StorageError
 
 log = logging.getLogger("scheduler_core.durable")
 
@@ -32,27 +25,13 @@ T = TypeVar("T")
 #: tries themselves (each bounded by the storage clients' timeouts).
 BACKOFF: tuple[float, ...] = (0.5, 1, 2, 4, 8, 8, 8, 8, 8, 8, 8, 8)
 
-TRANSIENT_STATUS = frozenset({408, 429})
-
 
 def is_transient(error: BaseException) -> bool:
-    """Whether ``error`` may go away by itself (retry) rather than be the answer (do not)."""
-    if isinstance(
-        error,
-        ServiceRequestError
-        | ServiceResponseError
-        | ServiceRequestTimeoutError
-        | ServiceResponseTimeoutError
-        | requests.ConnectionError
-        | requests.Timeout
-        | ConnectionError
-        | TimeoutError,
-    ):
-        return True
-    if isinstance(error, HttpResponseError):
-        status = error.status_code or 0
-        return status in TRANSIENT_STATUS or status >= 500
-    return False
+    """Whether ``error`` may go away by itself (retry) rather than be the answer (do not): a
+    :class:`StorageError` that says so (no answer, 408, 429, 5xx), or a connection error or timeout."""
+    if isinstance(error, StorageError):
+        return error.transient
+    return isinstance(error, ConnectionError | TimeoutError)
 
 
 def durably(

@@ -2,7 +2,7 @@
 
 The executor reloads the job the message names (messages never carry definitions or secrets), drops the
 message when the job is gone, was changed (generation) or disabled since dispatch, claims the attempt
-(see :mod:`scheduler_core.pipeline.claims`), runs the action, writes a history row, and updates the
+(the lease rule of :mod:`scheduler_core.model.claim`), runs the action, writes a history row, and updates the
 job's counters with an ETag-guarded write. A failed attempt with retries left is re-sent with a delay;
 after the last retry the error action runs under the same policy and the occurrence counts as faulted.
 A job whose last occurrence completes ends ``Completed``; one whose last occurrence faults ends ``Faulted``.
@@ -35,14 +35,24 @@ from typing import Any
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.definitions import restore_secrets
 from scheduler_core.errors import EtagMismatchError
-from scheduler_core.pipeline.claims import CLAIM_LEASE, ClaimOutcome, ClaimStore, LostAttempt
+from scheduler_core.model import (
+    CLAIM_LEASE,
+    ActionName,
+    ClaimOutcome,
+    HistoryEntry,
+    HistoryStatus,
+    Job,
+    JobState,
+    LostAttempt,
+    claim_key,
+)
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.retry import RetryPolicy
+from scheduler_core.ports import Claims, Stores
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import history_row_key
-from scheduler_core.storage.tables import HistoryRecord, JobRecord, Stores
 
 log = logging.getLogger("scheduler_core.execute")
 
@@ -78,7 +88,7 @@ class Executor:
     def __init__(
         self,
         stores: Stores,
-        claims: ClaimStore,
+        claims: Claims,
         runner: ActionRunner,
         send: Send,
         dispatcher: Dispatcher,
@@ -107,11 +117,11 @@ class Executor:
         if message.trigger != "manual":
             if job.generation != message.generation:
                 return ExecutionReport(Outcome.STALE, "job changed since dispatch")
-            if job.state != "Enabled":
+            if job.state != JobState.ENABLED:
                 return ExecutionReport(Outcome.STALE, f"job is {job.state}")
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
-        claim_row = ClaimStore.row_key(occurrence, message.action, message.attempt, message.trigger)
+        claim_row = claim_key(occurrence, message.action, message.attempt, message.trigger)
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = durably(
             "claim",
@@ -159,7 +169,7 @@ class Executor:
 
     # ------------------------------------------------------------------------------------------ history
 
-    def _repeat(self, job: JobRecord, message: ExecutionMessage) -> int:
+    def _repeat(self, job: Job, message: ExecutionMessage) -> int:
         if message.trigger == "manual":
             return 0
         try:
@@ -169,42 +179,42 @@ class Executor:
 
     def _history(
         self,
-        job: JobRecord,
+        job: Job,
         message: ExecutionMessage,
         execution_id: str,
         result: ActionResult,
         claimed_at: datetime,
         started: datetime,
         ended: datetime,
-    ) -> HistoryRecord:
+    ) -> HistoryEntry:
         text = result.message
         if message.missed > 1:
             text += f" (late run standing for {message.missed} occurrences missed while the service was down)"
         elif message.trigger == "manual":
             text += " (run on demand)"
-        return HistoryRecord(
+        return HistoryEntry(
             execution_id=execution_id,
             row_key=history_row_key(claimed_at, execution_id),  # fixed per holder: a retried write is one row
             start_time=started,
             end_time=ended,
             expected_execution_time=message.occurrence_time,
-            action_name="MainAction" if message.action == "main" else "ErrorAction",
-            status="Completed" if result.succeeded else "Failed",
+            action_name=ActionName.MAIN if message.action == "main" else ActionName.ERROR,
+            status=HistoryStatus.COMPLETED if result.succeeded else HistoryStatus.FAILED,
             message=text,
             retry_count=message.attempt,
             repeat_count=self._repeat(job, message),
         )
 
-    def _record_lost(self, job: JobRecord, message: ExecutionMessage, execution_id: str, lost: LostAttempt) -> None:
+    def _record_lost(self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt) -> None:
         """Record the attempt of a holder that died mid-call, unless it recorded it itself before dying."""
-        record = HistoryRecord(
+        record = HistoryEntry(
             execution_id=execution_id,
             row_key=history_row_key(lost.claimed_at, execution_id),  # the row the lost holder would have written
             start_time=lost.claimed_at,
             end_time=self.clock(),
             expected_execution_time=message.occurrence_time,
-            action_name="MainAction" if message.action == "main" else "ErrorAction",
-            status="Failed",
+            action_name=ActionName.MAIN if message.action == "main" else ActionName.ERROR,
+            status=HistoryStatus.FAILED,
             message=f"{WORKER_LOST} (worker {lost.worker} stopped before recording it; run again)",
             retry_count=message.attempt,
             repeat_count=self._repeat(job, message),
@@ -222,13 +232,13 @@ class Executor:
 
     def _follow_up(
         self,
-        job: JobRecord,
+        job: Job,
         message: ExecutionMessage,
         result: ActionResult,
         policy: RetryPolicy,
         now: datetime,
     ) -> None:
-        final_state: str | None = None
+        final_state: JobState | None = None
         faulted = False
         if not result.succeeded and policy.has_retry_after(message.attempt):
             retry = replace(
@@ -245,16 +255,16 @@ class Executor:
                     error = replace(message, action="error", attempt=0)
                     self._send_watched(job, error, now, now)
                 elif message.last:
-                    final_state = "Faulted"
+                    final_state = JobState.FAULTED
             elif message.last:
-                final_state = "Completed"
+                final_state = JobState.COMPLETED
         elif message.last:  # the error action's chain ended: the occurrence faulted
-            final_state = "Faulted"
+            final_state = JobState.FAULTED
         if message.trigger == "manual":
             final_state = None  # an on-demand run never ends the job's schedule
         self._update_counters(job, message, result, faulted, final_state, now)
 
-    def _send_watched(self, job: JobRecord, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
+    def _send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
         harmless: its claim runs it once)."""
         text = follow.to_json()
@@ -266,18 +276,18 @@ class Executor:
 
     def _update_counters(
         self,
-        job: JobRecord,
+        job: Job,
         message: ExecutionMessage,
         result: ActionResult,
         faulted: bool,
-        final_state: str | None,
+        final_state: JobState | None,
         now: datetime,
     ) -> None:
         """Apply the attempt to the job's counters (and final state). The first try writes over the job as
         read before the action (``job``): no second read when nothing changed it meanwhile."""
         main = message.action == "main"
         key = message.attempt_key
-        current: JobRecord | None = job
+        current: Job | None = job
         for _ in range(COUNTER_ATTEMPTS):
             if current is None:
                 return
@@ -290,7 +300,7 @@ class Executor:
                 changes["last_execution_time"] = now
             if faulted:
                 changes["faulted_count"] = current.faulted_count + 1
-            if final_state and current.generation == job.generation and current.state == "Enabled":
+            if final_state and current.generation == job.generation and current.state == JobState.ENABLED:
                 changes.update(
                     state=final_state,
                     properties={**current.properties, "state": final_state},

@@ -14,10 +14,10 @@ import pytest
 
 from scheduler_core import context
 from scheduler_core.actions.registry import default_runner
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef
-from scheduler_core.storage.provision import provision
 from tests.actions.conftest import AzuriteQueue, TestCredential
 from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
 from tests.support.amqp_broker import AmqpBroker

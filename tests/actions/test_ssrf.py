@@ -19,10 +19,10 @@ from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
 from scheduler_core.actions.registry import default_runner
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef
-from scheduler_core.storage.provision import provision
 from tests.actions.conftest import action_context
 from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
 from tests.support.outbound_net import (

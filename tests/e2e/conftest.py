@@ -17,8 +17,8 @@ from azure.mgmt.scheduler import SchedulerManagementClient
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
-from scheduler_core.storage.provision import provision
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget, http_target
 

@@ -14,11 +14,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler_core import context
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.execute import ExecutionReport
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from scheduler_core.storage.provision import provision
 
 
 class FakeClock:

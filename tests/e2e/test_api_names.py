@@ -11,7 +11,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from scheduler_core.storage.clients import table_service
+from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.storage.keys import MAX_NAME_UNITS
 from scheduler_core.storage.names import TABLES
 from tests.e2e.conftest import API_VERSION, Api

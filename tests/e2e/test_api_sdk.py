@@ -9,8 +9,8 @@ import pytest
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.mgmt.scheduler import models as m
 
+from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.storage.clients import queue_client
 from tests.e2e.conftest import Api
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

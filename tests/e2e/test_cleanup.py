@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from scheduler_core.adapters.azure.tables import MAX_BATCH
+from scheduler_core.model import HistoryEntry
 from scheduler_core.pipeline.cleanup import (
     CLAIM_RETENTION,
     FINISHED_JOB_RETENTION,
@@ -16,7 +18,6 @@ from scheduler_core.pipeline.cleanup import (
 )
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import history_row_key
-from scheduler_core.storage.tables import MAX_BATCH, HistoryRecord
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
 
@@ -74,7 +75,7 @@ def add_history(pipeline: Pipeline, name: str, starts: list[datetime]) -> None:
     ref = pipeline.job_ref(name)
     operations = []
     for i, start in enumerate(starts):
-        record = HistoryRecord(
+        record = HistoryEntry(
             f"{name}{i}", history_row_key(start, f"{name}{i}"), start, start, start, "MainAction", "Completed", "", 0, 0
         )
         operations.append(("upsert", pipeline.services.stores.history.entity(ref, record)))

@@ -39,8 +39,8 @@ from schemathesis.specs.openapi.checks import (
 from local_host.azurite import Azurite, free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, context, settings
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api import openapi
-from scheduler_core.storage.provision import provision
 from tests.conftest import ROOT, sample_settings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

@@ -16,10 +16,10 @@ import pytest
 
 from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core import context
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from scheduler_core.storage.provision import provision
 from tests.e2e import fault_host
 from tests.support.fault_proxy import fault_proxy
 from tests.support.http_target import HttpTarget

@@ -18,11 +18,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_core import context
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.execute import WORKER_LOST
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from scheduler_core.storage.provision import provision
 from tests.e2e import fault_host
 from tests.support.http_target import HttpTarget
 

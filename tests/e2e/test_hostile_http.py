@@ -24,8 +24,8 @@ from local_host.hostjson import HostConfig
 from local_host.http_server import HttpLimits
 from local_host.runtime import LocalHost
 from scheduler_core import auth
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
-from scheduler_core.storage.provision import provision
 from tests.e2e import sample_app
 from tests.e2e.host_process import HostProcess
 

@@ -12,8 +12,8 @@ import requests
 from local_host.azurite import free_port
 from local_host.hostjson import HostConfig, QueueOptions
 from local_host.runtime import LocalHost
+from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.settings import Settings
-from scheduler_core.storage.clients import queue_client
 from tests.e2e import sample_app
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.pipeline.claims import ClaimStore
+from scheduler_core.model import claim_key
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
@@ -286,7 +286,7 @@ def test_an_attempt_whose_worker_died_is_sent_again_by_the_watchdog_after_its_le
 ) -> None:
     due, message = fire_one_shot(pipeline, target, "d")  # received by a worker that claims it, then dies
     job = pipeline.services.service.get_job(pipeline.job_ref("d"))
-    claim_row = ClaimStore.row_key(due, "main", 0, "schedule")
+    claim_row = claim_key(due, "main", 0, "schedule")
     lease = timedelta(seconds=120)
     pipeline.services.executor.claims.claim(job.ref.identity, claim_row, "dead-worker", pipeline.clock(), lease)
     pipeline.run_until(due + lease + timedelta(seconds=90))  # the dead worker's message never comes back

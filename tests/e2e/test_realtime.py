@@ -14,9 +14,9 @@ import requests
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, context
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from scheduler_core.storage.provision import provision
 from tests.support.http_target import http_target
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

@@ -17,9 +17,9 @@ import pytest
 import requests
 
 from scheduler_core import auth
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from scheduler_core.storage.provision import provision
 from tests.e2e.host_process import STARTUP_ALLOWANCE, HostProcess
 from tests.support.http_target import http_target
 

@@ -20,8 +20,8 @@ import requests
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth
+from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
-from scheduler_core.storage.provision import provision
 from tests.conftest import sample_settings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

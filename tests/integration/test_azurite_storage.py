@@ -11,12 +11,13 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceModifiedError
 from azure.storage.queue import QueueClient
 
+from scheduler_core.adapters.azure.clients import queue_client, table_service
+from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.azure.tables import table_stores
+from scheduler_core.model import Job
 from scheduler_core.settings import Settings
-from scheduler_core.storage.clients import queue_client, table_service
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from scheduler_core.storage.names import JOBS_TABLE, queue_names, table_names
-from scheduler_core.storage.provision import provision
-from scheduler_core.storage.tables import JobRecord, Stores
 
 pytestmark = pytest.mark.azurite
 
@@ -75,12 +76,12 @@ def test_visibility_timeout_delays_a_message(storage_env: Settings) -> None:
 
 def test_jobs_are_read_many_at_a_time_by_keys(storage_env: Settings) -> None:
     provision(storage_env)
-    stores = Stores.from_service(table_service(storage_env), storage_env)
+    stores = table_stores(table_service(storage_env), storage_env)
     collection = CollectionRef("sub", "rg", "jc")
     other = CollectionRef("sub", "rg", "other")
     now = datetime.now(UTC)
     for ref in [JobRef(collection, f"job-{i:02d}") for i in range(40)] + [JobRef(other, "job-03")]:
-        record = JobRecord(ref, {"state": "Enabled"}, {}, "Enabled", 1, now, now)
+        record = Job(ref, {"state": "Enabled"}, {}, "Enabled", 1, now, now)
         stores.jobs.save(record, create=True)
     wanted = [JobRef(collection, f"job-{i:02d}").row_key for i in range(0, 40, 2)]
     missing = [JobRef(collection, name).row_key for name in ("absent", "job-99", "it's")]

@@ -16,25 +16,27 @@ from typing import Any
 import pytest
 
 from scheduler_core import job_slots
+from scheduler_core.adapters.azure.clients import table_service
+from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.azure.tables import TableCollections, table_stores
 from scheduler_core.errors import ConflictError, NotFoundError, QuotaExceededError
+from scheduler_core.model import JobCollection
+from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
-from scheduler_core.storage.clients import table_service
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from scheduler_core.storage.provision import provision
-from scheduler_core.storage.tables import CollectionRecord, CollectionStore, Stores
 
 pytestmark = pytest.mark.azurite
 
 COLLECTION = CollectionRef("sub", "rg", "jc")
 
 
-class CountingCollections(CollectionStore):
+class CountingCollections(TableCollections):
     """The real collection store, counting its job-counter writes."""
 
     writes = 0
 
-    def set_job_count(self, record: CollectionRecord, count: int) -> CollectionRecord:
+    def set_job_count(self, record: JobCollection, count: int) -> JobCollection:
         type(self).writes += 1
         return super().set_job_count(record, count)
 
@@ -52,7 +54,7 @@ def job(recurrence: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def instance(config: Settings) -> SchedulerService:
     tables = table_service(config)
-    stores = Stores.from_service(tables, config)
+    stores = table_stores(tables, config)
     counting = CountingCollections(stores.collections.table)
     return SchedulerService(Stores(counting, stores.jobs, stores.due, stores.history), config.due_shards)
 

@@ -9,7 +9,8 @@ import pytest
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ServiceRequestError
 
 from scheduler_core.actions import ActionResult
-from scheduler_core.pipeline.claims import ClaimOutcome
+from scheduler_core.adapters.azure.errors import storage_error
+from scheduler_core.model import ClaimOutcome
 from scheduler_core.pipeline.durable import durably, is_transient
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
@@ -81,10 +82,17 @@ def test_only_transient_storage_errors_are_retried() -> None:
         error.status_code = code
         return error
 
+    def as_adapters_raise(error: Exception) -> BaseException:
+        return storage_error(error) or error
+
     assert all(
-        is_transient(e) for e in (ServiceRequestError("refused"), status(503), status(500), status(429), status(408))
+        is_transient(as_adapters_raise(e))
+        for e in (ServiceRequestError("refused"), status(503), status(500), status(429), status(408))
     )
-    assert not any(is_transient(e) for e in (status(404), status(409), status(412), status(400), ValueError("x")))
+    assert not any(
+        is_transient(as_adapters_raise(e))
+        for e in (status(404), status(409), status(412), status(400), ValueError("x"))
+    )
     tries: list[int] = []
 
     def final() -> None:
@@ -98,7 +106,7 @@ def test_only_transient_storage_errors_are_retried() -> None:
 
     def flaky() -> str:
         if len(waits) < 3:
-            raise ServiceRequestError("connection refused")
+            raise as_adapters_raise(ServiceRequestError("connection refused"))
         return "ok"
 
     assert durably("flaky", flaky, sleep=waits.append) == "ok"

@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 
+from scheduler_core.adapters.azure.clients import table_service
+from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.azure.tables import TableJobs, table_stores
 from scheduler_core.errors import NotFoundError, QuotaExceededError
+from scheduler_core.model import Job
+from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
-from scheduler_core.storage.clients import table_service
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from scheduler_core.storage.provision import provision
-from scheduler_core.storage.tables import JobRecord, JobStore, Stores
 
 pytestmark = pytest.mark.azurite
 
@@ -42,8 +44,8 @@ def job(uri: str = "https://example.org/") -> dict[str, Any]:
     }
 
 
-def instance(config: Settings, jobs: type[JobStore] = JobStore) -> SchedulerService:
-    stores = Stores.from_service(table_service(config), config)
+def instance(config: Settings, jobs: type[TableJobs] = TableJobs) -> SchedulerService:
+    stores = table_stores(table_service(config), config)
     return SchedulerService(
         Stores(stores.collections, jobs(stores.jobs.table), stores.due, stores.history), config.due_shards
     )
@@ -186,13 +188,13 @@ def test_concurrent_unconditional_puts_of_one_job_all_succeed_and_last_writer_wi
     assert due_rows(instances[0]) == 1
 
 
-class FailingJobs(JobStore):
+class FailingJobs(TableJobs):
     """Test double: the real job store, whose next save fails as ``fail`` says (then it works again)."""
 
     fail: str | None = None  # "refused" (storage said no), "lost" (sent, answer lost), "cut" (never sent)
     reads_fail = False
 
-    def save(self, record: JobRecord, *, create: bool, etag: str | None = None) -> JobRecord:
+    def save(self, record: Job, *, create: bool, etag: str | None = None) -> Job:
         mode, type(self).fail = type(self).fail, None
         if mode == "refused":
             raise HttpResponseError(message="The property value exceeds the maximum allowed size")
@@ -204,7 +206,7 @@ class FailingJobs(JobStore):
             raise ServiceResponseError("connection reset while reading the response")
         return saved
 
-    def get(self, ref: JobRef) -> JobRecord | None:
+    def get(self, ref: JobRef) -> Job | None:
         if type(self).reads_fail:
             type(self).reads_fail = False
             raise ServiceRequestError("connection reset")
@@ -230,7 +232,7 @@ def test_a_create_refused_by_storage_leaves_no_job_row_due_row_or_slot(failing: 
     FailingJobs.fail = "refused"
     original = FailingJobs.save
 
-    def refuse_with_status(self: FailingJobs, record: JobRecord, *, create: bool, etag: str | None = None) -> JobRecord:
+    def refuse_with_status(self: FailingJobs, record: Job, *, create: bool, etag: str | None = None) -> Job:
         if type(self).fail == "refused":
             type(self).fail = None
             raise refused_error()

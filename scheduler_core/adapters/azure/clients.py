@@ -20,7 +20,7 @@ from azure.storage.queue import (
     TextBase64EncodePolicy,
 )
 
-from scheduler_core.identity import LazyCredential
+from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.settings import Settings
 
 #: The app's own identity, for identity-based storage connections (built on first use).

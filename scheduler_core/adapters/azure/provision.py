@@ -6,8 +6,8 @@ import contextlib
 
 from azure.core.exceptions import ResourceExistsError
 
+from scheduler_core.adapters.azure.clients import queue_service, table_service
 from scheduler_core.settings import Settings
-from scheduler_core.storage.clients import queue_service, table_service
 from scheduler_core.storage.names import queue_names, table_names
 
 

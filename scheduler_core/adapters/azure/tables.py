@@ -1,10 +1,12 @@
-"""Table Storage adapters: job collections, jobs, the due index and history.
+"""Table Storage adapters of the store ports (:mod:`scheduler_core.ports`): job collections, jobs, the due
+index and history.
 
-Each store wraps one table and speaks in records (plain dataclasses), never in raw entities. Optimistic
-concurrency uses the table's ETags: a write that names an ETag fails with
+Each store wraps one table and speaks in domain values (:mod:`scheduler_core.model`), never in raw
+entities. Optimistic concurrency uses the table's ETags: a write that names an ETag fails with
 :class:`~scheduler_core.errors.EtagMismatchError` when the row changed since it was read, and a
 create fails with :class:`~scheduler_core.errors.AlreadyExistsError` when the row exists (both are
-:class:`~scheduler_core.errors.WriteRaceError`, the one error a concurrency loop retries).
+:class:`~scheduler_core.errors.WriteRaceError`, the one error a concurrency loop retries). Every other
+failure of the SDK leaves as :class:`~scheduler_core.errors.StorageError` (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import builtins
 import contextlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,18 +23,28 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
+from scheduler_core.adapters.azure.errors import translated
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
+from scheduler_core.model import (
+    ActionName,
+    DueEntry,
+    DueSlot,
+    HistoryEntry,
+    HistoryStatus,
+    Job,
+    JobCollection,
+    JobState,
+)
+from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
 from scheduler_core.storage.names import COLLECTIONS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
 
-#: The state of a collection being deleted (a service state: clients cannot set it).
-DELETED = "Deleted"
 #: Version of the persisted job and collection entities (bumped when their shape changes).
 SCHEMA_VERSION = 1
 #: Table Storage accepts at most 100 operations in one batch transaction.
 MAX_BATCH = 100
-#: Row keys per query of :meth:`JobStore.get_many` (a filter may hold at most 15 comparisons, and one of
+#: Row keys per query of :meth:`TableJobs.get_many` (a filter may hold at most 15 comparisons, and one of
 #: them names the partition).
 MAX_FILTER_KEYS = 14
 
@@ -83,36 +95,16 @@ def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create:
 # --------------------------------------------------------------------------------------------- collections
 
 
-@dataclass(frozen=True)
-class CollectionRecord:
-    ref: CollectionRef
-    location: str
-    tags: dict[str, str]
-    properties: dict[str, Any]  # canonical JobCollectionProperties
-    created_at: datetime
-    etag: str = ""
-    job_count: int | None = None  # jobs in the collection (None: not known, count them)
-    modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
-
-    @property
-    def state(self) -> str:
-        return str(self.properties.get("state", "Enabled"))
-
-    @property
-    def deleting(self) -> bool:
-        """Marked for deletion (hidden from clients) while its jobs are being deleted."""
-        return self.state == DELETED
-
-
-class CollectionStore:
+@translated
+class TableCollections:
     """``JobCollections``: PartitionKey = subscription, RowKey = resource group | collection name."""
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    def _record(self, entity: Any) -> CollectionRecord:
+    def _record(self, entity: Any) -> JobCollection:
         ref = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
-        return CollectionRecord(
+        return JobCollection(
             ref=ref,
             location=entity["Location"],
             tags=json.loads(entity.get("Tags") or "{}"),
@@ -123,13 +115,13 @@ class CollectionStore:
             modified_at=_aware(entity.metadata.get("timestamp")),
         )
 
-    def get(self, ref: CollectionRef) -> CollectionRecord | None:
+    def get(self, ref: CollectionRef) -> JobCollection | None:
         try:
             return self._record(self.table.get_entity(ref.partition_key, ref.row_key))
         except ResourceNotFoundError:
             return None
 
-    def list(self, subscription: str, resource_group: str | None = None) -> list[CollectionRecord]:
+    def list(self, subscription: str, resource_group: str | None = None) -> list[JobCollection]:
         partition = escape_key(subscription)
         if resource_group is None:
             rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": partition})
@@ -146,7 +138,7 @@ class CollectionStore:
         rows = self.table.query_entities("PartitionKey ne ''", select=["Subscription"])
         return sorted({str(row["Subscription"]) for row in rows})
 
-    def save(self, record: CollectionRecord, *, create: bool) -> CollectionRecord:
+    def save(self, record: JobCollection, *, create: bool) -> JobCollection:
         entity = {
             "PartitionKey": record.ref.partition_key,
             "RowKey": record.ref.row_key,
@@ -164,7 +156,7 @@ class CollectionStore:
         etag = _write(self.table, entity, None if create else record.etag or None, create)
         return replace(record, etag=etag)
 
-    def set_job_count(self, record: CollectionRecord, count: int) -> CollectionRecord:
+    def set_job_count(self, record: JobCollection, count: int) -> JobCollection:
         """Set the collection's job counter, guarded by the record's ETag (412 if it changed meanwhile)."""
         entity = {"PartitionKey": record.ref.partition_key, "RowKey": record.ref.row_key, "JobCount": count}
         try:
@@ -198,66 +190,23 @@ class CollectionStore:
 # ---------------------------------------------------------------------------------------------------- jobs
 
 
-@dataclass(frozen=True)
-class DueSlot:
-    """Where a job's live due-index row is."""
-
-    shard: str
-    row_key: str
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    ref: JobRef
-    properties: dict[str, Any]  # canonical JobProperties without status and without secrets
-    secrets: dict[str, str]
-    state: str
-    generation: int
-    defined_at: datetime  # when this definition was written (the "creation time" of its schedule)
-    created_at: datetime
-    execution_count: int = 0
-    failure_count: int = 0
-    faulted_count: int = 0
-    last_execution_time: datetime | None = None
-    next_execution_time: datetime | None = None
-    due: DueSlot | None = None
-    ended_at: datetime | None = None
-    etag: str = ""
-    #: The attempts (``ExecutionMessage.attempt_key``) whose counters this row holds, the last few only:
-    #: a counter write retried after its answer was lost, or a dead worker's, is not counted twice.
-    counted: tuple[str, ...] = ()
-
-    def status(self) -> dict[str, Any]:
-        from scheduler_core.recurrence import format_instant
-
-        status: dict[str, Any] = {
-            "executionCount": self.execution_count,
-            "failureCount": self.failure_count,
-            "faultedCount": self.faulted_count,
-        }
-        if self.last_execution_time is not None:
-            status["lastExecutionTime"] = format_instant(self.last_execution_time)
-        if self.next_execution_time is not None:
-            status["nextExecutionTime"] = format_instant(self.next_execution_time)
-        return status
-
-
-class JobStore:
+@translated
+class TableJobs:
     """``Jobs``: PartitionKey = collection identity, RowKey = job name. Secrets sit in their own property,
     never copied into ``Definition``, so nothing that serialises a definition can leak them."""
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    def _record(self, entity: Any, collection: CollectionRef | None = None) -> JobRecord:
+    def _record(self, entity: Any, collection: CollectionRef | None = None) -> Job:
         shard, due_key = entity.get("DueShard"), entity.get("DueRowKey")
         if collection is None:
             collection = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
-        return JobRecord(
+        return Job(
             ref=JobRef(collection, entity["Name"]),
             properties=json.loads(entity["Definition"]),
             secrets=json.loads(entity.get("Secrets") or "{}"),
-            state=entity["State"],
+            state=JobState(entity["State"]),
             generation=int(entity["Generation"]),
             defined_at=_aware(entity["DefinedAt"]) or datetime.now(UTC),
             created_at=_aware(entity["CreatedAt"]) or datetime.now(UTC),
@@ -272,24 +221,24 @@ class JobStore:
             counted=tuple(str(key) for key in json.loads(entity.get("Counted") or "[]")),
         )
 
-    def get(self, ref: JobRef) -> JobRecord | None:
+    def get(self, ref: JobRef) -> Job | None:
         try:
             return self._record(self.table.get_entity(ref.partition_key, ref.row_key), ref.collection)
         except ResourceNotFoundError:
             return None
 
-    def get_by_keys(self, partition: str, row: str) -> JobRecord | None:
+    def get_by_keys(self, partition: str, row: str) -> Job | None:
         """The job stored under these keys (as named by a due-index row or a queue message)."""
         try:
             return self._record(self.table.get_entity(partition, row))
         except ResourceNotFoundError:
             return None
 
-    def get_many(self, partition: str, rows: Iterable[str]) -> dict[str, JobRecord]:
+    def get_many(self, partition: str, rows: Iterable[str]) -> dict[str, Job]:
         """The jobs of one partition with these row keys, by row key (missing jobs are absent). One query
         per :data:`MAX_FILTER_KEYS` keys instead of one read per job."""
         wanted = sorted(set(rows))
-        found: dict[str, JobRecord] = {}
+        found: dict[str, Job] = {}
         for start in range(0, len(wanted), MAX_FILTER_KEYS):
             chunk = wanted[start : start + MAX_FILTER_KEYS]
             parameters = {"p": partition, **{f"r{i}": key for i, key in enumerate(chunk)}}
@@ -299,7 +248,7 @@ class JobStore:
                 found[entity["RowKey"]] = self._record(entity)
         return found
 
-    def list(self, collection: CollectionRef) -> list[JobRecord]:
+    def list(self, collection: CollectionRef) -> list[Job]:
         rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": collection.identity})
         return sorted((self._record(row, collection) for row in rows), key=lambda r: r.ref.name.lower())
 
@@ -307,13 +256,13 @@ class JobStore:
         rows = self.table.query_entities("PartitionKey eq @p", parameters={"p": collection.identity}, select=["RowKey"])
         return sum(1 for _ in rows)
 
-    def save(self, record: JobRecord, *, create: bool, etag: str | None = None) -> JobRecord:
+    def save(self, record: Job, *, create: bool, etag: str | None = None) -> Job:
         """Create (fails if it exists) or replace guarded by ``etag`` (``None`` = unconditional)."""
         new_etag = _write(self.table, self.entity(record), etag, create)
         return replace(record, etag=new_etag)
 
     @staticmethod
-    def entity(record: JobRecord) -> dict[str, Any]:
+    def entity(record: Job) -> dict[str, Any]:
         """The table entity of a job record."""
         entity: dict[str, Any] = {
             "PartitionKey": record.ref.partition_key,
@@ -368,34 +317,15 @@ class JobStore:
 # ----------------------------------------------------------------------------------------------- due index
 
 
-@dataclass(frozen=True)
-class DueRow:
-    """A due-index row. ``message`` is set on rows that carry a delayed retry (longer than a queue allows)."""
-
-    shard: str
-    row_key: str
-    job_partition: str
-    job_row: str
-    generation: int
-    due: datetime
-    message: str | None = None
-    written_at: datetime | None = None
-    kind: str = ""  # "" (an occurrence or a parked retry) or WATCH (a watchdog over a dispatched attempt)
-    checks: int = 0  # WATCH rows: how many times the watchdog found the attempt not yet claimed
-
-
-#: The kind of a due-index row that watches a dispatched attempt (see ``pipeline/dispatch.py``).
-WATCH = "watch"
-
-
-class DueIndexStore:
+@translated
+class TableDueIndex:
     """``DueIndex``: PartitionKey = shard, RowKey = due time | job identity | generation."""
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
     @staticmethod
-    def _entity(row: DueRow) -> dict[str, Any]:
+    def _entity(row: DueEntry) -> dict[str, Any]:
         entity: dict[str, Any] = {
             "PartitionKey": row.shard,
             "RowKey": row.row_key,
@@ -412,10 +342,10 @@ class DueIndexStore:
             entity["Checks"] = row.checks
         return entity
 
-    def put(self, row: DueRow) -> None:
+    def put(self, row: DueEntry) -> None:
         self.table.upsert_entity(self._entity(row))
 
-    def advance(self, shard: str, moves: list[tuple[str, DueRow | None]], puts: Iterable[DueRow] = ()) -> None:
+    def advance(self, shard: str, moves: list[tuple[str, DueEntry | None]], puts: Iterable[DueEntry] = ()) -> None:
         """Replace rows of one shard: each ``(old row key, new row or None)`` deletes the old row and writes
         the new one in the same batch transaction, so a job never has two live rows; ``puts`` are further
         rows written in the same batches (watchdog rows: no round trip of their own). Batches hold at most
@@ -460,11 +390,11 @@ class DueIndexStore:
         for shard, keys in by_shard.items():
             delete_rows(self.table, shard, keys)
 
-    def due_before(self, shard: str, before: str) -> Iterator[DueRow]:
+    def due_before(self, shard: str, before: str) -> Iterator[DueEntry]:
         """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first."""
         rows = self.table.query_entities("PartitionKey eq @p and RowKey lt @b", parameters={"p": shard, "b": before})
         for row in rows:
-            yield DueRow(
+            yield DueEntry(
                 shard=row["PartitionKey"],
                 row_key=row["RowKey"],
                 job_partition=row["JobPartition"],
@@ -481,31 +411,18 @@ class DueIndexStore:
 # ------------------------------------------------------------------------------------------------- history
 
 
-@dataclass(frozen=True)
-class HistoryRecord:
-    execution_id: str
-    row_key: str
-    start_time: datetime
-    end_time: datetime | None
-    expected_execution_time: datetime | None
-    action_name: str  # MainAction | ErrorAction
-    status: str  # Completed | Failed | Postponed
-    message: str
-    retry_count: int
-    repeat_count: int
-
-
-class HistoryStore:
+@translated
+class TableHistory:
     """``JobHistory``: PartitionKey = job identity, RowKey = inverted start time | execution id."""
 
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    def add(self, job: JobRef, record: HistoryRecord) -> None:
+    def add(self, job: JobRef, record: HistoryEntry) -> None:
         """Write a history row (an upsert: writing the same record again leaves one row)."""
         self.table.upsert_entity(self.entity(job, record))
 
-    def add_if_absent(self, job: JobRef, record: HistoryRecord) -> bool:
+    def add_if_absent(self, job: JobRef, record: HistoryEntry) -> bool:
         """Write a history row unless a row with its key exists (which is kept). Returns whether it wrote."""
         try:
             self.table.create_entity(self.entity(job, record))
@@ -514,7 +431,7 @@ class HistoryStore:
         return True
 
     @staticmethod
-    def entity(job: JobRef, record: HistoryRecord) -> dict[str, Any]:
+    def entity(job: JobRef, record: HistoryEntry) -> dict[str, Any]:
         """The table entity of a history record."""
         entity: dict[str, Any] = {
             "PartitionKey": job.identity,
@@ -533,17 +450,17 @@ class HistoryStore:
             entity["ExpectedExecutionTime"] = record.expected_execution_time
         return entity
 
-    def list(self, job: JobRef) -> Iterator[HistoryRecord]:
+    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
         """Newest first."""
         for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": job.identity}):
-            yield HistoryRecord(
+            yield HistoryEntry(
                 execution_id=row["ExecutionId"],
                 row_key=row["RowKey"],
                 start_time=_aware(row["StartTime"]) or datetime.now(UTC),
                 end_time=_aware(row.get("EndTime")),
                 expected_execution_time=_aware(row.get("ExpectedExecutionTime")),
-                action_name=row["ActionName"],
-                status=row["Status"],
+                action_name=ActionName(row["ActionName"]),
+                status=HistoryStatus(row["Status"]),
                 message=row.get("Message", ""),
                 retry_count=int(row.get("RetryCount", 0)),
                 repeat_count=int(row.get("RepeatCount", 0)),
@@ -574,40 +491,15 @@ class HistoryStore:
         delete_rows(self.table, job.identity, keys)
 
 
-@dataclass(frozen=True)
-class Stores:
-    """Every table store of one deployment."""
+def table_stores(service: TableServiceClient, settings: Settings) -> Stores:
+    """The stores of one deployment, over the tables named by ``settings``."""
 
-    collections: CollectionStore
-    jobs: JobStore
-    due: DueIndexStore
-    history: HistoryStore
+    def table(base: str) -> TableClient:
+        return service.get_table_client(settings.table_name(base))
 
-    def remove_job(self, job: JobRecord, *, job_row: bool = True, any_version: bool = False) -> bool:
-        """Delete a job's rows: the job (unless ``job_row`` is False: already deleted), its due-index row
-        and its history. The job row is deleted only if unchanged since ``job`` was read, unless
-        ``any_version``. True when this call removed the job row (so it may give the job's slot back);
-        False when another writer removed it first (its other rows are removed all the same) or changed
-        it (then nothing is removed)."""
-        removed = True
-        if job_row:
-            try:
-                removed = self.jobs.delete(job.ref, None if any_version else job.etag or None)
-            except EtagMismatchError:
-                return False  # changed meanwhile (a newer generation): it is not this caller's to remove
-        if job.due is not None:
-            self.due.delete(job.due.shard, job.due.row_key)
-        self.history.delete_all(job.ref)
-        return removed
-
-    @classmethod
-    def from_service(cls, service: TableServiceClient, settings: Settings) -> Stores:
-        def table(base: str) -> TableClient:
-            return service.get_table_client(settings.table_name(base))
-
-        return cls(
-            collections=CollectionStore(table(COLLECTIONS_TABLE)),
-            jobs=JobStore(table(JOBS_TABLE)),
-            due=DueIndexStore(table(DUE_INDEX_TABLE)),
-            history=HistoryStore(table(HISTORY_TABLE)),
-        )
+    return Stores(
+        collections=TableCollections(table(COLLECTIONS_TABLE)),
+        jobs=TableJobs(table(JOBS_TABLE)),
+        due=TableDueIndex(table(DUE_INDEX_TABLE)),
+        history=TableHistory(table(HISTORY_TABLE)),
+    )

@@ -1,84 +1,28 @@
-"""Claims: each (job, occurrence, action, attempt) runs at most once, and is never lost.
-
-Lease rule: a worker claims an attempt by creating its claim row (state ``Running``, lease until
-``now + lease``). A second worker that finds the row ``Running`` with an unexpired lease leaves the attempt
-alone (its message comes back later); one that finds the lease expired (the first worker died) takes the
-claim over with an ETag-guarded update, so of two late-comers only one wins, and learns whom it replaced
-(:class:`LostAttempt`, recorded in history next to the re-run). A ``Done`` claim is never run again: a
-duplicate delivery of its message is dropped.
-
-Each claim call writes a random token into the row, so a retried create whose first try landed (its answer
-was lost in a storage outage) is recognised as this call's own claim instead of a live foreign one. A
-holder's history row is keyed by its ``ClaimedAt`` and the attempt's execution id, so a retried history
-write lands on the same row, and a lost holder's row is known to its successor.
-"""
+"""Execution claims in Table Storage (the :class:`~scheduler_core.ports.Claims` port): one row per attempt,
+PartitionKey = the job's identity, RowKey = :func:`~scheduler_core.model.claim_key`. The lease rule is
+:mod:`scheduler_core.model.claim`'s."""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
 
-from scheduler_core.storage.keys import SEPARATOR, format_due
-from scheduler_core.storage.tables import _aware, delete_rows
-
-#: How long a claim protects a running attempt: the action timeout (60 s) plus a margin. A holder still
-#: running after it is taken to be dead: a redelivery or the watchdog may take the attempt over.
-CLAIM_LEASE = timedelta(seconds=120)
+from scheduler_core.adapters.azure.errors import translated
+from scheduler_core.adapters.azure.tables import _aware, delete_rows
+from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, LostAttempt
+from scheduler_core.storage.keys import format_due
 
 
-class ClaimOutcome(Enum):
-    CLAIMED = "claimed"  # this worker runs the attempt
-    DONE = "done"  # already ran: drop the message
-    BUSY = "busy"  # another worker holds a live lease: try again later
-
-
-@dataclass(frozen=True)
-class Claim:
-    partition: str
-    row: str
-    etag: str
-    claimed_at: datetime  # when this holder claimed the attempt: the time in the key of its history row
-
-
-@dataclass(frozen=True)
-class LostAttempt:
-    """A holder whose lease expired before it completed: its worker died (or lost storage) mid-attempt."""
-
-    worker: str
-    claimed_at: datetime
-
-
-@dataclass(frozen=True)
-class ClaimResult:
-    outcome: ClaimOutcome
-    claim: Claim | None = None
-    lost: LostAttempt | None = None  # set on a takeover: the holder this worker replaces
-    lease_until: datetime | None = None  # BUSY: when the holder's lease ends
-
-
-@dataclass(frozen=True)
-class ClaimState:
-    """What a watchdog needs to know of a claim."""
-
-    done: bool
-    lease_until: datetime | None
-
-
-class ClaimStore:
+@translated
+class TableClaims:
     def __init__(self, table: TableClient) -> None:
         self.table = table
-
-    @staticmethod
-    def row_key(occurrence: datetime, action: str, attempt: int, trigger: str) -> str:
-        return f"{format_due(occurrence)}{SEPARATOR}{trigger}{SEPARATOR}{action}{SEPARATOR}{attempt:03d}"
 
     def claim(
         self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None

@@ -1,0 +1,37 @@
+"""The Azure Storage adapters: Table Storage stores and claims, Storage queues, the clients they share and
+the app's own credential. :func:`connect` builds them all from the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler_core.adapters.azure.claims import TableClaims
+from scheduler_core.adapters.azure.clients import queue_client, table_service
+from scheduler_core.adapters.azure.queues import MessageQueue
+from scheduler_core.adapters.azure.tables import table_stores
+from scheduler_core.ports import Stores
+from scheduler_core.settings import Settings
+from scheduler_core.storage.names import CLAIMS_TABLE
+
+__all__ = ["AzureStorage", "connect"]
+
+
+@dataclass(frozen=True)
+class AzureStorage:
+    """Every storage adapter of one deployment."""
+
+    stores: Stores
+    claims: TableClaims
+    scans: MessageQueue
+    executions: MessageQueue
+
+
+def connect(config: Settings) -> AzureStorage:
+    """The adapters for ``config`` (clients are built, nothing is called yet)."""
+    tables = table_service(config)
+    return AzureStorage(
+        stores=table_stores(tables, config),
+        claims=TableClaims(tables.get_table_client(config.table_name(CLAIMS_TABLE))),
+        scans=MessageQueue(queue_client(config, config.scan_queue)),
+        executions=MessageQueue(queue_client(config, config.execution_queue)),
+    )

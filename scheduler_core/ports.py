@@ -1,0 +1,222 @@
+"""The ports: what the core needs from storage, queues and time, as ``Protocol``s whose docstrings are the
+contract every adapter keeps (``scheduler_core.adapters.azure``: Table and Queue Storage;
+``scheduler_core.adapters.memory``: in-process, for tests and simulations). One contract suite
+(``tests/contract``) runs over every adapter.
+
+Rules that hold for every store:
+
+- **ETags.** Every value read carries the ``etag`` of the version read. A write that names an ETag fails
+  with :class:`~scheduler_core.errors.EtagMismatchError` when the stored version is another one, or is gone;
+  a create fails with :class:`~scheduler_core.errors.AlreadyExistsError` when the key exists. Both are
+  :class:`~scheduler_core.errors.WriteRaceError`: the caller reads again and decides again. A successful
+  write returns the value with its new ETag.
+- **Failures.** A store that cannot be reached raises :class:`~scheduler_core.errors.StorageError` (its
+  ``transient`` says whether trying again may help; ``status`` the storage service's HTTP status, if any).
+  No adapter lets a foreign exception out.
+- **Keys.** Names are matched case-insensitively through the keys of :mod:`scheduler_core.storage.keys`;
+  values keep the client's spelling.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from scheduler_core.errors import EtagMismatchError
+from scheduler_core.model import (
+    ClaimResult,
+    ClaimState,
+    DueEntry,
+    HistoryEntry,
+    Job,
+    JobCollection,
+)
+from scheduler_core.model.claim import Claim
+from scheduler_core.storage.keys import CollectionRef, JobRef
+
+
+class Clock(Protocol):
+    """The current instant, timezone-aware (UTC). Tests pass a simulated clock."""
+
+    def __call__(self) -> datetime: ...
+
+
+class ExecutionQueue(Protocol):
+    """Sends an execution message, invisible for ``visibility`` whole seconds (0: visible at once). At
+    least once: a message may be delivered more than once, never lost once this returns."""
+
+    def __call__(self, text: str, visibility: int, /) -> None: ...
+
+
+class CollectionStore(Protocol):
+    """Job collections, by subscription; each carries its job counter (``job_count``)."""
+
+    def get(self, ref: CollectionRef) -> JobCollection | None:
+        """The collection (also one marked deleted), or None."""
+        ...
+
+    def list(self, subscription: str, resource_group: str | None = None) -> list[JobCollection]:
+        """The collections of a subscription (of one resource group when given), in key order."""
+        ...
+
+    def all_partitions(self) -> builtins.list[str]:
+        """Every subscription that has collections, sorted."""
+        ...
+
+    def save(self, record: JobCollection, *, create: bool) -> JobCollection:
+        """Create (fails if it exists) or replace guarded by ``record.etag`` (unconditional when empty).
+        The job counter is written only when ``record.job_count`` is not None."""
+        ...
+
+    def set_job_count(self, record: JobCollection, count: int) -> JobCollection:
+        """Set the job counter and nothing else, guarded by ``record.etag``; the result's ``modified_at`` is now."""
+        ...
+
+    def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
+        """Take ``count`` off the job counter (never below 0) by guarded writes retried under contention.
+        False when it could not be moved in ``attempts``; True also when there is no counter or collection."""
+        ...
+
+    def delete(self, ref: CollectionRef) -> None:
+        """Delete the collection row (missing is fine)."""
+        ...
+
+
+class JobStore(Protocol):
+    """Jobs, by collection (partition = the collection's identity, row = the job's key)."""
+
+    def get(self, ref: JobRef) -> Job | None: ...
+
+    def get_by_keys(self, partition: str, row: str) -> Job | None:
+        """The job stored under these keys (as named by a due entry or a queue message)."""
+        ...
+
+    def get_many(self, partition: str, rows: Iterable[str]) -> dict[str, Job]:
+        """The jobs of one partition with these row keys, by row key (missing ones absent)."""
+        ...
+
+    def list(self, collection: CollectionRef) -> list[Job]:
+        """The jobs of a collection, by name case-insensitively."""
+        ...
+
+    def count(self, collection: CollectionRef) -> int: ...
+
+    def save(self, record: Job, *, create: bool, etag: str | None = None) -> Job:
+        """Create (fails if it exists) or replace guarded by ``etag`` (``None``: unconditional)."""
+        ...
+
+    def delete(self, ref: JobRef, etag: str | None) -> bool:
+        """Delete the job if it still has ``etag`` (``None``: any version). True when this call removed
+        it, False when it was already gone (of concurrent deletes exactly one sees True); raises
+        :class:`EtagMismatchError` when it was changed meanwhile."""
+        ...
+
+
+class DueIndex(Protocol):
+    """The due index: entries by shard, ordered by row key (which starts with the due time)."""
+
+    def put(self, row: DueEntry) -> None:
+        """Write the entry (an upsert)."""
+        ...
+
+    def advance(self, shard: str, moves: list[tuple[str, DueEntry | None]], puts: Iterable[DueEntry] = ()) -> None:
+        """Replace entries of one shard: each ``(old row key, new entry or None)`` deletes the old entry and
+        writes the new one atomically, so a job never has two live entries; ``puts`` are written too. An old
+        entry already gone (another scan moved it) is fine."""
+        ...
+
+    def delete(self, shard: str, row_key: str) -> None:
+        """Delete one entry (missing is fine)."""
+        ...
+
+    def delete_many(self, rows: builtins.list[tuple[str, str]]) -> None:
+        """Delete entries given as ``(shard, row key)`` (missing ones are fine)."""
+        ...
+
+    def due_before(self, shard: str, before: str) -> Iterator[DueEntry]:
+        """Entries of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first,
+        each with ``written_at`` (when it was last written, by the store's clock)."""
+        ...
+
+
+class History(Protocol):
+    """History entries, by job, newest first."""
+
+    def add(self, job: JobRef, record: HistoryEntry) -> None:
+        """Write an entry (writing the same entry again leaves one)."""
+        ...
+
+    def add_if_absent(self, job: JobRef, record: HistoryEntry) -> bool:
+        """Write an entry unless one with its key exists (which is kept). Returns whether it wrote."""
+        ...
+
+    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
+        """The job's entries, newest first."""
+        ...
+
+    def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
+        """Delete entries that started before ``older_than`` and all but the newest ``keep``; how many."""
+        ...
+
+    def delete_all(self, job: JobRef) -> None: ...
+
+
+class Claims(Protocol):
+    """Execution claims, by job identity; the lease rule of :mod:`scheduler_core.model.claim`."""
+
+    def claim(
+        self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None
+    ) -> ClaimResult:
+        """Claim one attempt by the lease rule. Safe to call again with the same ``token`` after an error:
+        a claim made with it (whose answer was lost) is returned as claimed."""
+        ...
+
+    def state(self, partition: str, row: str) -> ClaimState | None:
+        """The claim's state (None: nobody has claimed the attempt)."""
+        ...
+
+    def complete(self, claim: Claim, now: datetime) -> None:
+        """Mark the attempt done (idempotent)."""
+        ...
+
+    def release(self, claim: Claim) -> None:
+        """Give a claim back if it is still this holder's version (the attempt did not run)."""
+        ...
+
+    def delete_older_than(self, partition: str, before: datetime) -> int:
+        """Delete a job's claims whose occurrence is before ``before``; how many."""
+        ...
+
+    def delete_all(self, partition: str) -> None:
+        """Delete every claim of one job (the job is being removed)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Every store of one deployment."""
+
+    collections: CollectionStore
+    jobs: JobStore
+    due: DueIndex
+    history: History
+
+    def remove_job(self, job: Job, *, job_row: bool = True, any_version: bool = False) -> bool:
+        """Delete a job's rows: the job (unless ``job_row`` is False: already deleted), its due-index entry
+        and its history. The job row is deleted only if unchanged since ``job`` was read, unless
+        ``any_version``. True when this call removed the job row (so it may give the job's slot back);
+        False when another writer removed it first (its other rows are removed all the same) or changed
+        it (then nothing is removed)."""
+        removed = True
+        if job_row:
+            try:
+                removed = self.jobs.delete(job.ref, None if any_version else job.etag or None)
+            except EtagMismatchError:
+                return False  # changed meanwhile (a newer generation): it is not this caller's to remove
+        if job.due is not None:
+            self.due.delete(job.due.shard, job.due.row_key)
+        self.history.delete_all(job.ref)
+        return removed
