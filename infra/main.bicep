@@ -49,7 +49,7 @@ param maximumInstanceCount int = 100
 ])
 param storageSku string = 'Standard_GRS'
 
-@description('SCHEDULER_API_KEYS entries (hashes from python -m scheduler_core.host keygen). Empty: leave the Key Vault secret as it is.')
+@description('SCHEDULER_API_KEYS entries (hashes from python -m local_host keygen). Empty: leave the Key Vault secret as it is.')
 @secure()
 param apiKeyHashes string = ''
 
