@@ -6,7 +6,9 @@ Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 * :func:`parse_job` -> :class:`JobSpec` (canonical properties without secrets, secrets by dotted path);
 * :func:`merge_patch` / :func:`merge_collection_patch` for PATCH (JSON merge, then parse again);
 * :func:`job_output` to shape a GET response's ``properties``;
-* :func:`restore_secrets` for the executor (the definition with its secrets put back);
+* :func:`read_job_action` for the executor and the plan rules (a stored job's typed
+  :class:`~scheduler_core.model.actions.JobAction`, trusted), :func:`job_action_json` for the other
+  direction, :func:`restore_secrets` (the definition with its secrets put back);
 * :func:`recurrence_exceeds_quota` and :func:`retry_intervals` for collection and plan checks.
 
 Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
@@ -17,15 +19,10 @@ JSON path and the rule, and never quoting a secret.
 """
 
 from scheduler_core.definitions._actions import (
-    DEFAULT_RETRY_COUNT,
-    DEFAULT_RETRY_INTERVAL,
-    MAX_BODY,
-    MAX_HEADER_CHARS,
-    MAX_HEADERS,
-    MAX_RETRY_COUNT,
-    MAX_RETRY_INTERVAL,
-    MAX_URI,
-    MIN_RETRY_INTERVAL,
+    action_json,
+    job_action_json,
+    read_action,
+    read_job_action,
 )
 from scheduler_core.definitions._collection import PLANS, CollectionSpec, Plan, parse_collection
 from scheduler_core.definitions._durations import (
@@ -38,6 +35,7 @@ from scheduler_core.definitions._durations import (
     parse_duration,
     read_duration,
 )
+from scheduler_core.definitions._http import MAX_BODY, MAX_HEADER_CHARS, MAX_HEADERS, MAX_URI
 from scheduler_core.definitions._job import (
     MAX_JOB_CHARS,
     JobSpec,
@@ -49,6 +47,14 @@ from scheduler_core.definitions._job import (
     written_style,
 )
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
+from scheduler_core.definitions._retry import (
+    MAX_RETRY_COUNT,
+    MAX_RETRY_INTERVAL,
+    MIN_RETRY_INTERVAL,
+    read_retry_policy,
+    retry_policy_json,
+)
+from scheduler_core.model.retry import DEFAULT_RETRY_COUNT, DEFAULT_RETRY_INTERVAL
 
 __all__ = [
     "DEFAULT_RETRY_COUNT",
@@ -69,17 +75,23 @@ __all__ = [
     "DurationStyle",
     "JobSpec",
     "Plan",
+    "action_json",
     "duration_style",
     "format_duration",
+    "job_action_json",
     "job_output",
     "merge_collection_patch",
     "merge_patch",
     "parse_collection",
     "parse_duration",
     "parse_job",
+    "read_action",
     "read_duration",
+    "read_job_action",
+    "read_retry_policy",
     "recurrence_exceeds_quota",
     "restore_secrets",
     "retry_intervals",
+    "retry_policy_json",
     "written_style",
 ]

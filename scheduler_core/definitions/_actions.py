@@ -1,125 +1,153 @@
-"""Actions (``action`` and ``action.errorAction``): HTTP(S), Storage queue, Service Bus queue and topic,
-their authentication, and the retry policy. Each parser returns the canonical output JSON (PascalCase enum
-values, durations in the style they were written in, no secrets) and the secrets it split out, keyed by
-dotted path.
+"""Actions (``action`` and ``action.errorAction``) at the wire, converted to and from the typed model
+(:mod:`scheduler_core.model.actions`) in one place per direction:
+
+* :func:`parse_action` validates a client's ``action`` into a :class:`~scheduler_core.model.actions.JobAction`
+  and renders its canonical output through :func:`job_action_json`;
+* :func:`read_job_action` reads a stored job's action (canonical JSON and secrets by dotted path), trusted:
+  nothing is validated again and no certificate is opened;
+* :func:`job_action_json` writes a ``JobAction`` as the canonical output JSON (PascalCase enum values,
+  durations in the style they were written in, no secrets) and the secrets split out of it.
+
+The kinds of action are one table, :data:`ACTION_KINDS` (wire type, payload field, parser, reader); the
+writer matches on the model's classes, so ``mypy`` finds a kind it does not write. The payloads are in
+:mod:`._http` and :mod:`._queues`, the retry policy in :mod:`._retry`.
 
 Durations: each one the client wrote is answered in its own style (ISO 8601 or .NET TimeSpan, see
 :mod:`._durations`); one the service fills in (the default ``retryInterval``) takes the job's ``style``.
-
-The app's identity: a Storage queue action without ``sasToken`` and a Service Bus action without
-``sasKey`` are sent with the function app's identity, so their host must be one the
-:class:`~scheduler_core.identity.IdentityScope` allows; otherwise ``storageAccount`` / ``namespace`` is
-refused."""
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any
-from urllib.parse import urlsplit
+import copy
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, assert_never
 
-from scheduler_core.definitions._certificates import read_pfx
-from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_duration
-from scheduler_core.definitions._json import Fields, enum_value, join, str_map
+from scheduler_core.definitions._durations import ISO, DurationStyle
+from scheduler_core.definitions._http import http_json, parse_http, read_http
+from scheduler_core.definitions._json import Fields, enum_value
+from scheduler_core.definitions._prior import Prior, sub
+from scheduler_core.definitions._queues import (
+    S,
+    parse_service_bus,
+    parse_storage_queue,
+    read_service_bus,
+    read_storage_queue,
+    service_bus_json,
+    storage_queue_json,
+)
+from scheduler_core.definitions._retry import (
+    default_retry_policy,
+    parse_retry_policy,
+    read_retry_policy,
+    retry_policy_json,
+)
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
-from scheduler_core.recurrence import format_instant, parse_instant
+from scheduler_core.model.actions import (
+    Action,
+    HttpAction,
+    JobAction,
+    ServiceBusQueueAction,
+    ServiceBusTopicAction,
+    StorageQueueAction,
+)
+from scheduler_core.model.retry import RetryPolicy
 
 __all__ = [
-    "DEFAULT_RETRY_COUNT",
-    "DEFAULT_RETRY_INTERVAL",
+    "ACTION_KINDS",
+    "ActionKind",
     "ParsedAction",
     "Prior",
+    "action_json",
+    "job_action_json",
     "parse_action",
+    "read_action",
+    "read_job_action",
+    "restore_secrets",
 ]
 
-# ------------------------------------------------------------------------------------------- limits
 
-#: HTTP action limits (includes/scheduler-limits-table.md).
-MAX_URI = 2048
-MAX_BODY = 8192
-MAX_HEADERS = 50
-MAX_HEADER_CHARS = 4096
-#: Retry policy (scheduler-concepts-terms.md, 2018+): 4 retries every 30 s by default; 15 s to 18 months.
-DEFAULT_RETRY_COUNT = 4
-DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
-MIN_RETRY_INTERVAL = timedelta(seconds=15)
-MAX_RETRY_INTERVAL = timedelta(days=548)
-MAX_RETRY_COUNT = 20
-
-# -------------------------------------------------------------------------------------------- enums
-
-ACTION_TYPES = {
-    "http": "Http",
-    "https": "Https",
-    "storagequeue": "StorageQueue",
-    "servicebusqueue": "ServiceBusQueue",
-    "servicebustopic": "ServiceBusTopic",
-}
-_PAYLOAD = {
-    "Http": "request",
-    "Https": "request",
-    "StorageQueue": "queueMessage",
-    "ServiceBusQueue": "serviceBusQueueMessage",
-    "ServiceBusTopic": "serviceBusTopicMessage",
-}
-_SAME_KIND = {name: (("Http", "Https") if name in ("Http", "Https") else (name,)) for name in _PAYLOAD}
-_PAYLOADS = ("request", "queueMessage", "serviceBusQueueMessage", "serviceBusTopicMessage")
-HTTP_AUTH_TYPES = {
-    "notspecified": "NotSpecified",
-    "clientcertificate": "ClientCertificate",
-    "activedirectoryoauth": "ActiveDirectoryOAuth",
-    "basic": "Basic",
-}
-SERVICE_BUS_AUTH_TYPES = {"notspecified": "NotSpecified", "sharedaccesskey": "SharedAccessKey"}
-TRANSPORT_TYPES = {"notspecified": "NotSpecified", "netmessaging": "NetMessaging", "amqp": "AMQP"}
-RETRY_TYPES = {"none": "None", "fixed": "Fixed", "exponential": "Exponential"}
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_STORAGE_ACCOUNT = re.compile(r"[A-Za-z0-9]{3,24}")
-_QUEUE_NAME = re.compile(r"(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
-_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
-_CONTROL = re.compile(r"[\x00-\x20\x7f]")
-
-
-# ---------------------------------------------------------------------------------------- the prior
+# ------------------------------------------------------------------------------------ kinds of action
 
 
 @dataclass(frozen=True)
-class Prior:
-    """A stored definition (canonical output) and its secrets (dotted paths relative to ``output``),
-    used to keep a secret that a PUT or PATCH omitted while its identity is unchanged."""
+class ParseOptions:
+    """How strictly a client's action is read: ``limits`` (the size limits, off for a stored job read
+    back) and ``identity`` (where the app's identity may go; None: not checked)."""
 
-    output: Mapping[str, Any]
-    secrets: Mapping[str, str] = field(default_factory=dict)
-
-    def sub(self, key: str) -> Prior | None:
-        value = self.output.get(key)
-        if not isinstance(value, Mapping):
-            return None
-        prefix = key + "."
-        return Prior(value, {k[len(prefix) :]: v for k, v in self.secrets.items() if k.startswith(prefix)})
+    limits: bool
+    identity: IdentityScope | None
 
 
-def _sub(prior: Prior | None, key: str) -> Prior | None:
-    return prior.sub(key) if prior is not None else None
+@dataclass(frozen=True)
+class ActionKind:
+    """One kind of action at the wire: its ``type``, the field holding its object (``payload``), the kinds
+    a stored one's secrets may carry over to when a PUT changes the type (``family``), the parser of a
+    client's object and the reader of a stored one (secrets in place)."""
+
+    type_name: str
+    payload: str
+    family: tuple[str, ...]
+    parse: Callable[[object, str, Prior | None, ParseOptions], Action]
+    read: Callable[[Mapping[str, Any]], Action]
 
 
-@dataclass
+def _service_bus_kind(kind: type[S], payload: str) -> ActionKind:
+    def parse(data: object, path: str, prior: Prior | None, options: ParseOptions) -> Action:
+        return parse_service_bus(data, path, prior, kind, options.identity)
+
+    return ActionKind(kind.type_name, payload, (kind.type_name,), parse, functools.partial(read_service_bus, kind=kind))
+
+
+def _http_kind(type_name: str, https: bool) -> ActionKind:
+    def parse(data: object, path: str, prior: Prior | None, options: ParseOptions) -> Action:
+        return parse_http(data, path, prior, https=https, limits=options.limits)
+
+    return ActionKind(type_name, "request", ("Http", "Https"), parse, functools.partial(read_http, https=https))
+
+
+#: Every kind of action, by its ``type`` in lower case.
+ACTION_KINDS: dict[str, ActionKind] = {
+    kind.type_name.lower(): kind
+    for kind in (
+        _http_kind("Http", https=False),
+        _http_kind("Https", https=True),
+        ActionKind(
+            StorageQueueAction.type_name,
+            "queueMessage",
+            (StorageQueueAction.type_name,),
+            lambda data, path, prior, options: parse_storage_queue(data, path, prior, options.identity),
+            read_storage_queue,
+        ),
+        _service_bus_kind(ServiceBusQueueAction, "serviceBusQueueMessage"),
+        _service_bus_kind(ServiceBusTopicAction, "serviceBusTopicMessage"),
+    )
+}
+_TYPE_NAMES = {key: kind.type_name for key, kind in ACTION_KINDS.items()}
+_PAYLOADS = tuple(dict.fromkeys(kind.payload for kind in ACTION_KINDS.values()))
+
+
+# ------------------------------------------------------------------------------------------- parse
+
+
+@dataclass(frozen=True)
 class ParsedAction:
+    """A client's ``action`` parsed: the typed value, its canonical ``output`` and the ``secrets`` split out
+    of it (dotted paths inside the job's ``properties``: ``action.request.authentication.password``)."""
+
+    action: JobAction
     output: dict[str, Any]
     secrets: dict[str, str]
-    types: list[str]
-    uses_authentication: bool
 
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.action.action_types
 
-def _prefixed(prefix: str, secrets: Mapping[str, str]) -> dict[str, str]:
-    return {f"{prefix}.{key}": value for key, value in secrets.items()}
-
-
-# ---------------------------------------------------------------------------------------- the action
+    @property
+    def uses_authentication(self) -> bool:
+        return self.action.uses_authentication
 
 
 def parse_action(
@@ -127,511 +155,123 @@ def parse_action(
     path: str,
     prior: Prior | None,
     *,
-    error_action: bool,
     limits: bool,
     style: DurationStyle = ISO,
     identity: IdentityScope | None = None,
 ) -> ParsedAction:
-    """Parse ``action`` (``error_action=False``) or ``action.errorAction``. ``style`` is the style of the
-    durations the service fills in; ``identity``, when given, is where the app's identity may go."""
+    """Parse a job's ``action`` (and its ``errorAction``). ``prior`` is the stored ``action`` (a secret the
+    body omits is kept from it while its identity is unchanged); ``style`` is the style of the durations
+    the service fills in; ``identity``, when given, is where the app's identity may go."""
+    options = ParseOptions(limits, identity)
+    main, retry, fields = _parse_one(data, path, prior, options, style, error_action=False)
+    error = error_retry = None
+    if "errorAction" in fields:
+        error, error_retry, _ = _parse_one(
+            fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, style, True
+        )
+    action = JobAction(main, retry or default_retry_policy(style), error, error_retry)
+    output, secrets = job_action_json(action)
+    return ParsedAction(action, output, secrets)
+
+
+def _parse_one(
+    data: object, path: str, prior: Prior | None, options: ParseOptions, style: DurationStyle, error_action: bool
+) -> tuple[Action, RetryPolicy | None, Fields]:
+    """One action object: the action, its retry policy when written, and its fields."""
     known = ("type", *_PAYLOADS, "retryPolicy") + (() if error_action else ("errorAction",))
     hint = "; an error action cannot have an errorAction of its own" if error_action else ""
     fields = Fields(data, path, known, hint=hint)
     if "type" not in fields:
-        raise ValidationError(fields.where("type"), f"is required (one of {', '.join(_PAYLOAD)})")
-    action_type = enum_value(fields.get("type"), fields.where("type"), ACTION_TYPES)
-    payload = _PAYLOAD[action_type]
+        raise ValidationError(fields.where("type"), f"is required (one of {', '.join(_TYPE_NAMES.values())})")
+    kind = ACTION_KINDS[enum_value(fields.get("type"), fields.where("type"), _TYPE_NAMES).lower()]
     for other in _PAYLOADS:
-        if other != payload and other in fields:
+        if other != kind.payload and other in fields:
             raise ValidationError(
                 fields.where(other),
-                f"does not belong to an action of type {action_type}, which uses '{payload}' "
+                f"does not belong to an action of type {kind.type_name}, which uses '{kind.payload}' "
                 "(remove it; in a PATCH, set it to null)",
             )
-    if payload not in fields:
-        raise ValidationError(fields.where(payload), f"is required for an action of type {action_type}")
+    if kind.payload not in fields:
+        raise ValidationError(fields.where(kind.payload), f"is required for an action of type {kind.type_name}")
     # Another kind of action: nothing of the old one's secrets may carry over (Http <-> Https may).
-    if prior is not None and str(prior.output.get("type")) not in _SAME_KIND[action_type]:
+    if prior is not None and str(prior.output.get("type")) not in kind.family:
         prior = None
-
-    output: dict[str, Any] = {"type": action_type}
-    secrets: dict[str, str] = {}
-    uses_authentication = False
-    where = fields.where(payload)
-    if payload == "request":
-        request, request_secrets, uses_authentication = _parse_request(
-            fields.get(payload), where, _sub(prior, "request"), https_only=action_type == "Https", limits=limits
-        )
-        output["request"] = request
-        secrets.update(_prefixed("request", request_secrets))
-    elif payload == "queueMessage":
-        message, message_secrets = _parse_storage_queue(fields.get(payload), where, _sub(prior, payload), identity)
-        output[payload] = message
-        secrets.update(_prefixed(payload, message_secrets))
-    else:
-        message, message_secrets = _parse_service_bus(
-            fields.get(payload),
-            where,
-            _sub(prior, payload),
-            queue=payload == "serviceBusQueueMessage",
-            identity=identity,
-        )
-        output[payload] = message
-        secrets.update(_prefixed(payload, message_secrets))
-
+    action = kind.parse(fields.get(kind.payload), fields.where(kind.payload), sub(prior, kind.payload), options)
+    retry = None
     if "retryPolicy" in fields:
-        output["retryPolicy"] = parse_retry_policy(fields.get("retryPolicy"), fields.where("retryPolicy"), style)
-    elif not error_action:
-        output["retryPolicy"] = default_retry_policy(style)
-    types = [action_type]
-    if "errorAction" in fields:
-        error = parse_action(
-            fields.get("errorAction"),
-            fields.where("errorAction"),
-            _sub(prior, "errorAction"),
-            error_action=True,
-            limits=limits,
-            style=style,
-            identity=identity,
-        )
-        output["errorAction"] = error.output
-        secrets.update(_prefixed("errorAction", error.secrets))
-        types.extend(error.types)
-        uses_authentication = uses_authentication or error.uses_authentication
-    return ParsedAction(output, secrets, types, uses_authentication)
+        retry = parse_retry_policy(fields.get("retryPolicy"), fields.where("retryPolicy"), style)
+    return action, retry, fields
 
 
-# ------------------------------------------------------------------------------------------ retries
+# -------------------------------------------------------------------------------------------- read
 
 
-def default_retry_policy(style: DurationStyle = ISO) -> dict[str, Any]:
-    """The policy of an action without one: retried 4 more times at 30-second intervals."""
-    return {
-        "retryType": "Fixed",
-        "retryInterval": format_duration(DEFAULT_RETRY_INTERVAL, style),
-        "retryCount": DEFAULT_RETRY_COUNT,
-    }
-
-
-def _interval(fields: Fields, name: str) -> tuple[timedelta, str] | None:
-    """A retry interval and its text in the style it was written in."""
-    if name not in fields:
-        return None
-    where = fields.where(name)
-    value, style = read_duration(fields.get(name), where)
-    if not MIN_RETRY_INTERVAL <= value <= MAX_RETRY_INTERVAL:
-        raise ValidationError(
-            where,
-            f"must be between {format_duration(MIN_RETRY_INTERVAL, style)} (15 seconds) and "
-            f"{format_duration(MAX_RETRY_INTERVAL, style)} (18 months), not {format_duration(value, style)}",
-        )
-    return value, format_duration(value, style)
-
-
-def parse_retry_policy(data: object, path: str, style: DurationStyle = ISO) -> dict[str, Any]:
-    """The effective policy. ``None`` drops the other fields (so that a PATCH to None works on a stored
-    Fixed policy); ``maxRetryInterval`` only means something to ``Exponential`` and is dropped otherwise.
-    A default ``retryInterval`` is written in ``style``."""
-    fields = Fields(data, path, ("retryType", "retryInterval", "retryCount", "maxRetryInterval"))
-    retry_type = "Fixed"
-    if "retryType" in fields:
-        retry_type = enum_value(fields.get("retryType"), fields.where("retryType"), RETRY_TYPES)
-    interval = _interval(fields, "retryInterval")
-    count = fields.integer("retryCount", 0, MAX_RETRY_COUNT)
-    max_interval = _interval(fields, "maxRetryInterval")
-    if retry_type == "None":
-        return {"retryType": "None"}
-    if interval is None:
-        interval = DEFAULT_RETRY_INTERVAL, format_duration(DEFAULT_RETRY_INTERVAL, style)
-    out: dict[str, Any] = {
-        "retryType": retry_type,
-        "retryInterval": interval[1],
-        "retryCount": DEFAULT_RETRY_COUNT if count is None else count,
-    }
-    if retry_type == "Exponential" and max_interval is not None:
-        if max_interval[0] < interval[0]:
-            raise ValidationError(
-                fields.where("maxRetryInterval"),
-                f"must not be shorter than retryInterval ({interval[1]})",
-            )
-        out["maxRetryInterval"] = max_interval[1]
+def restore_secrets(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> dict[str, Any]:
+    """The full definition (a deep copy of ``properties``) with each secret put back at its dotted path.
+    A secret whose parent object is no longer in the definition is left out."""
+    out: dict[str, Any] = copy.deepcopy(dict(properties))
+    for path, value in secrets.items():
+        *parents, leaf = path.split(".")
+        node: Any = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node[leaf] = value
     return out
 
 
-# --------------------------------------------------------------------------------------------- HTTP
+def read_action(data: Mapping[str, Any]) -> Action:
+    """One stored action object (canonical, its secrets in place; ``errorAction`` and ``retryPolicy``
+    are not looked at), trusted. Raises ``KeyError`` for an unknown ``type``."""
+    kind = ACTION_KINDS[str(data.get("type", "")).lower()]
+    return kind.read(data.get(kind.payload) or {})
 
 
-def _origin(uri: object) -> tuple[str, str, int | None] | None:
-    """(scheme, host, port) of a URI, for deciding whether a stored secret may follow a changed URI."""
-    if not isinstance(uri, str):
-        return None
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
-
-
-def _parse_uri(fields: Fields, https_only: bool, limits: bool) -> str:
-    where = fields.where("uri")
-    uri = fields.text("uri", required=True, rule="is required (an absolute http or https URI)")
-    assert uri is not None
-    if limits and len(uri) > MAX_URI:
-        raise ValidationError(where, f"must be at most {MAX_URI} characters, not {len(uri)}")
-    if _CONTROL.search(uri):
-        raise ValidationError(where, "must not contain spaces or control characters (percent-encode them)")
-    try:
-        parts = urlsplit(uri)
-        _ = parts.port
-    except ValueError:
-        raise ValidationError(where, "must be an absolute http or https URI (its host or port is invalid)") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(where, "must be an absolute http or https URI")
-    if https_only and scheme != "https":
-        raise ValidationError(where, "must be an https URI for an action of type Https")
-    return uri
-
-
-def _parse_headers(value: object, where: str, limits: bool) -> dict[str, str]:
-    headers = str_map(value, where)
-    if limits and len(headers) > MAX_HEADERS:
-        raise ValidationError(where, f"must have at most {MAX_HEADERS} headers, not {len(headers)}")
-    total = 0
-    for name, item in headers.items():
-        if not _TOKEN.fullmatch(name):
-            raise ValidationError(where, "header names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)")
-        if any(c in item for c in "\r\n\x00"):
-            raise ValidationError(join(where, name), "must not contain line breaks or NUL characters")
-        total += len(name) + len(item)
-    if limits and total > MAX_HEADER_CHARS:
-        raise ValidationError(
-            where, f"must total at most {MAX_HEADER_CHARS} characters (names and values), not {total}"
-        )
-    return headers
-
-
-def _parse_request(
-    data: object, path: str, prior: Prior | None, *, https_only: bool, limits: bool
-) -> tuple[dict[str, Any], dict[str, str], bool]:
-    fields = Fields(data, path, ("uri", "method", "body", "headers", "authentication"))
-    uri = _parse_uri(fields, https_only, limits)
-    method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
-    assert method is not None
-    if not _TOKEN.fullmatch(method):
-        raise ValidationError(fields.where("method"), "must be an HTTP method such as GET, POST, PUT or DELETE")
-    output: dict[str, Any] = {"uri": uri, "method": method.upper()}
-    body = fields.text("body")
-    if body is not None:
-        if limits and len(body) > MAX_BODY:
-            raise ValidationError(fields.where("body"), f"must be at most {MAX_BODY} characters, not {len(body)}")
-        output["body"] = body
-    if "headers" in fields:
-        output["headers"] = _parse_headers(fields.get("headers"), fields.where("headers"), limits)
-    secrets: dict[str, str] = {}
-    uses_authentication = False
-    if "authentication" in fields:
-        auth_prior = _sub(prior, "authentication")
-        if prior is not None and _origin(prior.output.get("uri")) != _origin(uri):
-            auth_prior = None  # a secret never follows the job to another host
-        auth, secrets = _parse_http_auth(fields.get("authentication"), fields.where("authentication"), auth_prior)
-        output["authentication"] = auth
-        uses_authentication = auth["type"] != "NotSpecified"
-    return output, _prefixed("authentication", secrets) if secrets else {}, uses_authentication
-
-
-# ---------------------------------------------------------------------------------- authentication
-
-_AUTH_FIELDS = {
-    "NotSpecified": ("type",),
-    "Basic": ("type", "username", "password"),
-    "ActiveDirectoryOAuth": ("type", "tenant", "audience", "clientId", "secret"),
-    "ClientCertificate": ("type", "pfx", "password", "certificateThumbprint"),
-}
-#: Derived, read-only: echoed back by clients that GET, modify and PUT; ignored on input.
-_CERT_READ_ONLY = ("certificateSubjectName", "certificateExpirationDate", "certificateExpiration")
-
-
-def _same(a: object, b: object) -> bool:
-    return isinstance(a, str) and isinstance(b, str) and a.lower() == b.lower()
-
-
-def _parse_http_auth(data: object, path: str, prior: Prior | None) -> tuple[dict[str, Any], dict[str, str]]:
-    if not isinstance(data, Mapping):
-        raise ValidationError(path, "must be a JSON object with a type")
-    type_value = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "type"), None)
-    if type_value is None:
-        raise ValidationError(join(path, "type"), f"is required (one of {', '.join(_AUTH_FIELDS)})")
-    auth_type = enum_value(type_value, join(path, "type"), HTTP_AUTH_TYPES)
-    ignored = _CERT_READ_ONLY if auth_type == "ClientCertificate" else ()
-    fields = Fields(data, path, _AUTH_FIELDS[auth_type], ignored=ignored, hint=f" for {auth_type} authentication")
-    if prior is not None and prior.output.get("type") != auth_type:
-        prior = None
-    if auth_type == "Basic":
-        return _basic(fields, prior)
-    if auth_type == "ActiveDirectoryOAuth":
-        return _oauth(fields, prior)
-    if auth_type == "ClientCertificate":
-        return _client_certificate(fields, prior)
-    return {"type": "NotSpecified"}, {}
-
-
-def _basic(fields: Fields, prior: Prior | None) -> tuple[dict[str, Any], dict[str, str]]:
-    rule = "'Username' and 'Password' are required for 'Basic' type of Authentication."
-    username = fields.text("username", required=True, rule=rule)
-    assert username is not None
-    if not username:
-        raise ValidationError(fields.where("username"), rule)
-    password = fields.text("password")
-    if password is None and prior is not None and prior.output.get("username") == username:
-        password = prior.secrets.get("password")
-    if password is None:
-        raise ValidationError(
-            fields.where("password"),
-            f"{rule} (a stored password is kept only while the type, the username and the URI's host stay the same)",
-        )
-    return {"type": "Basic", "username": username}, {"password": password}
-
-
-def _oauth(fields: Fields, prior: Prior | None) -> tuple[dict[str, Any], dict[str, str]]:
-    rule = (
-        "'Tenant', 'Audience', 'ClientId' and 'Secret' are required for 'ActiveDirectoryOAuth' type of Authentication."
+def read_job_action(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> JobAction:
+    """The action of a stored job: ``properties`` is its canonical ``JobProperties`` (with ``action``),
+    ``secrets`` its secrets by dotted path inside them (as :class:`JobSpec` and the job store hold them).
+    Trusted: nothing is validated again and no certificate is opened. A missing ``retryPolicy`` is the
+    default one."""
+    action = restore_secrets(properties, secrets)["action"]
+    error = action.get("errorAction")
+    return JobAction(
+        main=read_action(action),
+        retry_policy=read_retry_policy(action.get("retryPolicy")),
+        error=read_action(error) if error else None,
+        error_retry_policy=read_retry_policy(error["retryPolicy"]) if error and error.get("retryPolicy") else None,
     )
-    output: dict[str, Any] = {"type": "ActiveDirectoryOAuth"}
-    for name in ("tenant", "audience", "clientId"):
-        value = fields.text(name, required=True, rule=rule)
-        if not value:
-            raise ValidationError(fields.where(name), rule)
-        output[name] = value
-    secret = fields.text("secret")
-    if (
-        secret is None
-        and prior is not None
-        and _same(prior.output.get("tenant"), output["tenant"])
-        and _same(prior.output.get("clientId"), output["clientId"])
-    ):
-        secret = prior.secrets.get("secret")
-    if secret is None:
-        raise ValidationError(
-            fields.where("secret"),
-            f"{rule} (a stored secret is kept only while the type, the tenant, the clientId and the URI's "
-            "host stay the same)",
-        )
-    return output, {"secret": secret}
 
 
-def _client_certificate(fields: Fields, prior: Prior | None) -> tuple[dict[str, Any], dict[str, str]]:
-    rule = "'Pfx' is required for 'ClientCertificate' type of Authentication."
-    pfx = fields.text("pfx")
-    password = fields.text("password")
-    if pfx is None:
-        claimed = fields.text("certificateThumbprint")
-        stored = prior.secrets.get("pfx") if prior is not None else None
-        if (
-            prior is None
-            or stored is None
-            or (claimed is not None and not _same(claimed, prior.output.get("certificateThumbprint")))
-        ):
-            raise ValidationError(
-                fields.where("pfx"),
-                f"{rule} (a stored certificate is kept only while the type, the certificateThumbprint and the "
-                "URI's host stay the same)",
-            )
-        pfx = stored
-        if password is None:
-            password = prior.secrets.get("password")
-    info = read_pfx(pfx, password, fields.where("pfx"))
-    output = {
-        "type": "ClientCertificate",
-        "certificateThumbprint": info.thumbprint,
-        "certificateSubjectName": info.subject,
-        "certificateExpirationDate": format_instant(info.expires),
-    }
-    secrets = {"pfx": pfx}
-    if password:
-        secrets["password"] = password
-    return output, secrets
+# ------------------------------------------------------------------------------------------- write
 
 
-# ------------------------------------------------------------------------------------ Storage queue
+def action_json(action: Action) -> tuple[dict[str, Any], dict[str, str]]:
+    """One action object (``type`` and its payload) and its secrets by dotted path inside it."""
+    payload: tuple[dict[str, Any], dict[str, str]]
+    match action:
+        case HttpAction():
+            payload = http_json(action)
+        case StorageQueueAction():
+            payload = storage_queue_json(action)
+        case ServiceBusQueueAction() | ServiceBusTopicAction():
+            payload = service_bus_json(action)
+        case _:
+            assert_never(action)
+    field = ACTION_KINDS[action.type_name.lower()].payload
+    output, secrets = payload
+    return {"type": action.type_name, field: output}, {f"{field}.{key}": value for key, value in secrets.items()}
 
 
-def _parse_storage_queue(
-    data: object, path: str, prior: Prior | None, identity: IdentityScope | None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    fields = Fields(data, path, ("storageAccount", "queueName", "sasToken", "message"))
-    account = fields.text("storageAccount", required=True, rule="is required (the storage account name)")
-    assert account is not None
-    if not _STORAGE_ACCOUNT.fullmatch(account):
-        raise ValidationError(
-            fields.where("storageAccount"), "must be a storage account name (3 to 24 letters and digits)"
-        )
-    queue = fields.text("queueName", required=True, rule="is required (the queue name)")
-    assert queue is not None
-    if not _QUEUE_NAME.fullmatch(queue):
-        raise ValidationError(
-            fields.where("queueName"),
-            "must be a queue name: 3 to 63 lower-case letters, digits and single hyphens, "
-            "starting and ending with a letter or digit",
-        )
-    message = fields.text("message", required=True, rule="is required (the message text; it may be empty)")
-    assert message is not None
-    output = {"storageAccount": account, "queueName": queue, "message": message}
-    token = fields.text("sasToken")
-    if (
-        token is None
-        and prior is not None
-        and _same(prior.output.get("storageAccount"), account)
-        and prior.output.get("queueName") == queue
-    ):
-        token = prior.secrets.get("sasToken")
-    if token is None and identity is not None:
-        refusal = identity.storage_queue_refusal(identity.storage_queue_host(account))
-        if refusal is not None:
-            raise ValidationError(
-                fields.where("storageAccount"),
-                f"must be an account under the configured Storage endpoint when no sasToken is given: {refusal}",
-            )
-    return output, {"sasToken": token} if token is not None else {}
-
-
-# --------------------------------------------------------------------------------------- Service Bus
-
-_BROKERED_STRINGS = (
-    "contentType",
-    "correlationId",
-    "label",
-    "messageId",
-    "partitionKey",
-    "replyTo",
-    "replyToSessionId",
-    "sessionId",
-    "to",
-    "viaPartitionKey",
-)
-_BROKERED = (*_BROKERED_STRINGS, "forcePersistence", "scheduledEnqueueTimeUtc", "timeToLive")
-_BROKERED_ORDER = (
-    "contentType",
-    "correlationId",
-    "forcePersistence",
-    "label",
-    "messageId",
-    "partitionKey",
-    "replyTo",
-    "replyToSessionId",
-    "scheduledEnqueueTimeUtc",
-    "sessionId",
-    "timeToLive",
-    "to",
-    "viaPartitionKey",
-)
-
-
-def _parse_brokered(data: object, path: str) -> dict[str, Any]:
-    fields = Fields(data, path, _BROKERED)
-    values: dict[str, Any] = {}
-    for name in _BROKERED_STRINGS:
-        text = fields.text(name)
-        if text is not None:
-            values[name] = text
-    persist = fields.boolean("forcePersistence")
-    if persist is not None:
-        values["forcePersistence"] = persist
-    if "scheduledEnqueueTimeUtc" in fields:
-        where = fields.where("scheduledEnqueueTimeUtc")
-        values["scheduledEnqueueTimeUtc"] = format_instant(parse_instant(fields.get("scheduledEnqueueTimeUtc"), where))
-    if "timeToLive" in fields:
-        where = fields.where("timeToLive")
-        ttl, style = read_duration(fields.get("timeToLive"), where)
-        if ttl <= timedelta(0):
-            raise ValidationError(where, "must be longer than zero")
-        values["timeToLive"] = format_duration(ttl, style)
-    return {name: values[name] for name in _BROKERED_ORDER if name in values}
-
-
-def _parse_service_bus(
-    data: object, path: str, prior: Prior | None, *, queue: bool, identity: IdentityScope | None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    entity = "queueName" if queue else "topicPath"
-    fields = Fields(
-        data,
-        path,
-        (
-            "namespace",
-            entity,
-            "message",
-            "transportType",
-            "authentication",
-            "brokeredMessageProperties",
-            "customMessageProperties",
-        ),
-    )
-    namespace = fields.text("namespace", required=True, rule="is required (the Service Bus namespace)")
-    assert namespace is not None
-    if not _NAMESPACE.fullmatch(namespace):
-        raise ValidationError(
-            fields.where("namespace"), "must be a Service Bus namespace name (letters, digits, '-' and '.')"
-        )
-    what = "queue name" if queue else "topic path"
-    name = fields.text(entity, required=True, rule=f"is required (the {what})")
-    if not name or len(name) > 260 or _CONTROL.search(name):
-        raise ValidationError(fields.where(entity), f"must be a {what}: 1 to 260 characters without spaces")
-    output: dict[str, Any] = {"namespace": namespace, entity: name}
-    message = fields.text("message")
-    if message is not None:
-        output["message"] = message
-    if "transportType" in fields:
-        output["transportType"] = enum_value(
-            fields.get("transportType"), fields.where("transportType"), TRANSPORT_TYPES
-        )
-    secrets: dict[str, str] = {}
-    if "authentication" in fields:
-        auth = Fields(fields.get("authentication"), fields.where("authentication"), ("type", "sasKeyName", "sasKey"))
-        key_name = auth.text("sasKeyName")
-        key = auth.text("sasKey")
-        if "type" in auth:
-            auth_type = enum_value(auth.get("type"), auth.where("type"), SERVICE_BUS_AUTH_TYPES)
-        else:
-            auth_type = "SharedAccessKey" if key_name is not None or key is not None else "NotSpecified"
-        if auth_type == "NotSpecified":
-            for extra in ("sasKeyName", "sasKey"):
-                if extra in auth:
-                    raise ValidationError(auth.where(extra), "is only used with type SharedAccessKey")
-            output["authentication"] = {"type": "NotSpecified"}
-        else:
-            if not key_name:
-                raise ValidationError(
-                    auth.where("sasKeyName"), "is required for 'SharedAccessKey' type of Authentication"
-                )
-            prior_auth = _sub(prior, "authentication")
-            if (
-                key is None
-                and prior is not None
-                and prior_auth is not None
-                and prior_auth.output.get("type") == "SharedAccessKey"
-                and _same(prior.output.get("namespace"), namespace)
-                and prior_auth.output.get("sasKeyName") == key_name
-            ):
-                key = prior_auth.secrets.get("sasKey")
-            output["authentication"] = {"type": "SharedAccessKey", "sasKeyName": key_name}
-            if key is not None:
-                secrets["authentication.sasKey"] = key
-    if "authentication.sasKey" not in secrets and identity is not None:
-        refusal = identity.service_bus_refusal(identity.service_bus_host(namespace))
-        if refusal is not None:
-            raise ValidationError(
-                fields.where("namespace"),
-                "must be a namespace name, or a host under the configured Service Bus endpoint, when no sasKey "
-                f"is given: {refusal}",
-            )
-    if "brokeredMessageProperties" in fields:
-        output["brokeredMessageProperties"] = _parse_brokered(
-            fields.get("brokeredMessageProperties"), fields.where("brokeredMessageProperties")
-        )
-    if "customMessageProperties" in fields:
-        output["customMessageProperties"] = str_map(
-            fields.get("customMessageProperties"), fields.where("customMessageProperties")
-        )
-    return output, secrets
+def job_action_json(action: JobAction) -> tuple[dict[str, Any], dict[str, str]]:
+    """The canonical ``action`` of a job and its secrets by dotted path inside the job's ``properties``
+    (``action.request.authentication.password``). The main action always has its ``retryPolicy``; the
+    error action has one only when it was written."""
+    output, secrets = action_json(action.main)
+    output["retryPolicy"] = retry_policy_json(action.retry_policy)
+    if action.error is not None:
+        error, error_secrets = action_json(action.error)
+        if action.error_retry_policy is not None:
+            error["retryPolicy"] = retry_policy_json(action.error_retry_policy)
+        output["errorAction"] = error
+        secrets.update({f"errorAction.{key}": value for key, value in error_secrets.items()})
+    return output, {f"action.{key}": value for key, value in secrets.items()}

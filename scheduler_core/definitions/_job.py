@@ -22,8 +22,8 @@ from typing import Any
 
 from dateutil.relativedelta import relativedelta
 
-from scheduler_core.definitions._actions import Prior, parse_action
-from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, duration_style, parse_duration
+from scheduler_core.definitions._actions import Prior, parse_action, read_job_action, restore_secrets
+from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, duration_style
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
@@ -159,7 +159,6 @@ def parse_job(
         props.get("action"),
         props.where("action"),
         prior,
-        error_action=False,
         limits=validate_limits,
         style=style,
         identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
@@ -177,11 +176,11 @@ def parse_job(
     properties["state"] = state
     return JobSpec(
         properties=properties,
-        secrets={f"action.{path}": value for path, value in action.secrets.items()},
+        secrets=action.secrets,
         state=state,
         start_time=start_time,
         recurrence=recurrence,
-        action_types=tuple(action.types),
+        action_types=action.types,
         uses_authentication=action.uses_authentication,
         duration_style=style,
     )
@@ -225,20 +224,6 @@ def job_output(spec_properties: Mapping[str, Any], status: Mapping[str, Any]) ->
     return out
 
 
-def restore_secrets(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> dict[str, Any]:
-    """The full definition (a deep copy of ``properties``) with each secret put back at its dotted path.
-    A secret whose parent object is no longer in the definition is left out."""
-    out: dict[str, Any] = copy.deepcopy(dict(properties))
-    for path, value in secrets.items():
-        *parents, leaf = path.split(".")
-        node: Any = out
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node[leaf] = value
-    return out
-
-
 def recurrence_exceeds_quota(
     recurrence: Recurrence | None, max_recurrence: tuple[str, int], start_time: datetime | None = None
 ) -> bool:
@@ -250,14 +235,6 @@ def recurrence_exceeds_quota(
 
 def retry_intervals(spec: JobSpec) -> list[float]:
     """The retry interval in seconds of each action (main, then error) whose policy retries at all.
-    For ``Exponential`` that is the first (shortest) delay. Empty when nothing is retried."""
-    out: list[float] = []
-    action = spec.properties.get("action") or {}
-    for candidate in (action, action.get("errorAction")):
-        policy = candidate.get("retryPolicy") if isinstance(candidate, Mapping) else None
-        if not isinstance(policy, Mapping) or policy.get("retryType") == "None":
-            continue
-        if not policy.get("retryCount"):
-            continue
-        out.append(parse_duration(policy["retryInterval"], "retryInterval").total_seconds())
-    return out
+    For ``Exponential`` that is the first (shortest) delay. Empty when nothing is retried
+    (:meth:`JobAction.retry_intervals <scheduler_core.model.actions.JobAction.retry_intervals>`)."""
+    return read_job_action(spec.properties, spec.secrets).retry_intervals()

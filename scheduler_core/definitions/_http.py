@@ -1,0 +1,337 @@
+"""HTTP(S) actions at the wire (``request``): parse a client's, read a stored one, write the canonical one;
+and their authentication (``request.authentication``: NotSpecified, Basic, ActiveDirectoryOAuth,
+ClientCertificate).
+
+A stored secret (password, OAuth secret, certificate) is kept when a PUT or PATCH omits it only while the
+authentication type, its identity (username; tenant + clientId; certificate thumbprint) and the URI's
+scheme, host and port are unchanged."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, assert_never
+from urllib.parse import urlsplit
+
+from scheduler_core.definitions._certificates import read_pfx
+from scheduler_core.definitions._json import Fields, enum_value, join, str_map
+from scheduler_core.definitions._prior import Prior, same_text, sub
+from scheduler_core.errors import ValidationError
+from scheduler_core.model.actions import (
+    ActiveDirectoryOAuthAuthentication,
+    BasicAuthentication,
+    ClientCertificateAuthentication,
+    HttpAction,
+    HttpAuthentication,
+    Secret,
+)
+from scheduler_core.recurrence import format_instant, parse_instant
+
+__all__ = [
+    "MAX_BODY",
+    "MAX_HEADERS",
+    "MAX_HEADER_CHARS",
+    "MAX_URI",
+    "http_json",
+    "parse_http",
+    "read_http",
+]
+
+#: HTTP action limits (includes/scheduler-limits-table.md).
+MAX_URI = 2048
+MAX_BODY = 8192
+MAX_HEADERS = 50
+MAX_HEADER_CHARS = 4096
+
+HTTP_AUTH_TYPES = {
+    "notspecified": "NotSpecified",
+    "clientcertificate": "ClientCertificate",
+    "activedirectoryoauth": "ActiveDirectoryOAuth",
+    "basic": "Basic",
+}
+_AUTH_FIELDS = {
+    "NotSpecified": ("type",),
+    "Basic": ("type", "username", "password"),
+    "ActiveDirectoryOAuth": ("type", "tenant", "audience", "clientId", "secret"),
+    "ClientCertificate": ("type", "pfx", "password", "certificateThumbprint"),
+}
+#: Derived, read-only: echoed back by clients that GET, modify and PUT; ignored on input.
+_CERT_READ_ONLY = ("certificateSubjectName", "certificateExpirationDate", "certificateExpiration")
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+
+
+# -------------------------------------------------------------------------------------------- parse
+
+
+def _origin(uri: object) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) of a URI, for deciding whether a stored secret may follow a changed URI."""
+    if not isinstance(uri, str):
+        return None
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _parse_uri(fields: Fields, https_only: bool, limits: bool) -> str:
+    where = fields.where("uri")
+    uri = fields.text("uri", required=True, rule="is required (an absolute http or https URI)")
+    assert uri is not None
+    if limits and len(uri) > MAX_URI:
+        raise ValidationError(where, f"must be at most {MAX_URI} characters, not {len(uri)}")
+    if _CONTROL.search(uri):
+        raise ValidationError(where, "must not contain spaces or control characters (percent-encode them)")
+    try:
+        parts = urlsplit(uri)
+        _ = parts.port
+    except ValueError:
+        raise ValidationError(where, "must be an absolute http or https URI (its host or port is invalid)") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(where, "must be an absolute http or https URI")
+    if https_only and scheme != "https":
+        raise ValidationError(where, "must be an https URI for an action of type Https")
+    return uri
+
+
+def _parse_headers(value: object, where: str, limits: bool) -> dict[str, str]:
+    headers = str_map(value, where)
+    if limits and len(headers) > MAX_HEADERS:
+        raise ValidationError(where, f"must have at most {MAX_HEADERS} headers, not {len(headers)}")
+    total = 0
+    for name, item in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValidationError(where, "header names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)")
+        if any(c in item for c in "\r\n\x00"):
+            raise ValidationError(join(where, name), "must not contain line breaks or NUL characters")
+        total += len(name) + len(item)
+    if limits and total > MAX_HEADER_CHARS:
+        raise ValidationError(
+            where, f"must total at most {MAX_HEADER_CHARS} characters (names and values), not {total}"
+        )
+    return headers
+
+
+def parse_http(data: object, path: str, prior: Prior | None, *, https: bool, limits: bool) -> HttpAction:
+    """Parse a client's ``request`` (``https``: the action's type is ``Https``). ``prior`` is the stored
+    ``request`` (its secrets kept while allowed, see the module's docstring)."""
+    fields = Fields(data, path, ("uri", "method", "body", "headers", "authentication"))
+    uri = _parse_uri(fields, https, limits)
+    method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
+    assert method is not None
+    if not _TOKEN.fullmatch(method):
+        raise ValidationError(fields.where("method"), "must be an HTTP method such as GET, POST, PUT or DELETE")
+    body = fields.text("body")
+    if body is not None and limits and len(body) > MAX_BODY:
+        raise ValidationError(fields.where("body"), f"must be at most {MAX_BODY} characters, not {len(body)}")
+    headers = None
+    if "headers" in fields:
+        headers = _parse_headers(fields.get("headers"), fields.where("headers"), limits)
+    authentication: HttpAuthentication | None = None
+    if "authentication" in fields:
+        auth_prior = sub(prior, "authentication")
+        if prior is not None and _origin(prior.output.get("uri")) != _origin(uri):
+            auth_prior = None  # a secret never follows the job to another host
+        authentication = _parse_http_auth(fields.get("authentication"), fields.where("authentication"), auth_prior)
+    return HttpAction(
+        uri=uri,
+        method=method.upper(),
+        https=https,
+        headers=headers,
+        body=body,
+        authentication=authentication,
+        not_specified_written="authentication" in fields and authentication is None,
+    )
+
+
+def _parse_http_auth(data: object, path: str, prior: Prior | None) -> HttpAuthentication | None:
+    """The authentication a client wrote; None for NotSpecified."""
+    if not isinstance(data, Mapping):
+        raise ValidationError(path, "must be a JSON object with a type")
+    type_value = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "type"), None)
+    if type_value is None:
+        raise ValidationError(join(path, "type"), f"is required (one of {', '.join(_AUTH_FIELDS)})")
+    auth_type = enum_value(type_value, join(path, "type"), HTTP_AUTH_TYPES)
+    ignored = _CERT_READ_ONLY if auth_type == "ClientCertificate" else ()
+    fields = Fields(data, path, _AUTH_FIELDS[auth_type], ignored=ignored, hint=f" for {auth_type} authentication")
+    if prior is not None and prior.output.get("type") != auth_type:
+        prior = None
+    if auth_type == "Basic":
+        return _basic(fields, prior)
+    if auth_type == "ActiveDirectoryOAuth":
+        return _oauth(fields, prior)
+    if auth_type == "ClientCertificate":
+        return _client_certificate(fields, prior)
+    return None
+
+
+def _basic(fields: Fields, prior: Prior | None) -> BasicAuthentication:
+    rule = "'Username' and 'Password' are required for 'Basic' type of Authentication."
+    username = fields.text("username", required=True, rule=rule)
+    assert username is not None
+    if not username:
+        raise ValidationError(fields.where("username"), rule)
+    password = fields.text("password")
+    if password is None and prior is not None and prior.output.get("username") == username:
+        password = prior.secrets.get("password")
+    if password is None:
+        raise ValidationError(
+            fields.where("password"),
+            f"{rule} (a stored password is kept only while the type, the username and the URI's host stay the same)",
+        )
+    return BasicAuthentication(username, Secret(password))
+
+
+def _oauth(fields: Fields, prior: Prior | None) -> ActiveDirectoryOAuthAuthentication:
+    rule = (
+        "'Tenant', 'Audience', 'ClientId' and 'Secret' are required for 'ActiveDirectoryOAuth' type of Authentication."
+    )
+    values: dict[str, str] = {}
+    for name in ("tenant", "audience", "clientId"):
+        value = fields.text(name, required=True, rule=rule)
+        if not value:
+            raise ValidationError(fields.where(name), rule)
+        values[name] = value
+    secret = fields.text("secret")
+    if (
+        secret is None
+        and prior is not None
+        and same_text(prior.output.get("tenant"), values["tenant"])
+        and same_text(prior.output.get("clientId"), values["clientId"])
+    ):
+        secret = prior.secrets.get("secret")
+    if secret is None:
+        raise ValidationError(
+            fields.where("secret"),
+            f"{rule} (a stored secret is kept only while the type, the tenant, the clientId and the URI's "
+            "host stay the same)",
+        )
+    return ActiveDirectoryOAuthAuthentication(values["tenant"], values["audience"], values["clientId"], Secret(secret))
+
+
+def _client_certificate(fields: Fields, prior: Prior | None) -> ClientCertificateAuthentication:
+    rule = "'Pfx' is required for 'ClientCertificate' type of Authentication."
+    pfx = fields.text("pfx")
+    password = fields.text("password")
+    if pfx is None:
+        claimed = fields.text("certificateThumbprint")
+        stored = prior.secrets.get("pfx") if prior is not None else None
+        if (
+            prior is None
+            or stored is None
+            or (claimed is not None and not same_text(claimed, prior.output.get("certificateThumbprint")))
+        ):
+            raise ValidationError(
+                fields.where("pfx"),
+                f"{rule} (a stored certificate is kept only while the type, the certificateThumbprint and the "
+                "URI's host stay the same)",
+            )
+        pfx = stored
+        if password is None:
+            password = prior.secrets.get("password")
+    info = read_pfx(pfx, password, fields.where("pfx"))
+    return ClientCertificateAuthentication(
+        pfx=Secret(pfx),
+        password=Secret(password) if password else None,
+        thumbprint=info.thumbprint,
+        subject_name=info.subject,
+        expiration=info.expires,
+    )
+
+
+# --------------------------------------------------------------------------------------------- read
+
+
+def read_http(request: Mapping[str, Any], *, https: bool) -> HttpAction:
+    """The action of a stored (canonical) ``request`` with its secrets in place, trusted: nothing is
+    checked and no certificate is opened."""
+    auth = request.get("authentication")
+    headers = request.get("headers")
+    return HttpAction(
+        uri=str(request.get("uri", "")),
+        method=str(request.get("method") or "GET"),
+        https=https,
+        headers=dict(headers) if headers is not None else None,
+        body=request.get("body"),
+        authentication=_read_http_auth(auth) if auth is not None else None,
+        not_specified_written=auth is not None and auth.get("type") == "NotSpecified",
+    )
+
+
+def _secret(data: Mapping[str, Any], name: str) -> Secret:
+    return Secret(str(data.get(name) or ""))
+
+
+def _read_http_auth(auth: Mapping[str, Any]) -> HttpAuthentication | None:
+    kind = auth.get("type")
+    if kind == "Basic":
+        return BasicAuthentication(str(auth.get("username", "")), _secret(auth, "password"))
+    if kind == "ActiveDirectoryOAuth":
+        return ActiveDirectoryOAuthAuthentication(
+            str(auth.get("tenant") or ""),
+            str(auth.get("audience") or ""),
+            str(auth.get("clientId") or ""),
+            _secret(auth, "secret"),
+        )
+    if kind == "ClientCertificate":
+        password = auth.get("password")
+        return ClientCertificateAuthentication(
+            pfx=_secret(auth, "pfx"),
+            password=Secret(str(password)) if password else None,
+            thumbprint=str(auth.get("certificateThumbprint", "")),
+            subject_name=str(auth.get("certificateSubjectName", "")),
+            expiration=parse_instant(auth.get("certificateExpirationDate"), "certificateExpirationDate"),
+        )
+    return None
+
+
+# -------------------------------------------------------------------------------------------- write
+
+
+def http_json(action: HttpAction) -> tuple[dict[str, Any], dict[str, str]]:
+    """The canonical ``request`` and its secrets by dotted path inside it."""
+    output: dict[str, Any] = {"uri": action.uri, "method": action.method}
+    if action.body is not None:
+        output["body"] = action.body
+    if action.headers is not None:
+        output["headers"] = dict(action.headers)
+    auth = action.authentication
+    if auth is None:
+        if action.not_specified_written:
+            output["authentication"] = {"type": "NotSpecified"}
+        return output, {}
+    written, secrets = _http_auth_json(auth)
+    output["authentication"] = written
+    return output, {f"authentication.{name}": value for name, value in secrets.items()}
+
+
+def _http_auth_json(auth: HttpAuthentication) -> tuple[dict[str, Any], dict[str, str]]:
+    match auth:
+        case BasicAuthentication():
+            return {"type": "Basic", "username": auth.username}, {"password": auth.password.reveal()}
+        case ActiveDirectoryOAuthAuthentication():
+            written = {
+                "type": "ActiveDirectoryOAuth",
+                "tenant": auth.tenant,
+                "audience": auth.audience,
+                "clientId": auth.client_id,
+            }
+            return written, {"secret": auth.secret.reveal()}
+        case ClientCertificateAuthentication():
+            written = {
+                "type": "ClientCertificate",
+                "certificateThumbprint": auth.thumbprint,
+                "certificateSubjectName": auth.subject_name,
+                "certificateExpirationDate": format_instant(auth.expiration),
+            }
+            secrets = {"pfx": auth.pfx.reveal()}
+            if auth.password is not None:
+                secrets["password"] = auth.password.reveal()
+            return written, secrets
+        case _:
+            assert_never(auth)

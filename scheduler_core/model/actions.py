@@ -1,0 +1,291 @@
+"""Actions: what a job does when it fires. A union of typed classes, one per kind of action, with the
+authentication each kind supports and the write-only values (:class:`Secret`) that never print.
+
+* :class:`HttpAction` (types ``Http`` and ``Https``) with no authentication or one of
+  :data:`HttpAuthentication`: :class:`BasicAuthentication`, :class:`ClientCertificateAuthentication`,
+  :class:`ActiveDirectoryOAuthAuthentication`;
+* :class:`StorageQueueAction`;
+* :class:`ServiceBusQueueAction` and :class:`ServiceBusTopicAction` (:class:`ServiceBusAction`), with
+  :class:`SharedAccessKeyAuthentication` or the app's identity.
+
+:data:`Action` is their union; :class:`JobAction` is a job's main action, its retry policy and its
+optional error action. A new kind of action is one class here (added to :data:`Action`), one parser in
+:mod:`scheduler_core.definitions` and one sender in :mod:`scheduler_core.actions`; ``mypy`` points at
+every ``match`` that lacks the new case.
+
+Pure values: no I/O, no Azure imports. :mod:`scheduler_core.definitions` converts them to and from the
+ARM JSON of the wire (``action``), in one function per direction.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar, Final
+
+from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy
+
+__all__ = [
+    "Action",
+    "ActiveDirectoryOAuthAuthentication",
+    "BasicAuthentication",
+    "BrokeredMessageProperties",
+    "ClientCertificateAuthentication",
+    "HttpAction",
+    "HttpAuthentication",
+    "JobAction",
+    "Secret",
+    "ServiceBusAction",
+    "ServiceBusQueueAction",
+    "ServiceBusTopicAction",
+    "SharedAccessKeyAuthentication",
+    "StorageQueueAction",
+    "TransportType",
+]
+
+_MASK: Final = "Secret('***')"
+
+
+class Secret:
+    """A write-only value (a password, key, token or certificate). ``repr`` and ``str`` show
+    ``Secret('***')``, so a logged or printed action never shows it; :meth:`reveal` gives the text to the
+    one place that needs it (a sender, the definitions writer). Equal by value, hashable, immutable."""
+
+    __slots__ = ("_value",)
+    _value: str
+
+    def __init__(self, value: str) -> None:
+        object.__setattr__(self, "_value", value)
+
+    def reveal(self) -> str:
+        """The secret text."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return _MASK
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Secret is immutable")
+
+    def __reduce__(self) -> tuple[type[Secret], tuple[str]]:
+        return (Secret, (self._value,))
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+
+@dataclass(frozen=True, slots=True)
+class BasicAuthentication:
+    """HTTP Basic authentication: ``Authorization: Basic base64(username:password)``."""
+
+    username: str
+    password: Secret
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCertificateAuthentication:
+    """Mutual TLS with a client certificate. ``pfx`` is the base64 PKCS #12 file and ``password`` opens it
+    (None: no password). ``thumbprint`` (SHA-1, upper-case hex), ``subject_name`` (``CN=name, O=org``) and
+    ``expiration`` (aware UTC) are read from the certificate when the job is written, for responses."""
+
+    pfx: Secret
+    password: Secret | None
+    thumbprint: str
+    subject_name: str
+    expiration: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveDirectoryOAuthAuthentication:
+    """A client-credentials token from Entra ID (``Authorization: Bearer``): the app ``client_id`` with
+    ``secret`` in ``tenant``, for ``audience`` (a v1 resource such as ``https://management.core.windows.net/``)."""
+
+    tenant: str
+    audience: str
+    client_id: str
+    secret: Secret
+
+
+#: How an HTTP action authenticates (no authentication: None).
+HttpAuthentication = BasicAuthentication | ClientCertificateAuthentication | ActiveDirectoryOAuthAuthentication
+
+
+@dataclass(frozen=True, slots=True)
+class HttpAction:
+    """An HTTP(S) request. ``https`` is the type ``Https`` (the URI must be https) rather than ``Http``.
+    ``method`` is upper case; ``headers`` and ``body`` are None when the definition has none (an empty
+    ``headers`` object is kept as written). ``authentication`` None sends none; ``not_specified_written``
+    records that the definition said so explicitly (``{"type": "NotSpecified"}``), which is answered back."""
+
+    uri: str
+    method: str
+    https: bool = False
+    headers: Mapping[str, str] | None = None
+    body: str | None = None
+    authentication: HttpAuthentication | None = None
+    not_specified_written: bool = False
+
+    @property
+    def type_name(self) -> str:
+        """The action's ``type``: ``Https`` or ``Http``."""
+        return "Https" if self.https else "Http"
+
+    @property
+    def uses_authentication(self) -> bool:
+        """Whether the request carries outbound authentication (what the Free plan refuses)."""
+        return self.authentication is not None
+
+
+# ------------------------------------------------------------------------------------- Storage queue
+
+
+@dataclass(frozen=True, slots=True)
+class StorageQueueAction:
+    """A message added to an Azure Storage queue. ``sas_token`` None: the app's own identity is used."""
+
+    type_name: ClassVar[str] = "StorageQueue"
+    uses_authentication: ClassVar[bool] = False
+
+    storage_account: str
+    queue_name: str
+    message: str
+    sas_token: Secret | None = None
+
+
+# --------------------------------------------------------------------------------------- Service Bus
+
+
+class TransportType(enum.StrEnum):
+    """``transportType`` of a Service Bus action; every message is sent over AMQP whatever it says."""
+
+    NOT_SPECIFIED = "NotSpecified"
+    """No preference (AMQP)."""
+    NET_MESSAGING = "NetMessaging"
+    """The retired .NET SBMP protocol: accepted for compatibility, sent over AMQP."""
+    AMQP = "AMQP"
+    """AMQP 1.0."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharedAccessKeyAuthentication:
+    """A Service Bus shared access key. ``sas_key`` None (a key name without a key): the app's identity."""
+
+    sas_key_name: str
+    sas_key: Secret | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokeredMessageProperties:
+    """``brokeredMessageProperties``: each None when not given. ``force_persistence`` is accepted and
+    ignored (every Service Bus message is persisted)."""
+
+    content_type: str | None = None
+    correlation_id: str | None = None
+    force_persistence: bool | None = None
+    label: str | None = None
+    message_id: str | None = None
+    partition_key: str | None = None
+    reply_to: str | None = None
+    reply_to_session_id: str | None = None
+    scheduled_enqueue_time_utc: datetime | None = None
+    session_id: str | None = None
+    time_to_live: Duration | None = None
+    to: str | None = None
+    via_partition_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBusAction:
+    """A message sent to a Service Bus queue or topic (``entity``) in ``namespace``. Use the subclasses
+    :class:`ServiceBusQueueAction` and :class:`ServiceBusTopicAction`.
+
+    ``authentication`` None uses the app's identity; ``not_specified_written`` records an explicit
+    ``{"type": "NotSpecified"}``. ``message``, ``transport_type``, ``brokered_properties`` and
+    ``custom_properties`` are None when not given (empty objects are kept as written)."""
+
+    type_name: ClassVar[str] = ""
+    #: ``queue`` or ``topic``.
+    entity_kind: ClassVar[str] = ""
+    uses_authentication: ClassVar[bool] = False
+
+    namespace: str
+    entity: str
+    message: str | None = None
+    transport_type: TransportType | None = None
+    authentication: SharedAccessKeyAuthentication | None = None
+    not_specified_written: bool = False
+    brokered_properties: BrokeredMessageProperties | None = None
+    custom_properties: Mapping[str, str] | None = field(default=None)
+
+    @property
+    def sas_key(self) -> Secret | None:
+        """The shared access key, or None when the app's identity is used."""
+        return self.authentication.sas_key if self.authentication is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBusQueueAction(ServiceBusAction):
+    """A message sent to the Service Bus queue ``entity`` (``queueName``)."""
+
+    type_name: ClassVar[str] = "ServiceBusQueue"
+    entity_kind: ClassVar[str] = "queue"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBusTopicAction(ServiceBusAction):
+    """A message published to the Service Bus topic ``entity`` (``topicPath``)."""
+
+    type_name: ClassVar[str] = "ServiceBusTopic"
+    entity_kind: ClassVar[str] = "topic"
+
+
+#: Every kind of action a job can fire.
+Action = HttpAction | StorageQueueAction | ServiceBusQueueAction | ServiceBusTopicAction
+
+
+# ---------------------------------------------------------------------------------------- a job's action
+
+
+@dataclass(frozen=True, slots=True)
+class JobAction:
+    """What a job does: the ``main`` action under ``retry_policy``, and, when every attempt of an
+    occurrence failed, the optional ``error`` action. ``error_retry_policy`` is the error action's own
+    policy as written (None when it has none); the executor retries both actions under ``retry_policy``."""
+
+    main: Action
+    retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY
+    error: Action | None = None
+    error_retry_policy: RetryPolicy | None = None
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """The main action, then the error action when there is one."""
+        return (self.main,) if self.error is None else (self.main, self.error)
+
+    @property
+    def action_types(self) -> tuple[str, ...]:
+        """The ``type`` of each action, main first (``("Https", "StorageQueue")``)."""
+        return tuple(action.type_name for action in self.actions)
+
+    @property
+    def uses_authentication(self) -> bool:
+        """Whether an HTTP action (main or error) uses outbound authentication (Basic, ClientCertificate or
+        ActiveDirectoryOAuth; a Service Bus key or a SAS token does not count)."""
+        return any(action.uses_authentication for action in self.actions)
+
+    def retry_intervals(self) -> list[float]:
+        """The retry interval in seconds of each policy as written (main, then the error action's) that
+        retries at all (not None, a retry count above 0). For Exponential that is the first (shortest)
+        delay. Empty when nothing is retried."""
+        policies = (self.retry_policy, self.error_retry_policy if self.error is not None else None)
+        return [policy.interval.total_seconds() for policy in policies if policy is not None and policy.retries]
