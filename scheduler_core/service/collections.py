@@ -1,0 +1,169 @@
+"""Job collections: create, replace, merge, enable, disable and delete, with the plans' rules."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core import definitions
+from scheduler_core.definitions import CollectionSpec
+from scheduler_core.errors import ConflictError, QuotaExceededError
+from scheduler_core.model import CollectionState, JobCollection, JobState
+from scheduler_core.ports import Clock, Stores
+from scheduler_core.service import plans, slots
+from scheduler_core.service.races import Races, check_if_match
+from scheduler_core.service.reads import collection_not_found, live_collection, spec_of
+from scheduler_core.service.slots import JobSlots
+from scheduler_core.storage.keys import CollectionRef
+
+if TYPE_CHECKING:
+    from scheduler_core.service.jobs import JobService
+
+#: How long after the last write of a collection's job counter another instance may still create jobs
+#: with slots it reserved ahead, plus a margin for clocks and for job writes in flight.
+DELETE_SETTLE = timedelta(seconds=slots.PREFETCH_TTL + 2)
+
+
+class CollectionService:
+    """The collection operations; ``jobs`` carries state changes and quota checks down to the jobs.
+    ``sleep`` waits out slots other instances reserved ahead when a collection is deleted (a test seam)."""
+
+    def __init__(
+        self,
+        stores: Stores,
+        slots: JobSlots,
+        jobs: JobService,
+        clock: Clock,
+        races: Races,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.stores = stores
+        self.slots = slots
+        self.jobs = jobs
+        self.clock = clock
+        self.races = races
+        self.sleep = sleep
+
+    def get(self, ref: CollectionRef) -> JobCollection:
+        return live_collection(self.stores, ref)
+
+    def list(self, subscription: str, resource_group: str | None = None) -> list[JobCollection]:
+        return [c for c in self.stores.collections.list(subscription, resource_group) if not c.deleting]
+
+    def put(
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+    ) -> tuple[JobCollection, bool]:
+        """Create or replace a collection; returns it and whether it was created."""
+        spec = definitions.parse_collection(body, name=ref.name)
+
+        def attempt() -> tuple[JobCollection, bool]:
+            existing = self.stores.collections.get(ref)
+            if existing is not None and existing.deleting:
+                raise ConflictError(
+                    f"job collection '{ref.name}' is being deleted; send DELETE again to finish, then create it"
+                )
+            check_if_match(existing.etag if existing else None, if_match, "job collection")
+            return self._save(ref, spec, existing), existing is None
+
+        return self.races.retrying(f"job collection '{ref.name}'", if_match, attempt)
+
+    def patch(self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None) -> JobCollection:
+        """Merge ``body`` into the stored collection and store the result."""
+
+        def attempt() -> JobCollection:
+            existing = self.get(ref)
+            check_if_match(existing.etag, if_match, "job collection")
+            current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
+            spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
+            return self._save(ref, spec, existing)
+
+        return self.races.retrying(f"job collection '{ref.name}'", if_match, attempt)
+
+    def set_state(self, ref: CollectionRef, state: str) -> None:
+        """Enable or disable a collection and every job in it (final jobs stay as they are)."""
+
+        def attempt() -> JobCollection:
+            existing = self.get(ref)
+            properties = {**existing.properties, "state": state}
+            return self.stores.collections.save(replace(existing, properties=properties), create=False)
+
+        saved = self.races.retrying(f"job collection '{ref.name}'", None, attempt)
+        self.slots.forget(saved.ref)
+        self._set_jobs_state(saved.ref, JobState(state))
+
+    def delete(self, ref: CollectionRef, if_match: str | None = None) -> None:
+        """Delete a collection with its jobs, their due-index entries and their history.
+
+        The collection is first marked ``Deleted``: from then on it is not found, and its new ETag makes
+        the next job-counter write of every instance fail, so no job can be reserved in it any more. Then
+        its jobs are deleted. When its counter was written so recently that another instance may still
+        hold job slots reserved ahead (:mod:`scheduler_core.service.slots`), the jobs are listed and
+        deleted again once those slots have expired; then the collection row goes. A deletion stopped
+        half-way (the process died) is finished by the next DELETE, or by the daily cleanup."""
+
+        def mark() -> tuple[JobCollection, datetime | None]:
+            existing = self.stores.collections.get(ref)
+            if existing is None:
+                raise collection_not_found(ref)
+            if existing.deleting:  # a deletion that stopped half-way: finish it
+                return existing, existing.modified_at
+            check_if_match(existing.etag, if_match, "job collection")
+            marked = replace(existing, properties={**existing.properties, "state": CollectionState.DELETED})
+            return self.stores.collections.save(marked, create=False), existing.modified_at
+
+        existing, last_write = self.races.retrying(f"job collection '{ref.name}'", if_match, mark)
+        self.slots.forget(existing.ref, give_back=False)
+        self._remove_jobs(existing.ref)
+        settled = (last_write or self.clock()) + DELETE_SETTLE
+        if settled > self.clock():
+            self.sleep((settled - self.clock()).total_seconds())
+            self._remove_jobs(existing.ref)  # jobs created with slots reserved ahead before the mark
+        self.stores.collections.delete(existing.ref)
+
+    # ----------------------------------------------------------------------------------------- helpers
+
+    def _save(self, ref: CollectionRef, spec: CollectionSpec, existing: JobCollection | None) -> JobCollection:
+        if spec.sku == "Free" and (existing is None or not plans.is_free(existing)):
+            plans.check_free_collections(ref, spec, [c for c in self.list(ref.subscription) if plans.is_free(c)])
+        if existing is not None:
+            self._check_jobs_fit(ref, spec)
+        record = JobCollection(
+            ref=existing.ref if existing else ref,
+            location=spec.location,
+            tags=spec.tags,
+            properties=spec.properties,
+            created_at=existing.created_at if existing else self.clock(),
+            etag=existing.etag if existing else "",
+            job_count=existing.job_count if existing else 0,
+        )
+        saved = self.stores.collections.save(record, create=existing is None)
+        self.slots.forget(saved.ref)
+        if (
+            existing is not None
+            and existing.state != spec.state
+            and spec.state in (CollectionState.ENABLED, CollectionState.DISABLED)
+        ):
+            self._set_jobs_state(saved.ref, JobState(spec.state))
+        return saved
+
+    def _check_jobs_fit(self, ref: CollectionRef, spec: CollectionSpec) -> None:
+        """A collection update must keep every existing job within the new plan and quota."""
+        jobs = self.stores.jobs.list(ref)
+        if len(jobs) > spec.max_job_count:
+            raise QuotaExceededError(
+                f"properties.quota.maxJobCount: the collection has {len(jobs)} jobs, more than {spec.max_job_count}"
+            )
+        for job in jobs:
+            plans.check_job_fits(job.ref, spec_of(job), spec)
+
+    def _set_jobs_state(self, ref: CollectionRef, state: JobState) -> None:
+        for job in self.stores.jobs.list(ref):
+            if not job.state.final and job.state != state:
+                self.jobs.set_state(job, state)
+
+    def _remove_jobs(self, ref: CollectionRef) -> None:
+        for job in self.stores.jobs.list(ref):
+            self.stores.remove_job(job, any_version=True)
