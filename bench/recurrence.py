@@ -170,7 +170,7 @@ def run(quick: bool) -> list[tuple[str, float, float]]:
         rule = du.rrule(dtstart=start.astimezone(row.zone), cache=False, **row.rule)
 
         def engine(after: datetime, schedule: Any = schedule) -> object:
-            return schedule.next_occurrence(after)
+            return schedule.after(after, inclusive=True)
 
         def dateutil(after: datetime, rule: Any = rule, zone: Any = row.zone) -> object:
             return rule.after(after.astimezone(zone), inc=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from scheduler_core.model import Job, JobState
 from scheduler_core.recurrence import CompiledSchedule, compile_schedule, parse_recurrence, parse_start_time
@@ -27,5 +27,6 @@ def with_next_execution(job: Job, now: datetime) -> Job:
 
 def next_unrun(schedule: CompiledSchedule, now: datetime, last_run: datetime | None) -> datetime | None:
     """The first occurrence of ``schedule`` at or after ``now`` that is after ``last_run`` (it has run)."""
-    floor = now if last_run is None or last_run < now else last_run + timedelta(microseconds=1)
-    return schedule.next_occurrence(floor)
+    if last_run is None or last_run < now:
+        return schedule.after(now, inclusive=True)
+    return schedule.after(last_run)

@@ -199,11 +199,11 @@ class Dispatcher:
         schedule = schedule_of(job)
         horizon = now + self.lookahead
         occurrence = row.due
-        following = schedule.next_occurrence(occurrence + timedelta(microseconds=1))
+        following = schedule.after(occurrence)
         missed = 0
         if following is not None and following <= now:
             # Down for more than one occurrence: one late run stands for all of them.
-            resume = schedule.next_occurrence(now)
+            resume = schedule.after(now, inclusive=True)
             # How many occurrences this run stands for (0 when the series ended meanwhile: not counted).
             missed = schedule.ordinal(resume) - schedule.ordinal(occurrence) if resume is not None else 0
             following = resume
@@ -224,7 +224,7 @@ class Dispatcher:
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
-            following = schedule.next_occurrence(occurrence + timedelta(microseconds=1))
+            following = schedule.after(occurrence)
         new_row = None
         if following is not None:
             key = due_row_key(following, job.ref.identity, job.generation)

@@ -6,7 +6,7 @@ Public surface (everything else in this package is private):
   (with :meth:`Recurrence.to_json` for the canonical output form);
 * :func:`parse_start_time`, :func:`parse_instant` and :func:`format_instant` handle ISO 8601 instants;
 * :func:`compile_schedule` turns ``startTime`` + recurrence + creation time into a
-  :class:`CompiledSchedule` answering ``first_occurrence``, ``next_occurrence(after)``,
+  :class:`CompiledSchedule` answering ``first_occurrence``, ``after(instant, inclusive=False)``,
   ``occurrences(after, n)``, ``ordinal(occurrence)`` and ``is_last(occurrence)``;
 * :func:`validate_against_quota` / :func:`minimum_gap` compare a recurrence with a collection's
   ``maxRecurrence``.

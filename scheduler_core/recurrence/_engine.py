@@ -264,10 +264,12 @@ class CompiledSchedule:
         return self._ordinal_offset + self._count_existing(self._rule_first_us, wall)
 
     # -- public API ---------------------------------------------------------------------------------
-    def next_occurrence(self, after: datetime) -> datetime | None:
-        """The first occurrence at or after ``after`` (inclusive), or None when the series is over."""
-        if after.tzinfo is not UTC:
-            after = _require_utc(after, "after")
+    def after(self, instant: datetime, *, inclusive: bool = False) -> datetime | None:
+        """The first occurrence after ``instant`` (at or after it when ``inclusive``), or None when the
+        series is over. ``instant`` must be aware (UTC)."""
+        after = _require_utc(instant, "instant") if instant.tzinfo is not UTC else instant
+        if not inclusive:
+            after += _ONE_US
         if self._single is not None:
             candidate: datetime | None = self._single if after <= self._single else None
         else:
@@ -312,7 +314,7 @@ class CompiledSchedule:
 
     def is_last(self, occurrence: datetime) -> bool:
         """True when no occurrence follows ``occurrence`` (the job completes after it)."""
-        return self.next_occurrence(_require_utc(occurrence, "occurrence") + _ONE_US) is None
+        return self.after(_require_utc(occurrence, "occurrence")) is None
 
 
 def compile_schedule(

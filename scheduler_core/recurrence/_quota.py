@@ -52,11 +52,10 @@ def minimum_gap(
     compiled = CompiledSchedule(base, plain, base)
     smallest: timedelta | None = None
     previous = compiled.first_occurrence
-    one = timedelta(microseconds=1)
     for _ in range(_SAMPLE):
         if previous is None:
             break
-        current = compiled.next_occurrence(previous + one)
+        current = compiled.after(previous)
         if current is None:
             break
         gap = current - previous

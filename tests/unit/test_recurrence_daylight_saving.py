@@ -62,7 +62,7 @@ def test_start_in_the_second_pass_of_the_fall_back_hour_is_occurrence_zero(frequ
     assert listing(s, 10) == ["2024-10-27T01:30:00Z", *following]
     assert [s.ordinal(t) for t in s.occurrences(start, 10)] == [1, 2, 3]
     assert s.is_last(utc(following[-1]))
-    assert s.next_occurrence(start) == start
+    assert s.after(start, inclusive=True) == start
 
 
 def test_start_in_the_second_pass_with_a_matching_schedule_fires_then_skips_the_rest_of_the_fold() -> None:
@@ -181,17 +181,17 @@ def test_the_start_instant_is_occurrence_zero_and_count_is_exact(
     created = start - timedelta(seconds=lead)
     s = compiled(rec, start, created)
     assert s.first_occurrence == start
-    assert s.next_occurrence(created) == start
+    assert s.after(created, inclusive=True) == start
     series = s.occurrences(created, 8)
     assert series[0] == start
     assert series == sorted(set(series))
     assert len(series) == (8 if count is None else count)
     assert [s.ordinal(t) for t in series] == list(range(1, len(series) + 1))
     for earlier, later in pairwise(series):
-        assert s.next_occurrence(earlier + timedelta(microseconds=1)) == later
+        assert s.after(earlier + timedelta(microseconds=1), inclusive=True) == later
     if count is not None:
         assert s.is_last(series[-1])
-        assert s.next_occurrence(series[-1] + timedelta(microseconds=1)) is None
+        assert s.after(series[-1] + timedelta(microseconds=1), inclusive=True) is None
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

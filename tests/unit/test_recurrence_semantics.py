@@ -48,7 +48,7 @@ class TestStartTimeTable:
     def test_future_start_no_recurrence_runs_at_start(self) -> None:
         s = compiled(None, "2024-06-01T08:00:00Z", self.created)
         assert listing(s, 5) == ["2024-06-01T08:00:00Z"]
-        assert s.next_occurrence(utc("2024-06-01T08:00:01Z")) is None
+        assert s.after(utc("2024-06-01T08:00:01Z"), inclusive=True) is None
 
     def test_no_start_recurrence_runs_now_then_every_interval(self) -> None:
         s = compiled({"frequency": "day"}, None, self.created)
@@ -99,7 +99,7 @@ class TestStartTimeTable:
 def test_count_counts_from_the_first_occurrence_after_creation() -> None:
     s = compiled({"frequency": "day", "interval": 2, "count": 2}, "2015-04-07T14:00:00Z", "2015-04-08T13:00:00Z")
     assert listing(s, 10) == ["2015-04-09T14:00:00Z", "2015-04-11T14:00:00Z"]
-    assert s.next_occurrence(utc("2015-04-11T14:00:00.000001Z")) is None
+    assert s.after(utc("2015-04-11T14:00:00.000001Z"), inclusive=True) is None
     assert s.is_last(utc("2015-04-11T14:00:00Z"))
     assert not s.is_last(utc("2015-04-09T14:00:00Z"))
 
@@ -129,10 +129,12 @@ def test_count_and_end_time_whichever_first(count: int, end: str, expected: int)
     assert len(s.occurrences(utc("2024-05-01T00:00:00Z"), 100)) == expected
 
 
-def test_next_occurrence_is_inclusive_and_exact() -> None:
+def test_after_names_its_inclusivity_and_is_exact() -> None:
     s = compiled({"frequency": "minute", "interval": 15}, "2024-01-01T00:00:07Z", "2024-01-01T00:00:00Z")
-    assert s.next_occurrence(utc("2024-01-01T00:15:07Z")) == utc("2024-01-01T00:15:07Z")
-    assert s.next_occurrence(utc("2024-01-01T00:15:07.000001Z")) == utc("2024-01-01T00:30:07Z")
+    assert s.after(utc("2024-01-01T00:15:07Z"), inclusive=True) == utc("2024-01-01T00:15:07Z")
+    assert s.after(utc("2024-01-01T00:15:07.000001Z"), inclusive=True) == utc("2024-01-01T00:30:07Z")
+    assert s.after(utc("2024-01-01T00:15:07Z")) == utc("2024-01-01T00:30:07Z")  # exclusive by default
+    assert s.after(utc("2024-01-01T00:15:06.999999Z")) == utc("2024-01-01T00:15:07Z")
 
 
 def test_ordinal_of_a_minute_job_ten_years_on() -> None:
@@ -158,9 +160,9 @@ def test_large_count_on_a_minute_schedule_ends_exactly() -> None:
         "2020-01-01T00:00:00Z",
     )
     last = utc("2020-01-01T00:00:00Z") + timedelta(minutes=30 * (count - 1))
-    assert s.next_occurrence(last) == last
+    assert s.after(last, inclusive=True) == last
     assert s.ordinal(last) == count
-    assert s.next_occurrence(last + timedelta(microseconds=1)) is None
+    assert s.after(last + timedelta(microseconds=1), inclusive=True) is None
 
 
 def test_seconds_of_the_start_are_carried() -> None:
@@ -330,7 +332,7 @@ def test_after_inside_the_repeated_hour() -> None:
     rec = {"frequency": "hour", "schedule": {"minutes": [0, 30]}, "timeZone": "Europe/Berlin"}
     s = compiled(rec, "2024-10-27T00:00:00", "2024-01-01T00:00:00Z")
     # 01:15Z is 02:15 CET, in the second pass of 02:xx: the next wall time that has not fired is 03:00 CET
-    assert s.next_occurrence(utc("2024-10-27T01:15:00Z")) == utc("2024-10-27T02:00:00Z")
+    assert s.after(utc("2024-10-27T01:15:00Z"), inclusive=True) == utc("2024-10-27T02:00:00Z")
 
 
 def test_end_time_without_offset_is_wall_time_in_the_zone() -> None:
@@ -363,8 +365,8 @@ def test_far_future_occurrences_stay_exact() -> None:
     s = compiled(
         {"frequency": "month", "schedule": {"monthDays": [-1]}}, "2024-01-31T00:00:00Z", "2024-01-01T00:00:00Z"
     )
-    assert s.next_occurrence(utc("2399-02-01T00:00:00Z")) == utc("2399-02-28T00:00:00Z")
-    assert s.next_occurrence(utc("2400-02-01T00:00:00Z")) == utc("2400-02-29T00:00:00Z")
+    assert s.after(utc("2399-02-01T00:00:00Z"), inclusive=True) == utc("2399-02-28T00:00:00Z")
+    assert s.after(utc("2400-02-01T00:00:00Z"), inclusive=True) == utc("2400-02-29T00:00:00Z")
 
 
 def test_utc_aware_inputs_are_required() -> None:
@@ -372,4 +374,4 @@ def test_utc_aware_inputs_are_required() -> None:
         compile_schedule(None, None, datetime(2024, 1, 1))
     s = compile_schedule(None, None, datetime(2024, 1, 1, tzinfo=UTC))
     with pytest.raises(ValueError, match="aware"):
-        s.next_occurrence(datetime(2024, 1, 1))
+        s.after(datetime(2024, 1, 1), inclusive=True)
