@@ -1,7 +1,8 @@
-"""Actions a job fires: HTTP(S) now; Storage queue and Service Bus plug in as further senders.
+"""Senders of the actions a job fires: HTTP(S), Storage queue, Service Bus queue and topic.
 
-:class:`ActionRunner` picks the sender for an action's ``type``; every sender returns an
-:class:`ActionResult` (success flag and the history message) and never raises for a failure of the target.
+Senders take typed actions (:mod:`scheduler_core.model.actions`). :class:`ActionRunner` picks the sender
+registered for an action's class; every sender returns an :class:`ActionResult` (success flag and the
+history message) and never raises for a failure of the target.
 """
 
 from scheduler_core.actions.base import ActionContext, ActionResult, ActionRunner, Sender

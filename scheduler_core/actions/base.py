@@ -1,14 +1,31 @@
-"""The action seam: context, result, and the runner that dispatches on the action type."""
+"""The action seam: context, result, the sender protocol and the runner that dispatches a typed action
+(:data:`~scheduler_core.model.actions.Action`) to the sender registered for its class.
+
+A new kind of action is one model class, one parser (``scheduler_core.definitions``) and one sender
+registered here; :meth:`ActionRunner.run` matches every class of the union, and ``mypy`` reports the
+``match`` that lacks a new one (``assert_never``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, assert_never, cast
+
+from scheduler_core.model.actions import (
+    Action,
+    HttpAction,
+    ServiceBusQueueAction,
+    ServiceBusTopicAction,
+    StorageQueueAction,
+)
+
+__all__ = ["MAX_BODY_IN_HISTORY", "ActionContext", "ActionResult", "ActionRunner", "Sender"]
 
 #: At most this much of a response body is kept in a history message (as Azure Scheduler).
 MAX_BODY_IN_HISTORY = 2048
+
+A = TypeVar("A", bound=Action)
+A_contra = TypeVar("A_contra", contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -24,31 +41,68 @@ class ActionContext:
 
 @dataclass(frozen=True)
 class ActionResult:
+    """The outcome of one attempt: success, and the history message (never quoting a secret)."""
+
     succeeded: bool
     message: str
 
 
-class Sender(Protocol):
-    """Runs one kind of action. Must not raise for a failure of the target: return a failed result."""
+class Sender(Protocol[A_contra]):
+    """Sends one kind of action (``A_contra``: a class of :data:`Action`, or a union of them). Must not
+    raise for a failure of the target: it returns a failed result whose message says why."""
 
-    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult: ...
+    def send(self, action: A_contra, context: ActionContext) -> ActionResult: ...
 
 
 class ActionRunner:
-    """Runs an action (the ``action`` or ``errorAction`` object of a definition, secrets restored)."""
+    """Runs an action (a job's ``main`` or ``error`` action) with the sender registered for its class.
+    An action whose class has no sender, or whose sender raises, is a failed result, never an exception."""
 
-    def __init__(self, senders: Mapping[str, Sender]) -> None:
-        self._senders = dict(senders)
+    def __init__(self) -> None:
+        self._senders: dict[type[Any], Sender[Any]] = {}
 
-    def register(self, action_type: str, sender: Sender) -> None:
-        self._senders[action_type] = sender
+    def register(self, kind: type[A], sender: Sender[A]) -> ActionRunner:
+        """Send actions of class ``kind`` with ``sender`` (replacing any sender it had); returns the runner."""
+        self._senders[kind] = sender
+        return self
 
-    def run(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
-        action_type = str(action.get("type", ""))
-        sender = self._senders.get(action_type)
+    def sender_for(self, kind: type[A]) -> Sender[A] | None:
+        """The sender registered for ``kind``, if any."""
+        return cast("Sender[A] | None", self._senders.get(kind))
+
+    def senders(self) -> list[Sender[Any]]:
+        """Each registered sender once (one may send several kinds)."""
+        return list({id(sender): sender for sender in self._senders.values()}.values())
+
+    def close(self) -> None:
+        """Close every sender that holds connections (those with a ``close`` method)."""
+        for sender in self.senders():
+            close = getattr(sender, "close", None)
+            if callable(close):
+                close()
+
+    def run(self, action: Action, context: ActionContext) -> ActionResult:
+        """Send ``action`` with its class's sender: the sender's result, or a failed one when no sender
+        is registered for the class (``... this action type is not supported here``) or the sender raised
+        (``... internal error: <exception class>``, nothing more, as an exception may quote a secret)."""
+        match action:
+            case HttpAction():
+                return self._send(action, self.sender_for(HttpAction), context)
+            case StorageQueueAction():
+                return self._send(action, self.sender_for(StorageQueueAction), context)
+            case ServiceBusQueueAction():
+                return self._send(action, self.sender_for(ServiceBusQueueAction), context)
+            case ServiceBusTopicAction():
+                return self._send(action, self.sender_for(ServiceBusTopicAction), context)
+            case _:
+                assert_never(action)
+
+    @staticmethod
+    def _send(action: A, sender: Sender[A] | None, context: ActionContext) -> ActionResult:
+        type_name = action.type_name
         if sender is None:
-            return ActionResult(False, f"{action_type or 'Unknown'} Action - this action type is not supported here")
+            return ActionResult(False, f"{type_name} Action - this action type is not supported here")
         try:
             return sender.send(action, context)
         except Exception as exc:  # a sender bug must not lose the occurrence: record it as a failure
-            return ActionResult(False, f"{action_type} Action - internal error: {type(exc).__name__}")
+            return ActionResult(False, f"{type_name} Action - internal error: {type(exc).__name__}")

@@ -8,16 +8,31 @@ whose message says which host was refused and why."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import assert_never
 from urllib.parse import urlsplit
 
 import requests
 
 from scheduler_core import __version__
 from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
-from scheduler_core.actions.http_auth import AuthenticationProblem, ClientCertificateSessions, OAuthTokens
+from scheduler_core.actions.http_auth import (
+    AuthenticationProblem,
+    BasicAuth,
+    BearerTokenAuth,
+    ClientCertificateAuth,
+    ClientCertificateSessions,
+    OAuthTokens,
+    OutboundRequest,
+    RequestAuth,
+)
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guard_session
+from scheduler_core.model.actions import (
+    ActiveDirectoryOAuthAuthentication,
+    BasicAuthentication,
+    ClientCertificateAuthentication,
+    HttpAction,
+    HttpAuthentication,
+)
 from scheduler_core.recurrence import format_instant
 
 USER_AGENT = f"azure-scheduler-successor/{__version__} (compatible; Azure-Scheduler)"
@@ -39,12 +54,14 @@ def scheduler_headers(context: ActionContext) -> dict[str, str]:
 
 
 class HttpSender:
-    """Sends ``Http``/``Https`` actions. ``session`` is a pooled ``requests.Session`` (its http and https
-    adapters are replaced by ones guarded by ``policy``, whose ``resolver`` is the name-resolution seam);
+    """Sends :class:`~scheduler_core.model.actions.HttpAction` (``Http``/``Https``). ``session`` is a pooled
+    ``requests.Session`` (its http and https adapters are replaced by ones guarded by ``policy``, whose
+    ``resolver`` is the name-resolution seam);
     ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting; by default its calls
     are guarded by ``policy`` too). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS; a guarded
     session per certificate, which copies ``session``'s trust settings) and ``ActiveDirectoryOAuth``
-    (``Authorization: Bearer``)."""
+    (``Authorization: Bearer``), each a scheme of :mod:`~scheduler_core.actions.http_auth` that sees the
+    built request (:meth:`authenticator`)."""
 
     def __init__(
         self,
@@ -62,53 +79,47 @@ class HttpSender:
         self.oauth = oauth or OAuthTokens(policy=self.policy)
         self.certificates = ClientCertificateSessions(self.session, self.policy)
 
-    def _auth(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], requests.Session, str | None]:
-        """requests keyword arguments and the session for the request's authentication, or a reason it
-        cannot be used (never quoting a secret)."""
-        authentication = request.get("authentication") or {}
-        kind = authentication.get("type")
-        if not kind or kind == "NotSpecified":
-            return {}, self.session, None
-        if kind == "Basic":
-            return (
-                {"auth": (authentication.get("username", ""), authentication.get("password", ""))},
-                self.session,
-                None,
-            )
-        try:
-            if kind == "ClientCertificate":
-                session = self.certificates.session_for(
-                    str(authentication.get("pfx") or ""), authentication.get("password") or None
-                )
-                return {}, session, None
-            if kind == "ActiveDirectoryOAuth":
-                token = self.oauth.token(authentication)
-                return {"headers": {"Authorization": f"Bearer {token}"}}, self.session, None
-        except AuthenticationProblem as exc:
-            return {}, self.session, str(exc)
-        return {}, self.session, f"authentication type '{kind}' is not supported by this deployment"
+    def authenticator(self, authentication: HttpAuthentication | None) -> RequestAuth | None:
+        """The scheme that authenticates a request with ``authentication`` (None: none)."""
+        match authentication:
+            case None:
+                return None
+            case BasicAuthentication():
+                return BasicAuth(authentication)
+            case ActiveDirectoryOAuthAuthentication():
+                return BearerTokenAuth(authentication, self.oauth)
+            case ClientCertificateAuthentication():
+                return ClientCertificateAuth(authentication, self.certificates)
+            case _:
+                assert_never(authentication)
 
-    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
-        request = action.get("request") or {}
-        uri = str(request.get("uri", ""))
+    def send(self, action: HttpAction, context: ActionContext) -> ActionResult:
+        uri = action.uri
         host = urlsplit(uri).hostname or ""
-        auth_kwargs, session, problem = self._auth(request)
-        if problem:
-            return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {problem}")
-        headers = {**scheduler_headers(context), **(request.get("headers") or {}), **auth_kwargs.pop("headers", {})}
-        body = request.get("body")
+        request = OutboundRequest(
+            method=action.method.upper(),
+            uri=uri,
+            headers={**scheduler_headers(context), **(action.headers or {})},
+            body=action.body.encode() if action.body is not None else None,
+            session=self.session,
+        )
+        auth = self.authenticator(action.authentication)
+        if auth is not None:
+            try:
+                auth.apply(request)
+            except AuthenticationProblem as exc:
+                return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {exc}")
         deadline = time.monotonic() + self.timeout
         try:
-            response = session.request(
-                str(request.get("method") or "GET").upper(),
-                uri,
-                data=body.encode() if isinstance(body, str) else None,
-                headers=headers,
+            response = request.session.request(
+                request.method,
+                request.uri,
+                data=request.body,
+                headers=request.headers,
                 timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
                 allow_redirects=True,
                 stream=True,
-                verify=trusted_cas(session),
-                **auth_kwargs,
+                verify=trusted_cas(request.session),
             )
             try:
                 head = read_head(response, deadline)

@@ -1,4 +1,9 @@
-"""Outbound HTTP authentication beyond Basic: ``ClientCertificate`` (mutual TLS) and ``ActiveDirectoryOAuth``.
+"""Outbound HTTP authentication: one small class per scheme that sees the built request
+(:class:`OutboundRequest`) and adds what it needs, in the manner of httpx's ``Auth.auth_flow``:
+:class:`BasicAuth` (the ``Authorization: Basic`` header), :class:`BearerTokenAuth` (``ActiveDirectoryOAuth``:
+a token from the shared :class:`OAuthTokens` cache) and :class:`ClientCertificateAuth` (the mutual-TLS
+session of the certificate). A new scheme (a body-signing one, say) is a model class, its parser and one
+class here, picked in :meth:`~scheduler_core.actions.http.HttpSender.authenticator`.
 
 ``ClientCertificate``: the PFX is opened with ``cryptography`` and loaded into an :class:`ssl.SSLContext`
 (the standard library loads keys only from files, so the key and chain are written, with the key encrypted
@@ -25,10 +30,10 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import requests
 from azure.core.credentials import AccessToken, TokenCredential
@@ -41,6 +46,11 @@ from cryptography.hazmat.primitives.serialization import (
 
 from scheduler_core.actions.outbound import OutboundPolicy, guarded_session
 from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.model.actions import (
+    ActiveDirectoryOAuthAuthentication,
+    BasicAuthentication,
+    ClientCertificateAuthentication,
+)
 
 DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
 #: A cached token is used until this long before it expires.
@@ -182,12 +192,12 @@ class OAuthTokens:
         self._lock = threading.Lock()
         self._fetch_locks: dict[str, threading.Lock] = {}
 
-    def token(self, authentication: Mapping[str, Any]) -> str:
-        """A bearer token for the ``ActiveDirectoryOAuth`` object. Raises :class:`AuthenticationProblem`."""
-        tenant = str(authentication.get("tenant") or "")
-        client_id = str(authentication.get("clientId") or "")
-        secret = str(authentication.get("secret") or "")
-        audience = str(authentication.get("audience") or "")
+    def token(self, authentication: ActiveDirectoryOAuthAuthentication) -> str:
+        """A bearer token for the ``ActiveDirectoryOAuth`` credentials. Raises :class:`AuthenticationProblem`."""
+        tenant = authentication.tenant
+        client_id = authentication.client_id
+        secret = authentication.secret.reveal()
+        audience = authentication.audience
         if not (tenant and client_id and secret and audience):
             raise AuthenticationProblem("tenant, audience, clientId and secret are required for ActiveDirectoryOAuth")
         key = _digest(self.authority_host, tenant.lower(), client_id.lower(), secret, audience)
@@ -213,3 +223,70 @@ class OAuthTokens:
                     f"'{self.authority_host}' ({type(exc).__name__}: {detail})"
                 ) from None
             return entry.token.token
+
+
+# ------------------------------------------------------------------------------------------- schemes
+
+
+@dataclass
+class OutboundRequest:
+    """An HTTP action's request as built, before it is sent: what an authentication scheme sees and may
+    change (``headers``, or ``session``, the pooled ``requests`` session it is sent on). ``body`` is the
+    exact bytes sent (a signing scheme signs them)."""
+
+    method: str
+    uri: str
+    headers: dict[str, str]
+    body: bytes | None
+    session: requests.Session
+
+
+class RequestAuth(Protocol):
+    """One authentication scheme, holding its credentials (and any shared cache it needs)."""
+
+    def apply(self, request: OutboundRequest) -> None:
+        """Add what the scheme needs to ``request``. Raises :class:`AuthenticationProblem` (a message
+        safe for history) when the request cannot be authenticated: it is then not sent."""
+        ...
+
+
+def basic_authorization(username: str, password: str) -> str:
+    """The ``Authorization`` value of Basic authentication, as ``requests`` forms it (Latin-1 text)."""
+    pair = username.encode("latin1") + b":" + password.encode("latin1")
+    return "Basic " + base64.b64encode(pair).strip().decode("ascii")
+
+
+@dataclass(frozen=True)
+class BasicAuth:
+    """``Basic``: the ``Authorization`` header (replacing one the job's headers may carry)."""
+
+    authentication: BasicAuthentication
+
+    def apply(self, request: OutboundRequest) -> None:
+        credentials = self.authentication
+        request.headers["Authorization"] = basic_authorization(credentials.username, credentials.password.reveal())
+
+
+@dataclass(frozen=True)
+class BearerTokenAuth:
+    """``ActiveDirectoryOAuth``: ``Authorization: Bearer`` with a client-credentials token from ``tokens``."""
+
+    authentication: ActiveDirectoryOAuthAuthentication
+    tokens: OAuthTokens
+
+    def apply(self, request: OutboundRequest) -> None:
+        request.headers["Authorization"] = f"Bearer {self.tokens.token(self.authentication)}"
+
+
+@dataclass(frozen=True)
+class ClientCertificateAuth:
+    """``ClientCertificate``: the request is sent on the certificate's mutual-TLS session from ``sessions``."""
+
+    authentication: ClientCertificateAuthentication
+    sessions: ClientCertificateSessions
+
+    def apply(self, request: OutboundRequest) -> None:
+        password = self.authentication.password
+        request.session = self.sessions.session_for(
+            self.authentication.pfx.reveal(), (password.reveal() or None) if password is not None else None
+        )

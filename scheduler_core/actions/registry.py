@@ -18,13 +18,14 @@ from scheduler_core.actions.outbound import OutboundPolicy, Resolver, system_res
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
 from scheduler_core.adapters.azure.credentials import LazyCredential
+from scheduler_core.model.actions import HttpAction, ServiceBusQueueAction, ServiceBusTopicAction, StorageQueueAction
 from scheduler_core.settings import Settings
 
 
 def default_runner(
     config: Settings, credential: TokenCredential | None = None, resolver: Resolver = system_resolver
 ) -> ActionRunner:
-    """The runner for every action type: Http/Https (with Basic, ClientCertificate, ActiveDirectoryOAuth),
+    """The runner for every action class: Http/Https (with Basic, ClientCertificate, ActiveDirectoryOAuth),
     StorageQueue, ServiceBusQueue and ServiceBusTopic. ``credential`` is the app's identity for actions
     without a key, ``resolver`` turns host names into addresses for the outbound policy (seams for tests).
     Every HTTP connection (the action's, each redirect hop's, the OAuth authority's) is checked by one
@@ -51,12 +52,10 @@ def default_runner(
         timeout=timeout,
         identity_hosts=config.identity_allowed_hosts,
     )
-    return ActionRunner(
-        {
-            "Http": http,
-            "Https": http,
-            "StorageQueue": storage,
-            "ServiceBusQueue": service_bus,
-            "ServiceBusTopic": service_bus,
-        }
+    return (
+        ActionRunner()
+        .register(HttpAction, http)
+        .register(StorageQueueAction, storage)
+        .register(ServiceBusQueueAction, service_bus)
+        .register(ServiceBusTopicAction, service_bus)
     )

@@ -34,7 +34,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -58,11 +58,14 @@ from azure.servicebus.exceptions import (
 from scheduler_core.actions.base import ActionContext, ActionResult
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
-from scheduler_core.definitions import parse_duration
 from scheduler_core.endpoints import DEFAULT_SERVICE_BUS_ENDPOINT, Namespace, namespace_endpoint
-from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
-from scheduler_core.recurrence import parse_instant
+from scheduler_core.model.actions import (
+    BrokeredMessageProperties,
+    ServiceBusAction,
+    ServiceBusQueueAction,
+    ServiceBusTopicAction,
+)
 
 log = logging.getLogger("scheduler_core.actions.service_bus")
 
@@ -76,46 +79,34 @@ MAX_HEADER_TTL = timedelta(milliseconds=2**32 - 1)
 CredentialFactory = Callable[[], TokenCredential]
 
 
-def build_message(payload: Mapping[str, Any], context: ActionContext) -> ServiceBusMessage:
-    """The AMQP message of a ``serviceBus*Message`` object. Raises ``ValueError`` for values Service Bus
-    refuses (e.g. a partitionKey that differs from the sessionId)."""
-    props: Mapping[str, Any] = payload.get("brokeredMessageProperties") or {}
-    custom = payload.get("customMessageProperties") or {}
-    ttl: timedelta | None = None
-    if props.get("timeToLive"):
-        try:
-            ttl = parse_duration(props["timeToLive"], "timeToLive")
-        except ValidationError as exc:
-            raise ValueError(f"timeToLive {exc}") from None
-        if ttl > MAX_HEADER_TTL:
-            ttl = None  # the entity's default time to live (see the module's docstring)
-    scheduled = None
-    if props.get("scheduledEnqueueTimeUtc"):
-        try:
-            scheduled = parse_instant(props["scheduledEnqueueTimeUtc"], "scheduledEnqueueTimeUtc")
-        except ValidationError as exc:
-            raise ValueError(f"scheduledEnqueueTimeUtc {exc}") from None
+def build_message(action: ServiceBusAction, context: ActionContext) -> ServiceBusMessage:
+    """The AMQP message of a Service Bus action. Raises ``ValueError`` for values Service Bus refuses
+    (e.g. a partitionKey that differs from the sessionId)."""
+    props = action.brokered_properties or BrokeredMessageProperties()
+    ttl = props.time_to_live.value if props.time_to_live is not None else None
+    if ttl is not None and ttl > MAX_HEADER_TTL:
+        ttl = None  # the entity's default time to live (see the module's docstring)
     message = ServiceBusMessage(
-        str(payload.get("message") or ""),
-        application_properties={str(k): str(v) for k, v in custom.items()} or None,
-        session_id=props.get("sessionId"),
-        message_id=props.get("messageId") or context.execution_id,
-        scheduled_enqueue_time_utc=scheduled,
+        action.message or "",
+        application_properties={str(k): str(v) for k, v in (action.custom_properties or {}).items()} or None,
+        session_id=props.session_id,
+        message_id=props.message_id or context.execution_id,
+        scheduled_enqueue_time_utc=props.scheduled_enqueue_time_utc,
         time_to_live=ttl,
-        content_type=props.get("contentType"),
-        correlation_id=props.get("correlationId"),
-        subject=props.get("label"),
-        to=props.get("to"),
-        reply_to=props.get("replyTo"),
-        reply_to_session_id=props.get("replyToSessionId"),
+        content_type=props.content_type,
+        correlation_id=props.correlation_id,
+        subject=props.label,
+        to=props.to,
+        reply_to=props.reply_to,
+        reply_to_session_id=props.reply_to_session_id,
     )
-    if props.get("partitionKey"):
-        message.partition_key = props["partitionKey"]
-    if props.get("viaPartitionKey"):
+    if props.partition_key:
+        message.partition_key = props.partition_key
+    if props.via_partition_key:
         annotations = message.raw_amqp_message.annotations
         if annotations is None:
             message.raw_amqp_message.annotations = annotations = {}
-        annotations[b"x-opt-via-partition-key"] = props["viaPartitionKey"]
+        annotations[b"x-opt-via-partition-key"] = props.via_partition_key
     return message
 
 
@@ -138,7 +129,8 @@ class _Entry:
 
 
 class ServiceBusSender:
-    """Sends ``ServiceBusQueue`` and ``ServiceBusTopic`` actions over reused senders."""
+    """Sends :class:`~scheduler_core.model.actions.ServiceBusQueueAction` and
+    :class:`~scheduler_core.model.actions.ServiceBusTopicAction` over reused senders."""
 
     def __init__(
         self,
@@ -254,18 +246,13 @@ class ServiceBusSender:
 
     # --------------------------------------------------------------------------------------- send
 
-    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
-        action_type = str(action.get("type", ""))
-        queue = action_type == "ServiceBusQueue"
-        payload: Mapping[str, Any] = action.get("serviceBusQueueMessage" if queue else "serviceBusTopicMessage") or {}
-        entity = str(payload.get("queueName" if queue else "topicPath") or "")
-        namespace = str(payload.get("namespace") or "")
-        auth = payload.get("authentication") or {}
-        key = auth.get("sasKey") or None
-        key_name = auth.get("sasKeyName") or None
-        where = f"{'queue' if queue else 'topic'} '{entity}' in namespace '{namespace}'"
+    def send(self, action: ServiceBusQueueAction | ServiceBusTopicAction, context: ActionContext) -> ActionResult:
+        action_type, kind, entity, namespace = action.type_name, action.entity_kind, action.entity, action.namespace
+        key = (action.sas_key.reveal() or None) if action.sas_key is not None else None
+        key_name = (action.authentication.sas_key_name or None) if action.authentication is not None else None
+        where = f"{kind} '{entity}' in namespace '{namespace}'"
         try:
-            message = build_message(payload, context)
+            message = build_message(action, context)
         except ValueError as exc:
             return self._failed(action_type, f"message not sent to {where}: {first_line(str(exc))}", key)
         endpoint = namespace_endpoint(self.endpoint, namespace)
@@ -278,7 +265,6 @@ class ServiceBusSender:
                     f"'{endpoint.hostname}' is not one of them",
                     key,
                 )
-        kind = "queue" if queue else "topic"
         try:
             self._send(endpoint, kind, entity, key_name, key, message)
         except Exception as exc:

@@ -30,7 +30,7 @@ import base64
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -51,6 +51,7 @@ from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.endpoints import DEFAULT_STORAGE_QUEUE_ENDPOINT, account_url
 from scheduler_core.identity import IdentityScope
+from scheduler_core.model.actions import StorageQueueAction
 from scheduler_core.recurrence import format_instant
 
 MESSAGE_FORMATS = ("envelope", "base64", "text")
@@ -90,8 +91,9 @@ def encode_message(message: str, context: ActionContext, message_format: str) ->
 
 
 class StorageQueueSender:
-    """Sends ``StorageQueue`` actions. ``credential_factory`` gives the identity used without a SAS token
-    (called once, on first need); ``session`` is the pooled HTTP transport shared by every queue client."""
+    """Sends :class:`~scheduler_core.model.actions.StorageQueueAction`. ``credential_factory`` gives the
+    identity used without a SAS token (called once, on first need); ``session`` is the pooled HTTP
+    transport shared by every queue client."""
 
     def __init__(
         self,
@@ -139,15 +141,14 @@ class StorageQueueSender:
                 self._clients.popitem(last=False)
         return client
 
-    def send(self, action: Mapping[str, Any], context: ActionContext) -> ActionResult:
-        payload = action.get("queueMessage") or {}
-        account = str(payload.get("storageAccount", ""))
-        queue = str(payload.get("queueName", ""))
-        raw_token = payload.get("sasToken")
-        token = str(raw_token).strip().lstrip("?") if raw_token else None
+    def send(self, action: StorageQueueAction, context: ActionContext) -> ActionResult:
+        account = action.storage_account
+        queue = action.queue_name
+        raw_token = action.sas_token.reveal() if action.sas_token is not None else None
+        token = raw_token.strip().lstrip("?") if raw_token else None
         where = f"queue '{queue}' of storage account '{account}'"
         url = account_url(self.endpoint, account)
-        content = encode_message(str(payload.get("message", "")), context, self.message_format)
+        content = encode_message(action.message, context, self.message_format)
         if token is None:
             host = self.scope.storage_queue_host(account)
             refusal = self.scope.storage_queue_refusal(host)

@@ -33,7 +33,7 @@ from enum import Enum
 from typing import Any
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
-from scheduler_core.definitions import restore_secrets
+from scheduler_core.definitions import read_job_action
 from scheduler_core.errors import EtagMismatchError
 from scheduler_core.model import (
     CLAIM_LEASE,
@@ -46,10 +46,10 @@ from scheduler_core.model import (
     LostAttempt,
     claim_key,
 )
+from scheduler_core.model.actions import JobAction
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.pipeline.retry import RetryPolicy
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import history_row_key
@@ -63,6 +63,8 @@ MAX_EARLY_WAIT = timedelta(seconds=3)
 #: Job entity property: the attempt keys whose counters were applied, newest last (JSON list).
 #: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
 COUNTED_KEEP = 16
+#: The result of an error-action attempt whose job no longer has an error action.
+NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not supported here")
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
 WORKER_LOST = "worker lost; the call may have been delivered"
 
@@ -145,9 +147,8 @@ class Executor:
         early = occurrence - self.clock()
         if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
             self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
-        definition = restore_secrets(job.properties, job.secrets)
-        main_action: dict[str, Any] = definition["action"]
-        action = main_action if message.action == "main" else main_action.get("errorAction") or {}
+        job_action = read_job_action(job.properties, job.secrets)
+        action = job_action.main if message.action == "main" else job_action.error
         context = ActionContext(
             job_id=job.ref.resource_id,
             collection_id=job.ref.collection.resource_id,
@@ -156,12 +157,13 @@ class Executor:
             retry_count=message.attempt,
         )
         started = self.clock()
-        outcome = self.runner.run(action, context)
+        # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
+        outcome = self.runner.run(action, context) if action is not None else NO_ERROR_ACTION
         ended = self.clock()
         # From here on the call may have been delivered: every write retries through an outage.
         record = self._history(job, message, execution_id, outcome, claim.claimed_at, started, ended)
         durably("history", lambda: self.stores.history.add(job.ref, record))
-        self._follow_up(job, message, outcome, RetryPolicy.from_action(main_action), ended)
+        self._follow_up(job, message, outcome, job_action, ended)
         durably("claim completion", lambda: self.claims.complete(claim, ended))
         return ExecutionReport(
             Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED, outcome.message, execution_id
@@ -235,9 +237,10 @@ class Executor:
         job: Job,
         message: ExecutionMessage,
         result: ActionResult,
-        policy: RetryPolicy,
+        action: JobAction,
         now: datetime,
     ) -> None:
+        policy = action.retry_policy  # the main action's: its error action is retried under it too
         final_state: JobState | None = None
         faulted = False
         if not result.succeeded and policy.has_retry_after(message.attempt):
@@ -251,7 +254,7 @@ class Executor:
         elif message.action == "main":
             if not result.succeeded:
                 faulted = True
-                if job.properties.get("action", {}).get("errorAction"):
+                if action.error is not None:
                     error = replace(message, action="error", attempt=0)
                     self._send_watched(job, error, now, now)
                 elif message.last:

@@ -16,6 +16,7 @@ from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue
 
 from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite
 from scheduler_core.actions import ActionContext
+from scheduler_core.model.actions import ClientCertificateAuthentication, Secret
 from tests.support.amqp_broker import AmqpBroker, amqp_broker
 from tests.support.tls import TestCa
 
@@ -26,6 +27,13 @@ COLLECTION_ID = "/subscriptions/sub1/resourceGroups/rg/providers/Microsoft.Sched
 def action_context(execution_id: str = "exec-1", retry: int = 0) -> ActionContext:
     return ActionContext(
         JOB_ID, COLLECTION_ID, datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC), execution_id=execution_id, retry_count=retry
+    )
+
+
+def client_certificate(pfx: str, password: str | None) -> ClientCertificateAuthentication:
+    """ClientCertificate authentication with a PFX (its public facts, which only responses show, left blank)."""
+    return ClientCertificateAuthentication(
+        Secret(pfx), Secret(password) if password else None, "", "", datetime(2030, 1, 1, tzinfo=UTC)
     )
 
 

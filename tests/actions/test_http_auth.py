@@ -13,29 +13,26 @@ import pytest
 
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
-from tests.actions.conftest import action_context
+from scheduler_core.model.actions import ActiveDirectoryOAuthAuthentication, HttpAction, Secret
+from tests.actions.conftest import action_context, client_certificate
 from tests.support.http_target import HttpTarget, http_target
 from tests.support.tls import HttpsPeer, TestCa, https_peer, token_endpoint
 
 SECRET = "Top$ecret-Client-Value-123"
 
 
-def cert_action(url: str, pfx: str, password: str | None) -> dict[str, Any]:
-    auth: dict[str, Any] = {"type": "ClientCertificate", "pfx": pfx}
-    if password is not None:
-        auth["password"] = password
-    return {"type": "Https", "request": {"uri": url, "method": "POST", "body": "hi", "authentication": auth}}
+def cert_action(url: str, pfx: str, password: str | None) -> HttpAction:
+    return HttpAction(url, "POST", https=True, body="hi", authentication=client_certificate(pfx, password))
 
 
-def oauth_action(url: str, secret: str = SECRET) -> dict[str, Any]:
-    auth = {
-        "type": "ActiveDirectoryOAuth",
-        "tenant": "contoso.onmicrosoft.com",
-        "audience": "https://management.core.windows.net/",
-        "clientId": "11111111-2222-3333-4444-555555555555",
-        "secret": secret,
-    }
-    return {"type": "Http", "request": {"uri": url, "method": "GET", "authentication": auth}}
+def oauth_action(url: str, secret: str = SECRET) -> HttpAction:
+    auth = ActiveDirectoryOAuthAuthentication(
+        tenant="contoso.onmicrosoft.com",
+        audience="https://management.core.windows.net/",
+        client_id="11111111-2222-3333-4444-555555555555",
+        secret=Secret(secret),
+    )
+    return HttpAction(url, "GET", authentication=auth)
 
 
 @pytest.fixture
@@ -69,7 +66,7 @@ def test_certificate_from_another_ca_fails(mtls: HttpsPeer) -> None:
 
 
 def test_no_certificate_fails(mtls: HttpsPeer) -> None:
-    action = {"type": "Https", "request": {"uri": mtls.base_url + "/secure", "method": "GET"}}
+    action = HttpAction(mtls.base_url + "/secure", "GET", https=True)
     assert not HttpSender().send(action, action_context()).succeeded
     assert mtls.requests_to("/secure") == []
 

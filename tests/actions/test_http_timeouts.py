@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from scheduler_core.actions.http import MAX_BODY_IN_HISTORY, HttpSender
+from scheduler_core.model.actions import HttpAction
 from tests.actions.conftest import action_context
 
 
@@ -52,8 +53,8 @@ def slow_server(body: bytes, pause: float) -> Iterator[str]:
         listener.close()
 
 
-def http(uri: str) -> dict[str, object]:
-    return {"type": "Http", "request": {"uri": uri, "method": "GET"}}
+def http(uri: str) -> HttpAction:
+    return HttpAction(uri, "GET")
 
 
 def test_a_target_sending_its_body_slowly_cannot_hold_the_action_past_its_timeout() -> None:

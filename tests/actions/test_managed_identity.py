@@ -9,6 +9,7 @@ from scheduler_core import settings
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
+from scheduler_core.model.actions import ServiceBusQueueAction, ServiceBusTopicAction, StorageQueueAction
 from tests.actions.conftest import TestCredential, action_context
 from tests.support.amqp_broker import AmqpBroker
 from tests.support.tls import Seen, TestCa, https_peer
@@ -17,10 +18,7 @@ from tests.support.tls import Seen, TestCa, https_peer
 def test_service_bus_without_sas_key_uses_the_identity(broker: AmqpBroker) -> None:
     credential = TestCredential()
     sender = ServiceBusSender(endpoint=broker.endpoint, credential_factory=lambda: credential, timeout=10)
-    action = {
-        "type": "ServiceBusQueue",
-        "serviceBusQueueMessage": {"namespace": "contoso", "queueName": "orders", "message": "by identity"},
-    }
+    action = ServiceBusQueueAction("contoso", "orders", "by identity")
     try:
         result = sender.send(action, action_context())
     finally:
@@ -51,10 +49,7 @@ def test_storage_queue_without_sas_token_uses_the_identity(test_ca: TestCa, trus
         sender = StorageQueueSender(
             endpoint=peer.base_url + "/{account}", credential_factory=lambda: credential, message_format="text"
         )
-        action = {
-            "type": "StorageQueue",
-            "queueMessage": {"storageAccount": "acct", "queueName": "jobs", "message": "by identity"},
-        }
+        action = StorageQueueAction("acct", "jobs", "by identity")
         result = sender.send(action, action_context())
     assert result.succeeded, result.message
     assert credential.scopes == [("https://storage.azure.com/.default",)]
@@ -70,9 +65,6 @@ def test_default_runner_uses_the_given_credential_for_keyless_actions(broker: Am
         {"AzureWebJobsStorage__accountName": "acct", "SCHEDULER_SERVICE_BUS_ENDPOINT": broker.endpoint}
     )
     runner = default_runner(config, credential=credential)
-    action = {
-        "type": "ServiceBusTopic",
-        "serviceBusTopicMessage": {"namespace": "contoso", "topicPath": "events", "message": "x"},
-    }
+    action = ServiceBusTopicAction("contoso", "events", "x")
     assert runner.run(action, action_context()).succeeded
     assert [t.token for t in broker.tokens] == ["test-managed-identity-token"]

@@ -99,10 +99,7 @@ def pipeline(
     start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
     built = ActionPipeline(settings, start, TestCredential())
     yield built
-    for sender in {id(s): s for s in built.runner._senders.values()}.values():
-        close = getattr(sender, "close", None)
-        if close is not None:
-            close()
+    built.runner.close()
 
 
 def assert_no_secret(history: list[Any], *secrets: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +12,16 @@ import pytest
 from scheduler_core import settings
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.actions.service_bus import ServiceBusSender, namespace_endpoint
+from scheduler_core.definitions import read_duration
+from scheduler_core.model.actions import (
+    BrokeredMessageProperties,
+    Secret,
+    ServiceBusQueueAction,
+    ServiceBusTopicAction,
+    SharedAccessKeyAuthentication,
+    TransportType,
+)
+from scheduler_core.model.retry import Duration
 from tests.actions.conftest import TestCredential, action_context
 from tests.support.amqp_broker import AmqpBroker
 from tests.support.loopback_guard import resolved
@@ -20,35 +30,31 @@ __all__ = ["resolved"]  # a fixture
 
 KEY = "c2VjcmV0LXNhcy1rZXktdmFsdWU="
 
-ALL_BROKERED = {
-    "contentType": "application/json",
-    "correlationId": "corr-1",
-    "forcePersistence": True,
-    "label": "the-label",
-    "messageId": "msg-1",
-    "partitionKey": "session-1",
-    "replyTo": "replies",
-    "replyToSessionId": "reply-session",
-    "scheduledEnqueueTimeUtc": "2030-05-06T07:08:09Z",
-    "sessionId": "session-1",
-    "timeToLive": "PT5M",
-    "to": "destination",
-    "viaPartitionKey": "via-1",
-}
+ALL_BROKERED = BrokeredMessageProperties(
+    content_type="application/json",
+    correlation_id="corr-1",
+    force_persistence=True,
+    label="the-label",
+    message_id="msg-1",
+    partition_key="session-1",
+    reply_to="replies",
+    reply_to_session_id="reply-session",
+    scheduled_enqueue_time_utc=datetime(2030, 5, 6, 7, 8, 9, tzinfo=UTC),
+    session_id="session-1",
+    time_to_live=Duration(timedelta(minutes=5)),
+    to="destination",
+    via_partition_key="via-1",
+)
 
 
-def sb_action(kind: str, entity: str, key: str | None = KEY, **extra: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "namespace": "contoso",
-        ("queueName" if kind == "ServiceBusQueue" else "topicPath"): entity,
-        "message": '{"job":"j1"}',
-        "authentication": {"type": "SharedAccessKey", "sasKeyName": "RootManageSharedAccessKey"},
-        **extra,
-    }
-    if key is not None:
-        payload["authentication"]["sasKey"] = key
-    field = "serviceBusQueueMessage" if kind == "ServiceBusQueue" else "serviceBusTopicMessage"
-    return {"type": kind, field: payload}
+def sb_action(
+    kind: str, entity: str, key: str | None = KEY, namespace: str = "contoso", **extra: Any
+) -> ServiceBusQueueAction | ServiceBusTopicAction:
+    action_class = ServiceBusQueueAction if kind == "ServiceBusQueue" else ServiceBusTopicAction
+    authentication = SharedAccessKeyAuthentication(
+        "RootManageSharedAccessKey", Secret(key) if key is not None else None
+    )
+    return action_class(namespace, entity, '{"job":"j1"}', authentication=authentication, **extra)
 
 
 @pytest.fixture
@@ -72,9 +78,9 @@ def test_every_field_arrives_as_its_amqp_counterpart(sender: ServiceBusSender, b
     action = sb_action(
         kind,
         entity,
-        transportType="NetMessaging",
-        brokeredMessageProperties=ALL_BROKERED,
-        customMessageProperties={"region": "west", "attempt": "3"},
+        transport_type=TransportType.NET_MESSAGING,
+        brokered_properties=ALL_BROKERED,
+        custom_properties={"region": "west", "attempt": "3"},
     )
     result = sender.send(action, action_context())
     assert result.succeeded, result.message
@@ -178,7 +184,8 @@ def test_refused_key_fails_without_quoting_it(sender: ServiceBusSender, broker: 
 def test_partition_key_other_than_session_id_is_refused_before_sending(
     sender: ServiceBusSender, broker: AmqpBroker
 ) -> None:
-    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"sessionId": "a", "partitionKey": "b"})
+    brokered = BrokeredMessageProperties(session_id="a", partition_key="b")
+    action = sb_action("ServiceBusQueue", "orders", brokered_properties=brokered)
     result = sender.send(action, action_context())
     assert not result.succeeded
     assert "message not sent to queue 'orders'" in result.message and "partition_key" in result.message
@@ -191,7 +198,10 @@ def test_a_time_to_live_beyond_the_amqp_header_is_sent_as_the_entitys_default(
 ) -> None:
     """The header holds at most 2**32 - 1 ms (49.7 days); the SDK fails on more. A longer time to live
     (accepted up to the largest TimeSpan) leaves the header out: the entity's own default applies."""
-    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"timeToLive": ttl})
+    time_to_live = Duration(*read_duration(ttl, "timeToLive"))
+    action = sb_action(
+        "ServiceBusQueue", "orders", brokered_properties=BrokeredMessageProperties(time_to_live=time_to_live)
+    )
     result = sender.send(action, action_context())
     assert result.succeeded, result.message
     [received] = broker.wait_for(1, "orders")
@@ -199,7 +209,8 @@ def test_a_time_to_live_beyond_the_amqp_header_is_sent_as_the_entitys_default(
 
 
 def test_a_time_to_live_within_the_amqp_header_is_sent_as_given(sender: ServiceBusSender, broker: AmqpBroker) -> None:
-    action = sb_action("ServiceBusQueue", "orders", brokeredMessageProperties={"timeToLive": "49.00:00:00"})
+    brokered = BrokeredMessageProperties(time_to_live=Duration(timedelta(days=49), "timespan"))
+    action = sb_action("ServiceBusQueue", "orders", brokered_properties=brokered)
     assert sender.send(action, action_context()).succeeded
     [received] = broker.wait_for(1, "orders")
     assert received.message.ttl == 49 * 86400.0
@@ -208,11 +219,8 @@ def test_a_time_to_live_within_the_amqp_header_is_sent_as_given(sender: ServiceB
 # ----------------------------------------------------------------------- where the identity may go
 
 
-def keyless(namespace: str, entity: str = "orders") -> dict[str, Any]:
-    return {
-        "type": "ServiceBusQueue",
-        "serviceBusQueueMessage": {"namespace": namespace, "queueName": entity, "message": "by identity"},
-    }
+def keyless(namespace: str, entity: str = "orders") -> ServiceBusQueueAction:
+    return ServiceBusQueueAction(namespace, entity, "by identity")
 
 
 @pytest.mark.parametrize(
@@ -281,8 +289,7 @@ def test_the_allowed_hosts_setting_reaches_the_sender(broker: AmqpBroker) -> Non
 def test_a_sas_key_may_go_to_the_host_the_job_names(broker: AmqpBroker, resolved: list[str]) -> None:
     port = broker.endpoint.rsplit(":", 1)[1]
     sender = ServiceBusSender(f"amqp://{{namespace}}:{port}", timeout=10, identity_hosts=())
-    action = sb_action("ServiceBusQueue", "orders")
-    action["serviceBusQueueMessage"]["namespace"] = "127.0.0.1"
+    action = sb_action("ServiceBusQueue", "orders", namespace="127.0.0.1")
     try:
         result = sender.send(action, action_context())
     finally:

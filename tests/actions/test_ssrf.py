@@ -20,10 +20,11 @@ from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.model.actions import ActiveDirectoryOAuthAuthentication, HttpAction, HttpAuthentication, Secret
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef
-from tests.actions.conftest import action_context
+from tests.actions.conftest import action_context, client_certificate
 from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
 from tests.support.outbound_net import (
     FakeDns,
@@ -136,11 +137,8 @@ def sender(dns: FakeDns, **kwargs: Any) -> HttpSender:
     return HttpSender(policy=OutboundPolicy(resolver=dns.resolve), timeout=5, **kwargs)
 
 
-def get(url: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
-    request: dict[str, Any] = {"uri": url, "method": "GET"}
-    if authentication:
-        request["authentication"] = authentication
-    return {"type": "Http", "request": request}
+def get(url: str, authentication: HttpAuthentication | None = None) -> HttpAction:
+    return HttpAction(url, "GET", authentication=authentication)
 
 
 # ------------------------------------------------------------------------------------- addresses and names
@@ -289,7 +287,7 @@ def test_a_redirect_to_an_allowed_host_is_followed_with_the_hop_resolved_when_co
 ) -> None:
     dns.add("next-hop.test", ["127.0.0.1"])
     with scripted_server(redirect_to(f"http://next-hop.test:{target.port}/landed", status)) as first:
-        action = {"type": "Http", "request": {"uri": first.base_url + "/start", "method": "POST", "body": "b"}}
+        action = HttpAction(first.base_url + "/start", "POST", body="b")
         result = sender(dns).send(action, action_context())
     assert result.succeeded, result.message
     [landed] = target.requests()
@@ -334,7 +332,7 @@ def test_client_certificate_calls_are_checked_on_every_hop(
     dns: FakeDns, tripwire: Tripwire, test_ca: TestCa, ca_folder: Path
 ) -> None:
     pfx = test_ca.issue("scheduler-client", server=False).pfx_base64("pw")
-    auth = {"type": "ClientCertificate", "pfx": pfx, "password": "pw"}
+    auth = client_certificate(pfx, "pw")
     dns.add("localhost", ["127.0.0.1"])
     dns.add("imds.test", ["169.254.169.254"])
 
@@ -365,13 +363,12 @@ def test_the_oauth_authority_is_connected_only_through_the_policy(
 ) -> None:
     dns.add("login.test", ["::ffff:169.254.169.254"])
     oauth = OAuthTokens(authority_host="https://login.test", policy=OutboundPolicy(resolver=dns.resolve))
-    auth = {
-        "type": "ActiveDirectoryOAuth",
-        "tenant": "contoso.onmicrosoft.com",
-        "audience": "https://management.core.windows.net/",
-        "clientId": "11111111-2222-3333-4444-555555555555",
-        "secret": "oauth-secret-value",
-    }
+    auth = ActiveDirectoryOAuthAuthentication(
+        tenant="contoso.onmicrosoft.com",
+        audience="https://management.core.windows.net/",
+        client_id="11111111-2222-3333-4444-555555555555",
+        secret=Secret("oauth-secret-value"),
+    )
     result = sender(dns, oauth=oauth).send(get(f"{target.base_url}/api", auth), action_context())
     assert not result.succeeded
     assert "not sent: no Entra ID token" in result.message, result.message
@@ -424,7 +421,8 @@ def test_a_refused_redirect_hop_is_a_failed_attempt_in_history_with_its_reason(
     pipeline = GuardedPipeline(storage_env, start, dns)
     with scripted_server(redirect_to("http://imds.test/metadata/identity/oauth2/token", 302)) as allowed:
         due = pipeline.clock.now + timedelta(seconds=20)
-        action = {**get(allowed.base_url + "/hook"), "retryPolicy": {"retryType": "None"}}
+        request = {"uri": allowed.base_url + "/hook", "method": "GET"}
+        action = {"type": "Http", "request": request, "retryPolicy": {"retryType": "None"}}
         pipeline.put_job("ssrf", {"startTime": format_instant(due), "action": action})
         pipeline.run_until(due + timedelta(minutes=2))
         assert len(allowed.requests()) == 1

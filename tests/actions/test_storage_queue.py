@@ -11,6 +11,7 @@ from azure.storage.queue import AccountSasPermissions, ResourceTypes, generate_a
 
 from local_host.azurite import DEV_ACCOUNT, DEV_KEY
 from scheduler_core.actions.storage_queue import StorageQueueSender, account_url
+from scheduler_core.model.actions import Secret, StorageQueueAction
 from tests.actions.conftest import AzuriteQueue, TestCredential, action_context
 from tests.support.http_target import http_target
 from tests.support.loopback_guard import resolved
@@ -20,11 +21,12 @@ __all__ = ["resolved"]  # a fixture
 pytestmark = pytest.mark.azurite
 
 
-def queue_action(queue: AzuriteQueue, token: str | None, message: str = "hello queue") -> dict[str, object]:
-    payload: dict[str, object] = {"storageAccount": "devstoreaccount1", "queueName": queue.name, "message": message}
-    if token is not None:
-        payload["sasToken"] = token
-    return {"type": "StorageQueue", "queueMessage": payload}
+def queue_action(
+    queue: AzuriteQueue, token: str | None, message: str = "hello queue", queue_name: str | None = None
+) -> StorageQueueAction:
+    return StorageQueueAction(
+        "devstoreaccount1", queue_name or queue.name, message, Secret(token) if token is not None else None
+    )
 
 
 def test_endpoint_from_suffix_or_template() -> None:
@@ -72,8 +74,7 @@ def test_missing_queue_fails_clearly_without_the_token(azurite_queue: AzuriteQue
         AccountSasPermissions(add=True),
         datetime.now(UTC) + timedelta(hours=1),
     )
-    action = queue_action(azurite_queue, token)
-    action["queueMessage"]["queueName"] = "no-such-queue"  # type: ignore[index]
+    action = queue_action(azurite_queue, token, queue_name="no-such-queue")
     result = StorageQueueSender(endpoint=azurite_queue.endpoint).send(action, action_context())
     assert not result.succeeded
     assert "queue 'no-such-queue' of storage account 'devstoreaccount1' was not found" in result.message
@@ -107,10 +108,7 @@ def test_throttled_endpoint_is_a_failure_naming_the_status() -> None:
     with http_target([503]) as target:
         sender = StorageQueueSender(endpoint=target.base_url + "/{account}")
         token = "sv=2024-01-01&sig=c2VjcmV0c2lnbmF0dXJl&se=2030-01-01"
-        action = {
-            "type": "StorageQueue",
-            "queueMessage": {"storageAccount": "acct", "queueName": "q1", "sasToken": token, "message": "m"},
-        }
+        action = StorageQueueAction("acct", "q1", "m", Secret(token))
         result = sender.send(action, action_context())
     assert not result.succeeded
     assert "throttled or unavailable (HTTP 503" in result.message
@@ -127,7 +125,7 @@ def test_the_apps_identity_is_never_sent_outside_the_configured_endpoint(account
     sender = StorageQueueSender(
         endpoint="http://{account}:10001/", credential_factory=lambda: credential, identity_hosts=("example.org",)
     )
-    action = {"type": "StorageQueue", "queueMessage": {"storageAccount": account, "queueName": "q1", "message": "m"}}
+    action = StorageQueueAction(account, "q1", "m")
     result = sender.send(action, action_context())
     assert not result.succeeded
     assert "no sasToken is given" in result.message and f"host '{account}' is not one of them" in result.message
@@ -137,10 +135,7 @@ def test_the_apps_identity_is_never_sent_outside_the_configured_endpoint(account
 
 def test_a_sas_token_may_go_to_the_host_the_job_names(resolved: list[str]) -> None:
     sender = StorageQueueSender(endpoint="http://{account}:10001/", identity_hosts=())
-    action = {
-        "type": "StorageQueue",
-        "queueMessage": {"storageAccount": "acct", "queueName": "q1", "message": "m", "sasToken": "sv=1&sig=x"},
-    }
+    action = StorageQueueAction("acct", "q1", "m", Secret("sv=1&sig=x"))
     result = sender.send(action, action_context())
     assert not result.succeeded  # the guard stops the lookup of 'acct': the rule did not
     assert "not one of them" not in result.message and "could not reach" in result.message, result.message

@@ -10,10 +10,10 @@ import pytest
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused
 from scheduler_core.api.paging import Paging, paginate, parse_filter, parse_paging
 from scheduler_core.api.paths import parse_path
+from scheduler_core.definitions import read_retry_policy
 from scheduler_core.errors import NotFoundError, ValidationError
 from scheduler_core.pipeline.dispatch import visibility_seconds
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
-from scheduler_core.pipeline.retry import RetryPolicy
 from scheduler_core.storage.keys import (
     CollectionRef,
     JobRef,
@@ -25,28 +25,26 @@ from scheduler_core.storage.keys import (
 
 
 def test_default_retry_policy_is_four_retries_every_thirty_seconds() -> None:
-    policy = RetryPolicy.from_action({"type": "Http"})
+    policy = read_retry_policy(None)  # an action without a policy
     assert (policy.kind, policy.retry_count, policy.interval) == ("Fixed", 4, timedelta(seconds=30))
     assert [policy.has_retry_after(a) for a in range(6)] == [True, True, True, True, False, False]
 
 
 def test_none_and_fixed_policies() -> None:
-    assert not RetryPolicy.from_action({"retryPolicy": {"retryType": "None"}}).has_retry_after(0)
-    fixed = RetryPolicy.from_action({"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT2M", "retryCount": 1}})
+    assert not read_retry_policy({"retryType": "None"}).has_retry_after(0)
+    fixed = read_retry_policy({"retryType": "Fixed", "retryInterval": "PT2M", "retryCount": 1})
     assert fixed.delay(0) == timedelta(minutes=2)
     assert fixed.has_retry_after(0)
     assert not fixed.has_retry_after(1)
 
 
 def test_exponential_policy_doubles_caps_and_jitters() -> None:
-    policy = RetryPolicy.from_action(
+    policy = read_retry_policy(
         {
-            "retryPolicy": {
-                "retryType": "Exponential",
-                "retryInterval": "PT10S",
-                "retryCount": 8,
-                "maxRetryInterval": "PT1M",
-            }
+            "retryType": "Exponential",
+            "retryInterval": "PT10S",
+            "retryCount": 8,
+            "maxRetryInterval": "PT1M",
         }
     )
     rng = random.Random(7)
