@@ -1,10 +1,10 @@
-"""Table and queue round trips on the project's own Azurite, and idempotent provisioning."""
+"""Table and queue round trips on the project's own Azurite, and idempotent provisioning. What the stores
+promise (the ports) is tested over every adapter, Azurite included, in ``tests/contract``."""
 
 from __future__ import annotations
 
 import base64
 import time
-from datetime import UTC, datetime
 
 import pytest
 from azure.core import MatchConditions
@@ -13,10 +13,7 @@ from azure.storage.queue import QueueClient
 
 from scheduler_core.adapters.azure.clients import queue_client, table_service
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.adapters.azure.tables import table_stores
-from scheduler_core.model import Job
 from scheduler_core.settings import Settings
-from scheduler_core.storage.keys import CollectionRef, JobRef
 from scheduler_core.storage.names import JOBS_TABLE, queue_names, table_names
 
 pytestmark = pytest.mark.azurite
@@ -72,19 +69,3 @@ def test_visibility_timeout_delays_a_message(storage_env: Settings) -> None:
     time.sleep(2.5)
     [message] = queue.receive_messages(max_messages=1)
     assert message.content == "later"
-
-
-def test_jobs_are_read_many_at_a_time_by_keys(storage_env: Settings) -> None:
-    provision(storage_env)
-    stores = table_stores(table_service(storage_env), storage_env)
-    collection = CollectionRef("sub", "rg", "jc")
-    other = CollectionRef("sub", "rg", "other")
-    now = datetime.now(UTC)
-    for ref in [JobRef(collection, f"job-{i:02d}") for i in range(40)] + [JobRef(other, "job-03")]:
-        record = Job(ref, {"state": "Enabled"}, {}, "Enabled", 1, now, now)
-        stores.jobs.save(record, create=True)
-    wanted = [JobRef(collection, f"job-{i:02d}").row_key for i in range(0, 40, 2)]
-    missing = [JobRef(collection, name).row_key for name in ("absent", "job-99", "it's")]
-    found = stores.jobs.get_many(collection.identity, wanted + missing + wanted[:3])
-    assert sorted(found) == sorted(wanted)  # more keys than one filter may hold; none of the other partition
-    assert {job.ref for job in found.values()} == {JobRef(collection, f"job-{i:02d}") for i in range(0, 40, 2)}

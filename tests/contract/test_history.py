@@ -1,0 +1,83 @@
+"""History (:class:`scheduler_core.ports.History`) on every adapter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from scheduler_core.model import ActionName, HistoryStatus
+from scheduler_core.ports import Stores
+from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.contract.records import COLLECTION, JOB, T0, history_entry
+
+OTHER = JobRef(COLLECTION, "other")
+
+
+def test_an_entry_reads_back_whole(stores: Stores) -> None:
+    entry = history_entry(T0, action_name=ActionName.ERROR, status=HistoryStatus.FAILED, retry_count=2)
+    stores.history.add(JOB, entry)
+    assert list(stores.history.list(JOB)) == [entry]
+    bare = history_entry(T0 + timedelta(seconds=1), "exec-2", end_time=None, expected_execution_time=None)
+    stores.history.add(JOB, bare)
+    assert list(stores.history.list(JOB)) == [bare, entry]
+
+
+def test_entries_are_listed_newest_first_per_job(stores: Stores) -> None:
+    entries = [history_entry(T0 + timedelta(minutes=m), f"exec-{m}") for m in (3, 1, 4, 0, 2)]
+    for entry in entries:
+        stores.history.add(JOB, entry)
+    stores.history.add(OTHER, history_entry(T0 + timedelta(days=1), "other"))
+    listed = list(stores.history.list(JobRef(CollectionRef("SUB-A", "group-1", "jobs-one"), "JOB-ONE")))
+    assert [entry.execution_id for entry in listed] == ["exec-4", "exec-3", "exec-2", "exec-1", "exec-0"]
+    assert list(stores.history.list(JobRef(COLLECTION, "none"))) == []
+
+
+def test_adding_the_same_entry_again_leaves_one_with_the_last_values(stores: Stores) -> None:
+    entry = history_entry(T0)
+    stores.history.add(JOB, entry)
+    stores.history.add(JOB, replace(entry, status=HistoryStatus.FAILED, message="again"))
+    assert list(stores.history.list(JOB)) == [replace(entry, status=HistoryStatus.FAILED, message="again")]
+
+
+def test_add_if_absent_writes_once_and_keeps_the_first(stores: Stores) -> None:
+    entry = history_entry(T0)
+    assert stores.history.add_if_absent(JOB, entry) is True
+    assert stores.history.add_if_absent(JOB, replace(entry, message="second")) is False
+    assert list(stores.history.list(JOB)) == [entry]
+    assert stores.history.add_if_absent(OTHER, replace(entry, message="other job")) is True
+
+
+def test_trim_deletes_entries_started_before_a_bound(stores: Stores) -> None:
+    for minute in range(6):
+        stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
+    assert stores.history.trim(JOB, T0 + timedelta(minutes=2), keep=100) == 2
+    assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4", "exec-3", "exec-2"]
+
+
+def test_trim_keeps_only_the_newest_entries(stores: Stores) -> None:
+    for minute in range(6):
+        stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
+    stores.history.add(OTHER, history_entry(T0, "other"))
+    assert stores.history.trim(JOB, T0 - timedelta(days=1), keep=2) == 4
+    assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4"]
+    assert stores.history.trim(JOB, T0 + timedelta(minutes=5, seconds=1), keep=1) == 2  # kept by count, not by age
+    assert list(stores.history.list(JOB)) == []
+    assert stores.history.trim(JOB, T0, keep=0) == 0
+    assert [e.execution_id for e in stores.history.list(OTHER)] == ["other"]
+
+
+def test_trim_deletes_what_either_rule_deletes(stores: Stores) -> None:
+    for minute in range(6):
+        stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
+    assert stores.history.trim(JOB, T0 + timedelta(minutes=3), keep=4) == 3  # count: 1, 0; age: 2, 1, 0
+    assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4", "exec-3"]
+
+
+def test_delete_all_removes_one_jobs_entries(stores: Stores) -> None:
+    for minute in range(3):
+        stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
+    stores.history.add(OTHER, history_entry(T0, "other"))
+    stores.history.delete_all(JOB)
+    assert list(stores.history.list(JOB)) == []
+    assert len(list(stores.history.list(OTHER))) == 1
+    stores.history.delete_all(JOB)
