@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from bench.common import azurite_settings, table, timed_calls
 from scheduler_core import context
+from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import MAX_BATCH, TableDueIndex, TableJobs
 from scheduler_core.model import DueEntry, DueSlot, Job, JobState
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
@@ -82,6 +83,7 @@ def main() -> None:
         dispatch_seconds = time.perf_counter() - started
         fired = sum(r.fired for r in reports)
         assert fired == args.jobs, f"dispatched {fired} of {args.jobs}"
+        assert isinstance(services.executions, MessageQueue)
         queue = services.executions.client
 
         def send(i: int) -> None:

@@ -15,15 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 from scheduler_core import auth, settings
 from scheduler_core.actions import ActionRunner
-from scheduler_core.adapters.azure import connect
-from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.api.handler import ApiContext
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
 from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.ports import ExecutionQueue, Stores
+from scheduler_core.ports import ExecutionQueue, MessageSender, Storage, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 
@@ -40,8 +38,8 @@ def utcnow() -> datetime:
 class Services:
     settings: settings.Settings
     stores: Stores
-    scans: MessageQueue
-    executions: MessageQueue
+    scans: MessageSender
+    executions: MessageSender
     service: SchedulerService
     dispatcher: Dispatcher
     executor: Executor
@@ -56,10 +54,15 @@ def build(
     send_execution: ExecutionQueue | None = None,
     sleep: Callable[[float], None] = time.sleep,
     claim_lease: timedelta = CLAIM_LEASE,
+    storage: Storage | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
-    ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests."""
-    storage = connect(config)
+    ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
+    ``storage`` replaces the Azure adapters (``scheduler_core.adapters.memory.memory_storage``)."""
+    if storage is None:
+        from scheduler_core.adapters.azure import connect  # the deployed adapters (Azure SDKs: loaded on first use)
+
+        storage = connect(config)
     stores, claims, scans, executions = storage.stores, storage.claims, storage.scans, storage.executions
     send_execution = send_execution or executions.send
     dispatcher = Dispatcher(

@@ -51,6 +51,14 @@ class ExecutionQueue(Protocol):
     def __call__(self, text: str, visibility: int, /) -> None: ...
 
 
+class MessageSender(Protocol):
+    """One of the app's own queues (scans, executions), as an object."""
+
+    def send(self, text: str, visibility: int = 0) -> None:
+        """Send ``text``, invisible for ``visibility`` whole seconds (0: visible at once); at least once."""
+        ...
+
+
 class CollectionStore(Protocol):
     """Job collections, by subscription; each carries its job counter (``job_count``)."""
 
@@ -220,3 +228,19 @@ class Stores:
             self.due.delete(job.due.shard, job.due.row_key)
         self.history.delete_all(job.ref)
         return removed
+
+
+class Storage(Protocol):
+    """Every storage port of one deployment (``adapters.azure.connect`` or ``adapters.memory.memory_storage``)."""
+
+    @property
+    def stores(self) -> Stores: ...
+
+    @property
+    def claims(self) -> Claims: ...
+
+    @property
+    def scans(self) -> MessageSender: ...
+
+    @property
+    def executions(self) -> MessageSender: ...

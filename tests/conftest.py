@@ -54,3 +54,17 @@ def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     context.reset()
     yield settings.load(os.environ)
     context.reset()
+
+
+@pytest.fixture
+def memory_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
+    """Settings for a deployment on the memory adapter (no Azurite): the sample settings; the connection
+    string names nothing that is ever called (``context.build(..., storage=memory_storage(...))``)."""
+    from scheduler_core import context
+
+    for name, value in sample_settings().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
+    context.reset()
+    yield settings.load(os.environ)
+    context.reset()

@@ -85,7 +85,11 @@ def target() -> Iterator[HttpTarget]:
 
 
 @pytest.fixture
-def pipeline(storage_env: Settings) -> Pipeline:
-    """The real services over Azurite with simulated time, starting just past a whole minute."""
+def pipeline(request: pytest.FixtureRequest) -> Pipeline:
+    """The real services with simulated time, starting just past a whole minute, over Azurite, or over the
+    memory adapter for tests marked ``pytest.mark.backend("memory")`` (the closest marker wins)."""
+    marker = request.node.get_closest_marker("backend")
+    backend = marker.args[0] if marker is not None else "azurite"
+    settings: Settings = request.getfixturevalue("memory_env" if backend == "memory" else "storage_env")
     start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    return Pipeline(storage_env, start)
+    return Pipeline(settings, start, backend=backend)

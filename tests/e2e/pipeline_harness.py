@@ -1,9 +1,10 @@
-"""A harness for pipeline tests on Azurite with an injectable clock.
+"""A harness for pipeline tests with an injectable clock, on Azurite or on the memory adapter.
 
 Execution messages go to :class:`CapturedQueue`, a **test double** of the execution queue that keeps each
 message with the instant it would become visible, so simulated minutes pass in milliseconds. Everything
-else is real: Azurite tables, the dispatcher, the executor, HTTP actions against a real local server.
-(The real queue path is covered by the end-to-end tests that run the local host.)
+else is real: the stores (Azurite tables, or the in-memory adapter that the contract suite in
+``tests/contract`` holds to the same rules), the dispatcher, the executor, HTTP actions against a real
+local server. (The real queue path is covered by the end-to-end tests that run the local host.)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from scheduler_core import context
 from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.memory import MemoryStorage, memory_storage
 from scheduler_core.pipeline.execute import ExecutionReport
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.settings import Settings
@@ -69,14 +71,19 @@ class CapturedQueue:
 
 
 class Pipeline:
-    """The real services over Azurite, with a fake clock and a captured execution queue."""
+    """The real services, with a fake clock and a captured execution queue, over Azurite (``backend``
+    "azurite") or the memory adapter ("memory": ``self.memory`` is its storage, with its fault seams)."""
 
-    def __init__(self, settings: Settings, start: datetime) -> None:
-        provision(settings)
+    def __init__(self, settings: Settings, start: datetime, backend: str = "azurite") -> None:
         self.clock = FakeClock(start)
         self.queue = CapturedQueue(self.clock)
+        self.memory: MemoryStorage | None = None
+        if backend == "memory":
+            self.memory = memory_storage(self.clock)
+        else:
+            provision(settings)
         self.services = context.build(
-            settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance
+            settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, storage=self.memory
         )
         context.install(self.services)
         self.collection = CollectionRef("sub1", "rg", "jc")

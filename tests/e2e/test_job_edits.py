@@ -1,8 +1,9 @@
 """Editing a job never lets it run more often than written: an edit that keeps the schedule keeps the
 series (and its ``count`` and ``endTime``), one that changes the schedule starts a new series.
 
-The pipeline runs on Azurite with simulated time (see ``pipeline_harness.py``): real tables, dispatcher,
-executor and HTTP target; the execution queue is the harness's captured test double.
+The pipeline runs on the memory adapter with simulated time (see ``pipeline_harness.py``; the contract
+suite holds that adapter to the Azure one's rules): real dispatcher, executor and HTTP target; the execution
+queue is the harness's captured test double.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
 
 
 def every_minute(url: str, body: str = "v1", **recurrence: Any) -> dict[str, Any]:

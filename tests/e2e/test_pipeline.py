@@ -1,5 +1,7 @@
-"""The scheduling pipeline on Azurite with simulated time: dispatch, execution, retries, error actions,
-exactly-once under duplicates and races, coalescing after downtime, stale definitions never firing."""
+"""The scheduling pipeline with simulated time: dispatch, execution, retries, error actions, exactly-once
+under duplicates and races, coalescing after downtime, stale definitions never firing. On the memory
+adapter (held to the Azure adapter's rules by ``tests/contract``), except where a second process shares
+the storage (Azurite)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget, http_target
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -227,6 +229,8 @@ def test_update_or_disable_between_dispatch_and_firing_never_fires_the_stale_def
     assert [r.path for r in target.received] == ["/new"]
 
 
+@pytest.mark.azurite
+@pytest.mark.backend("azurite")  # the killed worker is another process: it shares Azurite with this one
 def test_worker_killed_mid_action_is_run_again_once_and_both_attempts_are_in_history(
     pipeline: Pipeline, target: HttpTarget
 ) -> None:
