@@ -22,6 +22,7 @@ import copy
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, assert_never
 
 from scheduler_core.definitions._durations import ISO, DurationStyle
@@ -53,7 +54,7 @@ from scheduler_core.model.actions import (
     ServiceBusTopicAction,
     StorageQueueAction,
 )
-from scheduler_core.model.retry import RetryPolicy
+from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL, RetryPolicy
 
 __all__ = [
     "ACTION_KINDS",
@@ -74,11 +75,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ParseOptions:
-    """How strictly a client's action is read: ``limits`` (the size limits, off for a stored job read
-    back) and ``identity`` (where the app's identity may go; None: not checked)."""
+    """How a client's action is read: ``limits`` (the size limits, off for a stored job read back),
+    ``identity`` (where the app's identity may go; None: not checked), and what the service fills in: the
+    ``style`` of its durations and the ``default_retry_interval``."""
 
     limits: bool
     identity: IdentityScope | None
+    style: DurationStyle = ISO
+    default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -158,24 +162,26 @@ def parse_action(
     limits: bool,
     style: DurationStyle = ISO,
     identity: IdentityScope | None = None,
+    default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL,
 ) -> ParsedAction:
     """Parse a job's ``action`` (and its ``errorAction``). ``prior`` is the stored ``action`` (a secret the
     body omits is kept from it while its identity is unchanged); ``style`` is the style of the durations
-    the service fills in; ``identity``, when given, is where the app's identity may go."""
-    options = ParseOptions(limits, identity)
-    main, retry, fields = _parse_one(data, path, prior, options, style, error_action=False)
+    the service fills in; ``identity``, when given, is where the app's identity may go;
+    ``default_retry_interval`` is the ``retryInterval`` of a policy that gives none (a plan's default)."""
+    options = ParseOptions(limits, identity, style, default_retry_interval)
+    main, retry, fields = _parse_one(data, path, prior, options, error_action=False)
     error = error_retry = None
     if "errorAction" in fields:
         error, error_retry, _ = _parse_one(
-            fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, style, True
+            fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, True
         )
-    action = JobAction(main, retry or default_retry_policy(style), error, error_retry)
+    action = JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry)
     output, secrets = job_action_json(action)
     return ParsedAction(action, output, secrets)
 
 
 def _parse_one(
-    data: object, path: str, prior: Prior | None, options: ParseOptions, style: DurationStyle, error_action: bool
+    data: object, path: str, prior: Prior | None, options: ParseOptions, error_action: bool
 ) -> tuple[Action, RetryPolicy | None, Fields]:
     """One action object: the action, its retry policy when written, and its fields."""
     known = ("type", *_PAYLOADS, "retryPolicy") + (() if error_action else ("errorAction",))
@@ -199,7 +205,9 @@ def _parse_one(
     action = kind.parse(fields.get(kind.payload), fields.where(kind.payload), sub(prior, kind.payload), options)
     retry = None
     if "retryPolicy" in fields:
-        retry = parse_retry_policy(fields.get("retryPolicy"), fields.where("retryPolicy"), style)
+        retry = parse_retry_policy(
+            fields.get("retryPolicy"), fields.where("retryPolicy"), options.style, options.default_retry_interval
+        )
     return action, retry, fields
 
 

@@ -17,7 +17,7 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dateutil.relativedelta import relativedelta
@@ -27,6 +27,7 @@ from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, 
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
+from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
 from scheduler_core.recurrence import (
     Recurrence,
     format_instant,
@@ -111,6 +112,7 @@ def parse_job(
     now: datetime | None = None,
     validate_limits: bool = True,
     identity: IdentityScope | None = None,
+    default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL,
 ) -> JobSpec:
     """Validate the body of a job PUT (``{"properties": {...}}``), or a PATCH merged into the stored job.
 
@@ -127,6 +129,9 @@ def parse_job(
     ``namespace``). The service passes the scope of its settings (``IdentityScope.from_settings``); by
     default it is that of the default endpoints (public cloud) with no extra host. A stored job read back
     (``validate_limits=False``) is not checked (the executor checks again before sending).
+
+    ``default_retry_interval`` is the ``retryInterval`` of a retry policy (main or error action) that gives
+    none, written in the job's style: 30 seconds, or a plan's default (Free: an hour).
     """
     if validate_limits and isinstance(body, Mapping):
         size = _definition_size(body)
@@ -162,6 +167,7 @@ def parse_job(
         limits=validate_limits,
         style=style,
         identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
+        default_retry_interval=default_retry_interval,
     )
 
     if validate_limits:

@@ -30,10 +30,10 @@ MAX_RETRY_COUNT = 20
 RETRY_TYPES = {"none": RetryType.NONE, "fixed": RetryType.FIXED, "exponential": RetryType.EXPONENTIAL}
 
 
-def default_retry_policy(style: DurationStyle = ISO) -> RetryPolicy:
-    """The policy of an action without one: retried 4 more times at 30-second intervals, the interval
-    written in ``style``."""
-    return RetryPolicy(retry_interval=Duration(DEFAULT_RETRY_INTERVAL, style))
+def default_retry_policy(style: DurationStyle = ISO, interval: timedelta = DEFAULT_RETRY_INTERVAL) -> RetryPolicy:
+    """The policy of an action without one: retried 4 more times at ``interval`` (30 seconds unless a
+    plan says otherwise), written in ``style``."""
+    return RetryPolicy(retry_interval=Duration(interval, style))
 
 
 def _interval(fields: Fields, name: str) -> Duration | None:
@@ -51,10 +51,13 @@ def _interval(fields: Fields, name: str) -> Duration | None:
     return Duration(value, style)
 
 
-def parse_retry_policy(data: object, path: str, style: DurationStyle = ISO) -> RetryPolicy:
+def parse_retry_policy(
+    data: object, path: str, style: DurationStyle = ISO, default_interval: timedelta = DEFAULT_RETRY_INTERVAL
+) -> RetryPolicy:
     """The effective policy of a client's ``retryPolicy``. ``None`` drops the other fields (so that a
     PATCH to None works on a stored Fixed policy); ``maxRetryInterval`` only means something to
-    ``Exponential`` and is dropped otherwise. A default ``retryInterval`` is written in ``style``."""
+    ``Exponential`` and is dropped otherwise. A ``retryInterval`` not given is ``default_interval``,
+    written in ``style``."""
     fields = Fields(data, path, ("retryType", "retryInterval", "retryCount", "maxRetryInterval"))
     retry_type = RetryType.FIXED
     if "retryType" in fields:
@@ -65,7 +68,7 @@ def parse_retry_policy(data: object, path: str, style: DurationStyle = ISO) -> R
     if retry_type is RetryType.NONE:
         return RetryPolicy.never()
     if interval is None:
-        interval = Duration(DEFAULT_RETRY_INTERVAL, style)
+        interval = Duration(default_interval, style)
     if retry_type is not RetryType.EXPONENTIAL:
         max_interval = None
     elif max_interval is not None and max_interval.value < interval.value:

@@ -17,6 +17,7 @@ import pytest
 from scheduler_core.definitions import (
     JobSpec,
     job_action_json,
+    parse_collection,
     parse_job,
     read_action,
     read_job_action,
@@ -39,6 +40,7 @@ from scheduler_core.model.actions import (
     TransportType,
 )
 from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy, RetryType
+from scheduler_core.service import plans
 from tests.unit.seed_examples import seed_jobs
 from tests.unit.test_definitions_jobs import ROUND_TRIPS
 from tests.unit.test_definitions_secrets import BASIC, OAUTH, make_pfx
@@ -286,3 +288,32 @@ def test_a_stored_job_without_a_policy_reads_as_the_default() -> None:
     typed = read_job_action({"action": {"type": "Http", "request": {"uri": URI, "method": "GET"}}}, {})
     assert typed.retry_policy == DEFAULT_RETRY_POLICY and typed.error is None
     assert read_retry_policy({"retryType": "None"}) == RetryPolicy.never()
+
+
+# ------------------------------------------------------------------------------------- plan defaults
+
+FREE = parse_collection({"location": "westus", "properties": {"sku": {"name": "Free"}}}, name="free")
+PLAN_BODIES = {
+    "no-policy": _http(),
+    "timespan-no-interval": {
+        **_http(),
+        "retryPolicy": {"retryType": "Fixed", "retryCount": 2, "maxRetryInterval": "01:00:00"},
+    },
+    "given-interval": {**_http(), "retryPolicy": {"retryInterval": "PT2H"}},
+    "none": {**_http(), "retryPolicy": {"retryType": "None"}},
+    "error-without-policy": {**_http(), "errorAction": _http()},
+    "error-policy-without-interval": {**_http(), "errorAction": {**_http(), "retryPolicy": {"retryCount": 1}}},
+    "exponential-error": {
+        **_http(),
+        "retryPolicy": {"retryInterval": "P1D"},
+        "errorAction": {**_http(), "retryPolicy": {"retryType": "Exponential", "maxRetryInterval": "P2D"}},
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAN_BODIES))
+def test_a_plans_default_retry_interval_is_filled_in_by_the_parser(name: str) -> None:
+    """``parse_job(default_retry_interval=...)`` gives what the Free plan's rule gives today."""
+    body = _job(copy.deepcopy(PLAN_BODIES[name]))
+    expected = plans.with_plan_defaults(parse_job(body, now=NOW), body, FREE)
+    assert parse_job(body, now=NOW, default_retry_interval=plans.FREE_DEFAULT_RETRY_INTERVAL) == expected
