@@ -1,0 +1,184 @@
+"""Small builders for the decision tests: one deployment on the memory adapter in simulated time.
+
+:class:`Deployment` wires the real services the way the app does (``context.build``) over
+``memory_storage(clock)``: the stores are the in-memory adapter (held to the Azure adapter's rules by the
+contract suite in ``tests/contract``), the execution queue is its :class:`MemoryQueue`, time is a
+:class:`SimulatedClock` that moves only when a test moves it (and waits of the service and the executor
+pass in it), and actions are sent by the real runner to :func:`tests.support.http_target.http_target`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from scheduler_core import context
+from scheduler_core.adapters.memory import MemoryStorage, QueuedMessage, SimulatedClock, memory_storage
+from scheduler_core.model import WATCH, DueEntry, Job
+from scheduler_core.pipeline.dispatch import Dispatcher, ScanReport
+from scheduler_core.pipeline.execute import ExecutionReport, Executor
+from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.recurrence import format_instant
+from scheduler_core.service import SchedulerService
+from scheduler_core.settings import Settings
+from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.support.http_target import HttpTarget, http_target
+
+#: Where simulated time starts: a whole hour near the real time (job definitions are validated against the
+#: real clock: a start time may be at most 18 months ahead of it).
+START = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=2)
+COLLECTION = CollectionRef("sub1", "rg1", "jc1")
+STANDARD = {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
+
+
+def http_action(url: str, **extra: Any) -> dict[str, Any]:
+    """An ``Http`` POST action to ``url``; ``extra`` adds ``retryPolicy``, ``errorAction``..."""
+    return {"type": "Http", "request": {"uri": url, "method": "POST", "body": "ping"}, **extra}
+
+
+def fixed_retries(count: int, interval: str = "PT20S") -> dict[str, Any]:
+    return {"retryType": "Fixed", "retryInterval": interval, "retryCount": count}
+
+
+NO_RETRY = {"retryType": "None"}
+
+
+def job_body(start: datetime, action: dict[str, Any], recurrence: dict[str, Any] | None = None) -> dict[str, Any]:
+    properties: dict[str, Any] = {"startTime": format_instant(start), "action": action}
+    if recurrence is not None:
+        properties["recurrence"] = recurrence
+    return {"properties": properties}
+
+
+def parsed(messages: list[QueuedMessage]) -> list[ExecutionMessage]:
+    return [ExecutionMessage.from_json(message.text) for message in messages]
+
+
+@dataclass
+class Deployment:
+    """One deployment of the app on the memory adapter, with a Standard collection :data:`COLLECTION`."""
+
+    settings: Settings
+    clock: SimulatedClock
+    storage: MemoryStorage
+    services: context.Services
+
+    @property
+    def service(self) -> SchedulerService:
+        return self.services.service
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.services.dispatcher
+
+    @property
+    def executor(self) -> Executor:
+        return self.services.executor
+
+    def executor_named(self, worker: str) -> Executor:
+        """Another worker over the same deployment (its own name, the same stores, queue and runner)."""
+        mine = self.executor
+        return Executor(
+            mine.stores, mine.claims, mine.runner, mine.send, mine.dispatcher, mine.clock, worker, mine.sleep
+        )
+
+    # ------------------------------------------------------------------------------------------- jobs
+
+    def ref(self, name: str) -> JobRef:
+        return JobRef(COLLECTION, name)
+
+    def put_job(self, name: str, body: dict[str, Any]) -> Job:
+        job, _ = self.service.put_job(self.ref(name), body)
+        return job
+
+    def job(self, name: str) -> Job:
+        """The job as stored (fails when it is not)."""
+        stored = self.storage.jobs.get(self.ref(name))
+        assert stored is not None, f"job {name} is not stored"
+        return stored
+
+    def history(self, name: str) -> list[Any]:
+        return list(self.storage.history.list(self.ref(name)))
+
+    # ------------------------------------------------------------------------------------- due index
+
+    def due_entries(self) -> list[DueEntry]:
+        """Every due-index entry, of every shard, in key order."""
+        return [
+            entry
+            for shard in range(self.settings.due_shards)
+            for entry in self.storage.due.due_before(f"{shard:04d}", "~")
+        ]
+
+    def occurrence_entries(self) -> list[DueEntry]:
+        return [entry for entry in self.due_entries() if entry.kind != WATCH and entry.message is None]
+
+    def watch_entries(self) -> list[DueEntry]:
+        return [entry for entry in self.due_entries() if entry.kind == WATCH]
+
+    def scan(self) -> ScanReport:
+        """Scan every shard now; the counts of the shards' reports added up."""
+        total = ScanReport("all")
+        now = self.clock()
+        for shard in range(self.settings.due_shards):
+            report = self.dispatcher.scan(f"{shard:04d}", now)
+            total.fired += report.fired
+            total.coalesced += report.coalesced
+            total.stale += report.stale
+            total.retries += report.retries
+            total.rescued += report.rescued
+        return total
+
+    # ----------------------------------------------------------------------------------------- queue
+
+    def queued(self) -> list[QueuedMessage]:
+        """The execution messages not yet received, visible or not (nothing is taken)."""
+        return self.storage.executions.peek()
+
+    def take(self) -> list[ExecutionMessage]:
+        """Take the execution messages visible now."""
+        return parsed(self.storage.executions.receive())
+
+    def deliver(self) -> list[ExecutionReport]:
+        """Run every message visible now, in order, on this deployment's worker."""
+        return [self.executor.execute(message) for message in self.take()]
+
+    def fire_at(self, due: datetime) -> ExecutionMessage:
+        """Move time to ``due`` and take the one execution message visible then."""
+        self.clock.set(due)
+        [message] = self.take()
+        return message
+
+
+@pytest.fixture
+def clock() -> SimulatedClock:
+    return SimulatedClock(START)
+
+
+@pytest.fixture
+def deployment(memory_env: Settings, clock: SimulatedClock) -> Deployment:
+    storage = memory_storage(clock)
+    services = context.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
+    services.service.put_collection(COLLECTION, STANDARD)
+    return Deployment(memory_env, clock, storage, services)
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[HttpTarget]:
+    """One real HTTP server for the session (stopping one takes half a second: its polling interval)."""
+    with http_target() as server:
+        yield server
+
+
+@pytest.fixture
+def target(http_server: HttpTarget) -> HttpTarget:
+    """A real HTTP server on 127.0.0.1 that records what it receives and answers 200 unless told otherwise;
+    nothing received before this test is kept."""
+    http_server.answer([200])
+    with http_server.lock:
+        http_server.received.clear()
+    return http_server
