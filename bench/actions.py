@@ -37,6 +37,7 @@ from local_host.azurite import DEV_ACCOUNT, DEV_KEY
 from scheduler_core import context
 from scheduler_core.actions import ActionContext, ActionRunner
 from scheduler_core.actions.registry import default_runner
+from scheduler_core.definitions import read_action
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -60,8 +61,10 @@ def ctx(i: int) -> ActionContext:
 
 
 def runner_call(runner: ActionRunner, action: dict[str, Any]) -> Callable[[int], None]:
+    typed = read_action(action)
+
     def call(i: int) -> None:
-        result = runner.run(action, ctx(i))
+        result = runner.run(typed, ctx(i))
         if not result.succeeded:
             raise RuntimeError(result.message)
 
@@ -203,10 +206,7 @@ def main() -> None:
                     f"{connections} connection(s) for {args.count + 1} sends; new sender each: {per_message:.1f}/s",
                 ]
             )
-            for sender in {id(s): s for s in runner._senders.values()}.values():
-                close = getattr(sender, "close", None)
-                if close is not None:
-                    close()
+            runner.close()
     print(table(["action (peer)", "raw /s", "runner /s", "runner vs raw", "executor /s", "notes"], rows))
 
 

@@ -21,9 +21,10 @@ from scheduler_core.identity import IdentityScope
 from scheduler_core.model import HistoryEntry, Job, JobCollection
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service.collections import CollectionService
-from scheduler_core.service.jobs import DueSoon, JobService, RunRequest
+from scheduler_core.service.jobs import JobService, RunRequest
 from scheduler_core.service.races import Races
 from scheduler_core.service.slots import JobSlots
+from scheduler_core.service.writes import DueSoon
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 __all__ = ["CollectionService", "JobService", "SchedulerService"]

@@ -5,15 +5,13 @@ collections a subscription may hold. Pure functions over validated definitions."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from scheduler_core import definitions
 from scheduler_core.definitions import CollectionSpec, JobSpec
 from scheduler_core.errors import QuotaExceededError
 from scheduler_core.model import JobCollection
+from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 #: Free collections: retries at most hourly (plan limit).
@@ -44,32 +42,10 @@ def check_free_collections(ref: CollectionRef, spec: CollectionSpec, others: lis
         )
 
 
-def with_plan_defaults(spec: JobSpec, body: Mapping[str, Any], limits: CollectionSpec) -> JobSpec:
-    """In a Free collection a retry interval the client did not give is an hour (the plan's minimum), not
-    the usual 30 seconds, so that a job without a retry policy is accepted there."""
-    if limits.sku != "Free":
-        return spec
-    given = body.get("properties") if isinstance(body, Mapping) else None
-    given_action = given.get("action") if isinstance(given, Mapping) else None
-    action = dict(spec.properties.get("action") or {})
-    changed = False
-    for key in ("main", "errorAction"):
-        target = action if key == "main" else dict(action.get("errorAction") or {})
-        source = given_action if key == "main" else (given_action or {}).get("errorAction")
-        policy = target.get("retryPolicy")
-        if not target or not isinstance(policy, Mapping) or policy.get("retryType") == "None":
-            continue
-        given_policy = source.get("retryPolicy") if isinstance(source, Mapping) else None
-        if isinstance(given_policy, Mapping) and "retryInterval" in given_policy:
-            continue
-        interval = definitions.format_duration(FREE_DEFAULT_RETRY_INTERVAL, spec.duration_style)
-        target["retryPolicy"] = {**policy, "retryInterval": interval}
-        changed = True
-        if key == "errorAction":
-            action["errorAction"] = target
-    if not changed:
-        return spec
-    return replace(spec, properties={**spec.properties, "action": action})
+def default_retry_interval(limits: CollectionSpec) -> timedelta:
+    """The retry interval of a job that names none: an hour in a Free collection (the plan's minimum, so
+    that a job without a retry policy is accepted there), else the usual default."""
+    return FREE_DEFAULT_RETRY_INTERVAL if limits.sku == "Free" else DEFAULT_RETRY_INTERVAL
 
 
 def check_job_fits(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:
