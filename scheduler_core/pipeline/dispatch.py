@@ -32,12 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState, claim_key
+from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import SEPARATOR, due_row_key, format_due, shard_of
+from scheduler_core.storage.keys import due_row_key, format_due, shard_of
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -48,12 +49,6 @@ ABANDONED_AFTER = timedelta(minutes=2)
 MAX_VISIBILITY = timedelta(days=7)
 
 Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
-
-#: A watch row is due this long after the lease it watches would end (clock skew between instances).
-WATCH_GRACE = timedelta(seconds=5)
-#: A watch row whose attempt has not been claimed yet is looked at this many times (a lease apart)
-#: before it is dropped: by then the queue has shown the message again by itself.
-WATCH_UNCLAIMED_CHECKS = 5
 
 
 #: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
@@ -105,6 +100,7 @@ class Dispatcher:
         self.claims = claims
         self.lease = lease
         self.grace = grace
+        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace)
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
         """One scan message per shard (the timer's whole job: scans then run in parallel)."""
@@ -173,7 +169,10 @@ class Dispatcher:
     def _dispatch_row(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
         if row.kind == WATCH:
-            self._check_watch(row, now, report)
+            look = self.watchdog.check(row, now)
+            if look is not None:
+                report.moves.append((row.row_key, look.again))
+                report.rescued += look.rescued
             return
         if row.message is not None:  # a long-delayed retry parked in the index
             if job is not None and job.generation == row.generation and job.state == JobState.ENABLED:
@@ -220,7 +219,7 @@ class Dispatcher:
             )
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
-            report.watches.append(self._watch_row(job, message, row.shard, occurrence + self.lease + self.grace))
+            report.watches.append(self.watchdog.row(job, message, row.shard, occurrence + self.lease + self.grace))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
@@ -240,58 +239,10 @@ class Dispatcher:
         )
         self.stores.due.put(row)
 
-    # -------------------------------------------------------------------------------------------- watchdog
-
-    def _watch_row(self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0) -> DueEntry:
-        key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
-        return DueEntry(
-            shard,
-            key,
-            job.ref.partition_key,
-            job.ref.row_key,
-            job.generation,
-            due,
-            message=message.to_json(),
-            kind=WATCH,
-            checks=checks,
-        )
-
     def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
-        one due-index write."""
-        shard = shard_of(job.ref.identity, self.shards)
-        self.stores.due.put(self._watch_row(job, message, shard, due + self.lease + self.grace))
-
-    def _check_watch(self, row: DueEntry, now: datetime, report: ScanReport) -> None:
-        """Look at a watched attempt once its lease would have ended (see the module's docstring)."""
-        if row.due > now or row.message is None:
-            return  # not yet: the row is inside the lookahead window only
-        message = ExecutionMessage.from_json(row.message)
-        identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
-        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
-        state = self.claims.state(identity, claim_row)
-        if state is not None and state.done:
-            report.moves.append((row.row_key, None))
-            return
-        job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
-        if job is None or (
-            message.trigger != "manual" and (job.generation != message.generation or job.state != JobState.ENABLED)
-        ):
-            report.moves.append((row.row_key, None))  # the attempt would not run any more
-            return
-        again: DueEntry | None
-        if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway
-            again = None
-            if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                again = self._watch_row(job, message, row.shard, now + self.lease, row.checks + 1)
-        elif state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
-            again = self._watch_row(job, message, row.shard, state.lease_until + self.grace, row.checks)
-        else:  # claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
-            log.warning("job %s: attempt %s lost with its worker; sent again", identity, message.attempt_key)
-            self.send(row.message, 0)
-            report.rescued += 1
-            again = self._watch_row(job, message, row.shard, now + self.lease + self.grace)
-        report.moves.append((row.row_key, again))
+        one due-index write (see :class:`~scheduler_core.pipeline.watchdog.Watchdog`)."""
+        self.watchdog.watch(job, message, due)
 
 
 def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:

@@ -1,0 +1,104 @@
+"""The watchdog over dispatched attempts: an attempt whose worker died runs again within a tick of its
+claim's lease, not after the queue's 10-minute processing lease.
+
+With each attempt it sends, a scan writes a *watch entry* (kind ``watch``, carrying the message) in the
+same shard batch that moves the fired entry, due when the attempt's claim lease would end (occurrence +
+lease + :data:`WATCH_GRACE`). A scan that finds a watch entry due asks :meth:`Watchdog.check`, which reads
+the attempt's claim (one point read per attempt, the watchdog's whole cost on the happy path):
+
+- the claim is done, or the attempt would not run any more (job gone, changed or disabled): drop the entry;
+- the claim's lease is live: look again at its end;
+- the claim is ``Running`` past its lease (its worker died mid-call): send the same message again at once
+  (so the same execution id) and watch the re-run;
+- nobody has claimed it yet (a queue backlog): look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS`
+  times at most (by then the queue has shown the message again by itself).
+
+Attempts sent outside a scan (retries, error actions, runs on demand) are watched by :meth:`Watchdog.watch`,
+one index write each.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from scheduler_core.model import WATCH, DueEntry, Job, JobState, claim_key
+from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.ports import Claims, ExecutionQueue, Stores
+from scheduler_core.storage.keys import SEPARATOR, due_row_key, shard_of
+
+log = logging.getLogger("scheduler_core.dispatch")
+
+#: A watch entry is due this long after the lease it watches would end (clock skew between instances).
+WATCH_GRACE = timedelta(seconds=5)
+#: A watch entry whose attempt has not been claimed yet is looked at this many times (a lease apart)
+#: before it is dropped: by then the queue has shown the message again by itself.
+WATCH_UNCLAIMED_CHECKS = 5
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a look at a due watch entry decided: the entry that replaces it (None: it goes), and whether
+    the attempt was sent again (its worker died)."""
+
+    again: DueEntry | None
+    rescued: bool = False
+
+
+class Watchdog:
+    def __init__(
+        self, stores: Stores, claims: Claims, send: ExecutionQueue, shards: int, lease: timedelta, grace: timedelta
+    ) -> None:
+        self.stores = stores
+        self.claims = claims
+        self.send = send
+        self.shards = shards
+        self.lease = lease
+        self.grace = grace
+
+    def row(self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0) -> DueEntry:
+        """The watch entry of ``message``'s attempt, due at ``due``."""
+        key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
+        return DueEntry(
+            shard,
+            key,
+            job.ref.partition_key,
+            job.ref.row_key,
+            job.generation,
+            due,
+            message=message.to_json(),
+            kind=WATCH,
+            checks=checks,
+        )
+
+    def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
+        """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write."""
+        shard = shard_of(job.ref.identity, self.shards)
+        self.stores.due.put(self.row(job, message, shard, due + self.lease + self.grace))
+
+    def check(self, row: DueEntry, now: datetime) -> Look | None:
+        """Look at a watch entry (see the module's rules); None: not due yet, leave it."""
+        if row.due > now or row.message is None:
+            return None  # not yet: the entry is inside the lookahead window only
+        message = ExecutionMessage.from_json(row.message)
+        identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
+        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+        state = self.claims.state(identity, claim_row)
+        if state is not None and state.done:
+            return Look(None)
+        job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
+        if job is None or (
+            message.trigger != "manual" and (job.generation != message.generation or job.state != JobState.ENABLED)
+        ):
+            return Look(None)  # the attempt would not run any more
+        if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway
+            if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
+                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1))
+            return Look(None)
+        if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
+            return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))
+        # Claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
+        log.warning("job %s: attempt %s lost with its worker; sent again", identity, message.attempt_key)
+        self.send(row.message, 0)
+        return Look(self.row(job, message, row.shard, now + self.lease + self.grace), rescued=True)
