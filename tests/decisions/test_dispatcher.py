@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 from scheduler_core.errors import StorageError
 from scheduler_core.model import CLAIM_LEASE, DueEntry, JobState, claim_key
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_UNCLAIMED_CHECKS
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_UNCLAIMED_CHECKS
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key
 from tests.decisions.conftest import START, Deployment, http_action, job_body, parsed
