@@ -13,14 +13,13 @@ mid-call: a worker that takes over an expired claim records the lost holder's at
 lost; the call may have been delivered") next to its own run. The writes after the action (history,
 follow-up messages, counters, claim) retry through a storage outage of a minute
 (:mod:`scheduler_core.pipeline.durable`) and are idempotent: the history row's key is fixed by the claim
-(its holder and claim time) and the execution id; the counters write records the attempt in the job
-(``Counted``, the last :data:`COUNTED_KEEP` attempts) in the same ETag-guarded write, so a retried or
-repeated counters write never counts an attempt twice.
+(its holder and claim time) and the execution id; the counters write records the attempt in the job in
+the same ETag-guarded write (:mod:`scheduler_core.pipeline.counters`), so a retried or repeated counters
+write never counts an attempt twice.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import socket
@@ -30,11 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.definitions import read_job_action
-from scheduler_core.errors import EtagMismatchError
 from scheduler_core.model import (
     CLAIM_LEASE,
     ActionName,
@@ -47,6 +44,7 @@ from scheduler_core.model import (
     claim_key,
 )
 from scheduler_core.model.actions import JobAction
+from scheduler_core.pipeline.counters import count_attempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
@@ -56,13 +54,8 @@ from scheduler_core.storage.keys import history_row_key
 
 log = logging.getLogger("scheduler_core.execute")
 
-#: Attempts of one job's counters update before giving up (other executors race on the same row).
-COUNTER_ATTEMPTS = 10
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
-#: Job entity property: the attempt keys whose counters were applied, newest last (JSON list).
-#: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
-COUNTED_KEEP = 16
 #: The result of an error-action attempt whose job no longer has an error action.
 NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not supported here")
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
@@ -109,18 +102,26 @@ class Executor:
         self.sleep = sleep
         self.lease = lease
 
-    def execute(self, message: ExecutionMessage) -> ExecutionReport:
-        # Before the call too, storage errors are waited out: a message that failed here would stay hidden
-        # for the queue's processing lease (10 minutes), its occurrence that much late.
-        loaded = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
-        if loaded is None:
+    def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
+        """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
+        errors are waited out here too: a message that failed would stay hidden for the queue's processing
+        lease (10 minutes), its occurrence that much late."""
+        job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
+        if job is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
-        job = loaded
         if message.trigger != "manual":
             if job.generation != message.generation:
                 return ExecutionReport(Outcome.STALE, "job changed since dispatch")
             if job.state != JobState.ENABLED:
                 return ExecutionReport(Outcome.STALE, f"job is {job.state}")
+        return job
+
+    def execute(self, message: ExecutionMessage) -> ExecutionReport:
+        """Run one attempt (see the module's docstring)."""
+        live = self._live_job(message)
+        if isinstance(live, ExecutionReport):
+            return live
+        job = live
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
         claim_row = claim_key(occurrence, message.action, message.attempt, message.trigger)
@@ -265,7 +266,7 @@ class Executor:
             final_state = JobState.FAULTED
         if message.trigger == "manual":
             final_state = None  # an on-demand run never ends the job's schedule
-        self._update_counters(job, message, result, faulted, final_state, now)
+        count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now)
 
     def _send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
@@ -276,47 +277,3 @@ class Executor:
             lambda: delay_message(self.send, lambda at: self.dispatcher.park_retry(job, follow, at), text, due, now),
         )
         durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due))
-
-    def _update_counters(
-        self,
-        job: Job,
-        message: ExecutionMessage,
-        result: ActionResult,
-        faulted: bool,
-        final_state: JobState | None,
-        now: datetime,
-    ) -> None:
-        """Apply the attempt to the job's counters (and final state). The first try writes over the job as
-        read before the action (``job``): no second read when nothing changed it meanwhile."""
-        main = message.action == "main"
-        key = message.attempt_key
-        current: Job | None = job
-        for _ in range(COUNTER_ATTEMPTS):
-            if current is None:
-                return
-            if key in current.counted:
-                return  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
-            changes: dict[str, Any] = {}
-            if main:
-                changes["execution_count"] = current.execution_count + 1
-                changes["failure_count"] = current.failure_count + (0 if result.succeeded else 1)
-                changes["last_execution_time"] = now
-            if faulted:
-                changes["faulted_count"] = current.faulted_count + 1
-            if final_state and current.generation == job.generation and current.state == JobState.ENABLED:
-                changes.update(
-                    state=final_state,
-                    properties={**current.properties, "state": final_state},
-                    ended_at=now,
-                    next_execution_time=None,
-                )
-            if not changes:
-                return
-            updated = replace(current, **changes, counted=(*current.counted, key)[-COUNTED_KEEP:])
-            try:
-                durably("counters", functools.partial(self.stores.jobs.save, updated, create=False, etag=current.etag))
-                return
-            except EtagMismatchError:
-                pass  # changed meanwhile (or by this write, whose answer was lost): read and decide again
-            current = durably("job read", lambda: self.stores.jobs.get_by_keys(job.ref.partition_key, job.ref.row_key))
-        log.error("job %s: counters not updated after %d attempts", job.ref.identity, COUNTER_ATTEMPTS)

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ServiceRequestError
 
-from scheduler_core.actions import ActionResult
 from scheduler_core.adapters.azure.errors import storage_error
 from scheduler_core.model import ClaimOutcome
+from scheduler_core.pipeline.counters import count_attempt
 from scheduler_core.pipeline.durable import durably, is_transient
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
@@ -41,12 +41,12 @@ def _job_message(pipeline: Pipeline, name: str) -> ExecutionMessage:
 
 def test_counters_of_one_attempt_are_applied_once_however_often_they_are_written(pipeline: Pipeline) -> None:
     message = _job_message(pipeline, "c")
-    executor = pipeline.services.executor
+    jobs = pipeline.services.stores.jobs
     job = pipeline.services.service.get_job(pipeline.job_ref("c"))
     for _ in range(3):  # a write repeated after its answer was lost, or by a worker taking over
-        executor._update_counters(job, message, ActionResult(False, "500"), False, None, pipeline.clock())
+        count_attempt(jobs, job, message, False, False, None, pipeline.clock())
     other = ExecutionMessage(message.job_partition, message.job_row, message.generation, message.occurrence, attempt=1)
-    executor._update_counters(job, other, ActionResult(True, "200"), False, None, pipeline.clock())
+    count_attempt(jobs, job, other, True, False, None, pipeline.clock())
     stored = pipeline.services.service.get_job(pipeline.job_ref("c"))
     assert (stored.execution_count, stored.failure_count) == (2, 1)
 
