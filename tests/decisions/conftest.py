@@ -32,7 +32,9 @@ from tests.support.http_target import HttpTarget, http_target
 #: real clock: a start time may be at most 18 months ahead of it).
 START = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=2)
 COLLECTION = CollectionRef("sub1", "rg1", "jc1")
-STANDARD = {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
+#: The collection of a deployment: Standard, with a quota small enough that no job slots are reserved ahead
+#: (``service/slots.py``), so its job counter is the number of its jobs.
+STANDARD = {"location": "westus", "properties": {"sku": {"name": "Standard"}, "quota": {"maxJobCount": 8}}}
 
 
 def http_action(url: str, **extra: Any) -> dict[str, Any]:
@@ -146,6 +148,20 @@ class Deployment:
     def deliver(self) -> list[ExecutionReport]:
         """Run every message visible now, in order, on this deployment's worker."""
         return [self.executor.execute(message) for message in self.take()]
+
+    def run_until(self, end: datetime, tick: timedelta = timedelta(seconds=60)) -> list[ExecutionReport]:
+        """Let simulated time pass up to ``end``: a scan of every shard each ``tick`` (from now), each
+        message run when it becomes visible."""
+        reports: list[ExecutionReport] = []
+        next_tick = self.clock.now
+        while self.clock.now < end:
+            visible = self.storage.executions.next_visible_at()
+            self.clock.set(max(self.clock.now, min(t for t in (visible, next_tick, end) if t is not None)))
+            if self.clock.now >= next_tick:
+                self.scan()
+                next_tick += tick
+            reports += self.deliver()
+        return reports
 
     def fire_at(self, due: datetime) -> ExecutionMessage:
         """Move time to ``due`` and take the one execution message visible then."""
