@@ -41,6 +41,7 @@ __all__ = [
     "JobSpec",
     "job_output",
     "parse_job",
+    "read_job",
     "recurrence_exceeds_quota",
     "restore_secrets",
     "retry_intervals",
@@ -189,6 +190,25 @@ def parse_job(
         action_types=action.types,
         uses_authentication=action.uses_authentication,
         duration_style=style,
+    )
+
+
+def read_job(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> JobSpec:
+    """The definition of a stored job: ``properties`` is its canonical ``JobProperties`` (as
+    :func:`parse_job` wrote them), ``secrets`` its secrets by dotted path. Trusted: nothing is validated
+    again and no certificate is opened; gives what ``parse_job(..., validate_limits=False)`` gives for the
+    same job."""
+    recurrence = parse_recurrence(properties.get("recurrence"))
+    action = read_job_action(properties, secrets)
+    return JobSpec(
+        properties=copy.deepcopy(dict(properties)),
+        secrets=dict(secrets),
+        state=str(properties.get("state", "Enabled")),
+        start_time=parse_start_time(properties.get("startTime"), recurrence),
+        recurrence=recurrence,
+        action_types=action.action_types,
+        uses_authentication=action.uses_authentication,
+        duration_style=written_style(properties.get("action")),
     )
 
 

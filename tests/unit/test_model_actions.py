@@ -23,6 +23,7 @@ from scheduler_core.definitions import (
     parse_collection,
     parse_job,
     read_action,
+    read_job,
     read_job_action,
     read_retry_policy,
     restore_secrets,
@@ -229,6 +230,9 @@ def assert_round_trips(spec: JobSpec) -> JobAction:
     assert parsed.action == typed
     assert (spec.action_types, spec.uses_authentication) == (typed.action_types, typed.uses_authentication)
     assert retry_intervals(spec) == typed.retry_intervals()
+    # the whole stored job read back without validating or opening a certificate: what re-parsing gives
+    stored = {"properties": restore_secrets(spec.properties, spec.secrets)}
+    assert read_job(spec.properties, spec.secrets) == parse_job(stored, validate_limits=False)
     return typed
 
 
