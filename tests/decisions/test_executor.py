@@ -405,7 +405,7 @@ def test_a_job_edited_while_its_last_occurrence_runs_keeps_the_edit_and_gets_the
     deployment: Deployment, target: HttpTarget
 ) -> None:
     message = fire(deployment, "e", http_action(target.base_url))
-    target.answer([200], delay=0.2)
+    target.answer([200], delay=0.5)  # the edit below lands while the call is in flight
     reports = []
     worker = threading.Thread(target=lambda: reports.append(deployment.executor.execute(message)))
     worker.start()
