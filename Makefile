@@ -23,8 +23,12 @@ install: $(VENV)/.installed node_modules/.installed
 run: install
 	$(PY) -m local_host run --azurite --init --port $(PORT) --azurite-ports $(AZURITE_PORTS)
 
+# The suite runs on parallel workers (pytest-xdist), a test module whole on one worker; `auto` is two workers
+# per CPU, at most 8 (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= auto
+
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 	$(MAKE) lint
 
 infra-check: $(VENV)/.installed

@@ -1,10 +1,17 @@
-"""Shared fixtures: one in-memory Azurite per test session, on free ports, started by the project's code."""
+"""Shared fixtures: one in-memory Azurite per test session, on free ports, started by the project's code.
+
+``make test`` runs the suite on parallel workers (pytest-xdist, ``-n auto --dist loadfile``): every worker is
+a session of its own (its own Azurite), a test module runs whole on one worker, and every test has tables and
+queues of its own, so no test sees another's data. The two hooks below size and order that run; a plain
+``pytest`` runs in one process as before.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +20,42 @@ import pytest
 from local_host.app_index import AppIndex, index_app
 from local_host.azurite import Azurite
 from scheduler_core import settings
+from scheduler_core.errors import ConfigurationError
+
+#: At most this many workers for ``-n auto``: beyond it the longest modules (one real-time scenario each,
+#: ~40 s) bound the run, and every worker costs an Azurite.
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Workers for ``-n auto``: two per CPU (at most :data:`MAX_AUTO_WORKERS`), since most of the suite waits
+    on real time, Azurite and child processes rather than computing. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` and
+    ``-n logical`` keep pytest-xdist's own meaning (None hands over to its hook)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "auto":
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(MAX_AUTO_WORKERS, 2 * cpus))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker, the end-to-end modules first, those with fewest tests first among them.
+
+    With ``--dist loadfile --no-loadscope-reorder`` modules are handed out in this order. A real-time
+    scenario (restart catch-up, storage and worker faults: 30-40 s each) is a single test in a module of its
+    own; started last, it would run alone at the end of the suite. The order is the same on every worker
+    (pytest-xdist requires it); a run in one process keeps the collection order.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    per_module = Counter(item.nodeid.split("::", 1)[0] for item in items)
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        if item.get_closest_marker("e2e") is None:
+            return (1, 0)
+        return (0, per_module[item.nodeid.split("::", 1)[0]])
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
@@ -32,11 +75,31 @@ def sample_settings() -> dict[str, str]:
     return values
 
 
+#: Starts of the session's Azurite, each on new free ports, before the session gives up.
+AZURITE_STARTS = 3
+
+
 @pytest.fixture(scope="session")
 def azurite() -> Iterator[Azurite]:
-    """A private Azurite (in memory, free ports): never the user's own instance."""
-    with Azurite() as instance:
-        yield instance
+    """A private Azurite (in memory, free ports): never the user's own instance.
+
+    Each pytest-xdist worker is a session of its own, so each worker starts its own Azurite. Free ports are
+    found before Azurite binds them, so another process (a parallel worker starting its own) may take one in
+    between: a start that fails is tried again on new free ports, :data:`AZURITE_STARTS` times in all.
+    """
+    for attempt in range(1, AZURITE_STARTS + 1):
+        instance = Azurite()
+        try:
+            instance.start()
+        except ConfigurationError:
+            if attempt == AZURITE_STARTS:
+                raise
+            continue
+        try:
+            yield instance
+        finally:
+            instance.stop()
+        return
 
 
 @pytest.fixture

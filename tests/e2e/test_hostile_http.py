@@ -57,33 +57,36 @@ class Answer:
 
 
 def read_answer(sock: socket.socket, timeout: float = 5.0) -> Answer:
-    """Read one response (skipping 100 Continue) up to its Content-Length or EOF; a hang fails the test."""
+    """Read one response (skipping 100 Continue) up to its Content-Length or EOF; a hang fails the test.
+
+    Never reads past the response: the head a byte at a time, then exactly the body, so that the next
+    answer of a keep-alive or pipelined connection stays in the socket for the next call.
+    """
     sock.settimeout(timeout)
-    data = b""
     while True:
-        while b"\r\n\r\n" not in data:
+        data = b""
+        while not data.endswith(b"\r\n\r\n"):
             try:
-                chunk = sock.recv(65536)
+                chunk = sock.recv(1)
             except ConnectionResetError:
                 chunk = b""
             if not chunk:
                 assert not data, f"the connection closed inside a response head: {data!r}"
                 return Answer(None, {}, b"")
             data += chunk
-        head, _, rest = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
+        lines = data[:-4].decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         if status == 100:
-            data = rest
             continue
         headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
         length = int(headers.get("content-length", "0"))
-        while len(rest) < length:
-            chunk = sock.recv(65536)
+        body = b""
+        while len(body) < length:
+            chunk = sock.recv(length - len(body))
             if not chunk:
                 break
-            rest += chunk
-        return Answer(status, headers, rest[:length])
+            body += chunk
+        return Answer(status, headers, body)
 
 
 def send(port: int, raw: bytes) -> Answer:

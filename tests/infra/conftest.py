@@ -7,17 +7,25 @@ are used); later sessions reuse it as long as requirements-infra.txt is unchange
 ``.venv-infra/.installed``). Both tools build a Lark grammar on first use (~30 s); it is cached under
 ``.venv-infra/cache`` (their TMPDIR), so only the first run pays for it.
 
+Several processes may want the tools at once (the workers of one ``pytest -n`` session, or two sessions in
+the same checkout): an exclusive lock on ``.venv-infra/.lock`` is held while the environment is checked or
+built and while a tool runs (its first run writes the grammar cache), so one process builds and the others
+wait for it, then reuse its work.
+
 A missing or broken tool is a test failure, never a skip.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +37,7 @@ VENV = ROOT / ".venv-infra"
 REQUIREMENTS = ROOT / "requirements-infra.txt"
 CACHE = VENV / "cache"
 MARKER = VENV / ".installed"
+LOCK = VENV / ".lock"  # kept when the environment is rebuilt: the lock must stay on the same file
 PYCEP_DUMP = Path(__file__).with_name("pycep_dump.py")
 
 #: Generous: the first run installs checkov (~60-90 s) and builds the grammar (~30 s).
@@ -54,12 +63,47 @@ def _run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
 
 
+@contextlib.contextmanager
+def infra_lock() -> Iterator[None]:
+    """Exclusive use of ``.venv-infra`` among processes (blocks until the holder is done)."""
+    VENV.mkdir(exist_ok=True)
+    with LOCK.open("a+b") as handle:
+        if sys.platform == "win32":
+            import msvcrt
+
+            while True:
+                try:
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def _ensure_venv() -> None:
+    """Create or refresh the environment; the caller holds :func:`infra_lock`."""
     wanted = _requirements_hash()
     if MARKER.is_file() and MARKER.read_text().strip() == wanted and _bin("checkov").exists():
         return
-    if VENV.exists():
-        shutil.rmtree(VENV)
+    for entry in VENV.iterdir():  # everything but the lock file
+        if entry == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     created = _run([sys.executable, "-m", "venv", str(VENV)], timeout=TOOL_TIMEOUT)
     if created.returncode != 0:
         pytest.fail(f"could not create {VENV}:\n{created.stdout}\n{created.stderr}")
@@ -98,7 +142,8 @@ def tool_env() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def infra_venv() -> Path:
     """The tools' virtual environment, created and installed when missing or out of date."""
-    _ensure_venv()
+    with infra_lock():
+        _ensure_venv()
     return VENV
 
 
@@ -106,12 +151,13 @@ def infra_venv() -> Path:
 def pycep_results(infra_venv: Path) -> dict[str, dict[str, Any]]:
     """pycep-parser's result for every Bicep file, keyed by path relative to the project root."""
     files = [str(path.relative_to(ROOT)) for path in bicep_files()]
-    done = _run(
-        [str(_bin("python")), str(PYCEP_DUMP), *files],
-        cwd=ROOT,
-        env=tool_env(),
-        timeout=TOOL_TIMEOUT,
-    )
+    with infra_lock():
+        done = _run(
+            [str(_bin("python")), str(PYCEP_DUMP), *files],
+            cwd=ROOT,
+            env=tool_env(),
+            timeout=TOOL_TIMEOUT,
+        )
     if done.returncode != 0:
         pytest.fail(f"pycep_dump.py failed (rc={done.returncode}):\n{done.stderr[-4000:]}")
     results: dict[str, dict[str, Any]] = json.loads(done.stdout)
@@ -132,24 +178,25 @@ def bicep(pycep_results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
 @pytest.fixture(scope="session")
 def checkov_report(infra_venv: Path) -> dict[str, Any]:
     """checkov's JSON report on infra/, run offline (--skip-download) with the project's .checkov.yaml."""
-    done = _run(
-        [
-            str(_bin("checkov")),
-            "--config-file",
-            str(ROOT / ".checkov.yaml"),
-            "--directory",
-            "infra",
-            "--framework",
-            "bicep",
-            "--skip-download",
-            "--output",
-            "json",
-            "--soft-fail",
-        ],
-        cwd=ROOT,
-        env=tool_env(),
-        timeout=TOOL_TIMEOUT,
-    )
+    with infra_lock():
+        done = _run(
+            [
+                str(_bin("checkov")),
+                "--config-file",
+                str(ROOT / ".checkov.yaml"),
+                "--directory",
+                "infra",
+                "--framework",
+                "bicep",
+                "--skip-download",
+                "--output",
+                "json",
+                "--soft-fail",
+            ],
+            cwd=ROOT,
+            env=tool_env(),
+            timeout=TOOL_TIMEOUT,
+        )
     if done.returncode != 0:
         pytest.fail(f"checkov did not run (rc={done.returncode}):\n{done.stderr[-4000:]}")
     try:

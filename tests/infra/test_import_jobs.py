@@ -95,7 +95,7 @@ class StubApi:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def job_puts(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["method"] == "PUT" and "/jobs/" in r["path"]]

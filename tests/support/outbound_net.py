@@ -223,7 +223,7 @@ def scripted_server(respond: Respond = ok, tls: ssl.SSLContext | None = None) ->
     port = server.server_address[1]
     scheme = "https" if tls is not None else "http"
     server_box.append(ScriptedServer(f"{scheme}://127.0.0.1:{port}", int(port)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server_box[0]

@@ -188,7 +188,7 @@ def https_peer(ca: TestCa, respond: Respond = ok_text, *, require_client_cert: b
 
         server = Server(("127.0.0.1", 0), Handler)
         peer.base_url = f"https://127.0.0.1:{server.server_address[1]}"
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         try:
             yield peer

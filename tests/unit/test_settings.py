@@ -32,20 +32,20 @@ def test_sample_lists_nothing_undeclared() -> None:
     assert set(SAMPLE) <= declared, f"undeclared settings in the sample: {set(SAMPLE) - declared}"
 
 
-def _environment_reads(path: Path) -> list[str]:
+def _environment_reads(path: Path, root: Path = ROOT) -> list[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and isinstance(node.value, ast.Name)
         ) and node.value.id == "os":
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
         if (
             isinstance(node, ast.ImportFrom)
             and node.module == "os"
             and any(alias.name in ("environ", "getenv") for alias in node.names)
         ):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
 
 
@@ -59,13 +59,12 @@ def test_no_module_reads_the_environment_outside_the_settings_module() -> None:
 
 
 def test_the_environment_check_detects_a_direct_read(tmp_path: Path) -> None:
-    # Guards the test above against silently matching nothing.
-    probe = ROOT / "scheduler_core" / "_probe_env_read_tmp.py"
+    # Guards the test above against silently matching nothing. The probe lives in a copy of the layout under
+    # tmp_path, never in scheduler_core itself, where tests walking the package on other workers would see it.
+    probe = tmp_path / "scheduler_core" / "_probe_env_read_tmp.py"
+    probe.parent.mkdir()
     probe.write_text("import os\nVALUE = os.environ.get('X')\n")
-    try:
-        assert _environment_reads(probe) == ["scheduler_core/_probe_env_read_tmp.py:2"]
-    finally:
-        probe.unlink()
+    assert _environment_reads(probe, root=tmp_path) == ["scheduler_core/_probe_env_read_tmp.py:2"]
 
 
 def test_binding_setting_references_are_declared_and_in_the_sample(function_index: AppIndex) -> None:
