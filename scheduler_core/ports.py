@@ -83,11 +83,6 @@ class CollectionStore(Protocol):
         """Set the job counter and nothing else, guarded by ``record.etag``; the result's ``modified_at`` is now."""
         ...
 
-    def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
-        """Take ``count`` off the job counter (never below 0) by guarded writes retried under contention.
-        False when it could not be moved in ``attempts``; True also when there is no counter or collection."""
-        ...
-
     def delete(self, ref: CollectionRef) -> None:
         """Delete the collection row (missing is fine)."""
         ...

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Literal
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.model.retry import DurationStyle
 
 __all__ = [
     "ISO",
@@ -31,7 +31,6 @@ __all__ = [
     "read_duration",
 ]
 
-DurationStyle = Literal["iso", "timespan"]
 ISO: DurationStyle = "iso"
 TIMESPAN: DurationStyle = "timespan"
 

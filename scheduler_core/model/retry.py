@@ -35,7 +35,7 @@ DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 JITTER_FRACTION = 0.1
 
 #: How a duration was written: ``"iso"`` (ISO 8601, ``PT30S``) or ``"timespan"`` (.NET TimeSpan,
-#: ``00:00:30``); the same values as :data:`scheduler_core.definitions.DurationStyle`.
+#: ``00:00:30``); ``scheduler_core.definitions`` reads and writes both.
 DurationStyle = Literal["iso", "timespan"]
 
 

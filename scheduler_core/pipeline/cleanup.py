@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from scheduler_core.model import Job
 from scheduler_core.ports import Claims, Stores
+from scheduler_core.service.slots import subtract_jobs
 
 log = logging.getLogger("scheduler_core.cleanup")
 
@@ -62,7 +63,7 @@ def cleanup(stores: Stores, now: datetime, claims: Claims | None = None) -> Clea
                     report.claims_removed += claims.delete_older_than(job.ref.identity, now - CLAIM_RETENTION)
                 report.history_removed += stores.history.trim(job.ref, now - HISTORY_RETENTION, HISTORY_MAX_ROWS)
             if report.jobs_removed > removed:  # their slots under maxJobCount are free again
-                stores.collections.subtract_jobs(collection.ref, report.jobs_removed - removed)
+                subtract_jobs(stores.collections, collection.ref, report.jobs_removed - removed)
     log.info(
         "cleanup: %d finished jobs removed, %d history rows removed, %d claims removed, %d deletions finished",
         report.jobs_removed,

@@ -11,17 +11,9 @@ per generation, because the dispatcher replaces a fired row by the following one
 row whose generation is newer than its job's belongs to a write still in progress (the row is written
 before the job): it is left alone unless it is older than :data:`ABANDONED_AFTER`.
 
-Watchdog: with each attempt it sends, the scan writes a *watch row* (kind ``watch``, carrying the
-message) in the same shard batch that moves the fired row, so it costs no round trip of its own; it is due
-when the attempt's claim lease would end (occurrence + lease + :data:`WATCH_GRACE`). When a scan finds a
-watch row due it reads the attempt's claim (one point read per attempt, the watchdog's whole cost on the
-happy path) and deletes the row in its next shard batch when the claim is done. When the claim is still
-``Running`` past its lease, its worker died mid-call: the scan sends the message again at once (the same
-message, so the same execution id) and re-arms the row for the re-run. A live lease re-arms the row to
-its end; a claim not yet made (a queue backlog) is looked at again :data:`WATCH_UNCLAIMED_CHECKS` times.
-So an attempt whose worker died runs again within one tick (plus :data:`WATCH_GRACE`) of its lease's
-end, instead of after the queue's 10-minute processing lease. Follow-up attempts (retries, error
-actions, runs on demand) are watched through :meth:`Dispatcher.watch` (one write each, off the happy path).
+With each attempt it sends, the scan writes the attempt's watch row in the same shard batch that moves
+the fired row (no round trip of its own), and it hands the watch rows it finds due to the watchdog
+(:mod:`scheduler_core.pipeline.watchdog`), which re-sends an attempt whose worker died.
 """
 
 from __future__ import annotations
@@ -97,9 +89,6 @@ class Dispatcher:
         self.send = send
         self.shards = shards
         self.lookahead = lookahead
-        self.claims = claims
-        self.lease = lease
-        self.grace = grace
         self.watchdog = Watchdog(stores, claims, send, shards, lease, grace)
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
@@ -219,7 +208,7 @@ class Dispatcher:
             )
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
-            report.watches.append(self.watchdog.row(job, message, row.shard, occurrence + self.lease + self.grace))
+            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, occurrence))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0

@@ -72,10 +72,13 @@ class Watchdog:
             checks=checks,
         )
 
+    def row_after_lease(self, job: Job, message: ExecutionMessage, shard: str, due: datetime) -> DueEntry:
+        """The watch entry of an attempt due at ``due``: due when its claim's lease would end, plus the grace."""
+        return self.row(job, message, shard, due + self.lease + self.grace)
+
     def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write."""
-        shard = shard_of(job.ref.identity, self.shards)
-        self.stores.due.put(self.row(job, message, shard, due + self.lease + self.grace))
+        self.stores.due.put(self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due))
 
     def check(self, row: DueEntry, now: datetime) -> Look | None:
         """Look at a watch entry (see the module's rules); None: not due yet, leave it."""

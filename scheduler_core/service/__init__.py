@@ -57,16 +57,15 @@ class SchedulerService:
         self.jobs = JobService(
             stores, self.slots, shards, clock, self.races, identity, request_run, due_soon, lookahead
         )
-        self.collections = CollectionService(stores, self.slots, self.jobs, clock, self.races, sleep)
+        self.collections = CollectionService(stores, self.slots, self.jobs, clock, self.races)
 
     @property
     def sleep(self) -> Callable[[float], None]:
         """How the service waits (between lost write races, and for reserved slots to expire)."""
-        return self.collections.sleep
+        return self.races.sleep
 
     @sleep.setter
     def sleep(self, sleep: Callable[[float], None]) -> None:
-        self.collections.sleep = sleep
         self.races.sleep = sleep
 
     # ----------------------------------------------------------------------------------- collections

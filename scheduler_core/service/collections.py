@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -28,8 +27,8 @@ DELETE_SETTLE = timedelta(seconds=slots.PREFETCH_TTL + 2)
 
 
 class CollectionService:
-    """The collection operations; ``jobs`` carries state changes and quota checks down to the jobs.
-    ``sleep`` waits out slots other instances reserved ahead when a collection is deleted (a test seam)."""
+    """The collection operations; ``jobs`` carries state changes and quota checks down to the jobs. A
+    deletion waits out slots other instances reserved ahead with ``races.sleep`` (the service's one wait)."""
 
     def __init__(
         self,
@@ -38,14 +37,12 @@ class CollectionService:
         jobs: JobService,
         clock: Clock,
         races: Races,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.stores = stores
         self.slots = slots
         self.jobs = jobs
         self.clock = clock
         self.races = races
-        self.sleep = sleep
 
     def get(self, ref: CollectionRef) -> JobCollection:
         return live_collection(self.stores, ref)
@@ -119,7 +116,7 @@ class CollectionService:
         self._remove_jobs(existing.ref)
         settled = (last_write or self.clock()) + DELETE_SETTLE
         if settled > self.clock():
-            self.sleep((settled - self.clock()).total_seconds())
+            self.races.sleep((settled - self.clock()).total_seconds())
             self._remove_jobs(existing.ref)  # jobs created with slots reserved ahead before the mark
         self.stores.collections.delete(existing.ref)
 

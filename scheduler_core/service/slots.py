@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import ConflictError, EtagMismatchError
 from scheduler_core.model import JobCollection
-from scheduler_core.ports import Stores
+from scheduler_core.ports import CollectionStore, Stores
 from scheduler_core.storage.keys import CollectionRef
 
 log = logging.getLogger("scheduler_core.job_slots")
@@ -53,6 +53,25 @@ PREFETCH_MIN_ROOM = 8
 PREFETCH_TTL = 2.0
 
 Clock = Callable[[], datetime]
+
+
+def subtract_jobs(
+    collections: CollectionStore, ref: CollectionRef, count: int, attempts: int = COUNTER_ATTEMPTS
+) -> bool:
+    """Take ``count`` off a collection's job counter (never below 0; jobs removed, or reserved slots given
+    back) by ETag-guarded writes retried under contention. False when the counter could not be moved in
+    ``attempts`` (it is repaired from an exact count when it next says the collection is full); True also
+    when the collection or its counter does not exist."""
+    for _ in range(attempts):
+        current = collections.get(ref)
+        if current is None or current.job_count is None:
+            return True
+        try:
+            collections.set_job_count(current, max(0, current.job_count - count))
+            return True
+        except EtagMismatchError:
+            continue
+    return False
 
 
 @dataclass(eq=False)
@@ -229,5 +248,5 @@ class JobSlots:
                     log.warning("job collection %s: %d unused job slots not given back", ref, ahead.free, exc_info=True)
 
     def _give_back(self, ref: CollectionRef, count: int) -> None:
-        if not self.stores.collections.subtract_jobs(ref, count, COUNTER_ATTEMPTS):
+        if not subtract_jobs(self.stores.collections, ref, count, COUNTER_ATTEMPTS):
             log.warning("job collection %s: job counter not decremented (repaired when the quota is reached)", ref)

@@ -9,6 +9,7 @@ import pytest
 
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
 from scheduler_core.ports import Stores
+from scheduler_core.service.slots import subtract_jobs
 from scheduler_core.storage.keys import CollectionRef
 from tests.contract.conftest import Backend
 from tests.contract.records import COLLECTION, collection
@@ -128,18 +129,18 @@ def test_set_job_count_sets_the_counter_only_and_is_guarded(backend: Backend) ->
 
 def test_subtract_jobs_takes_off_the_counter_never_below_zero(stores: Stores) -> None:
     stores.collections.save(collection(job_count=5), create=True)
-    assert stores.collections.subtract_jobs(COLLECTION, 2)
+    assert subtract_jobs(stores.collections, COLLECTION, 2)
     got = stores.collections.get(COLLECTION)
     assert got is not None and got.job_count == 3
-    assert stores.collections.subtract_jobs(COLLECTION, 10)
+    assert subtract_jobs(stores.collections, COLLECTION, 10)
     got = stores.collections.get(COLLECTION)
     assert got is not None and got.job_count == 0
 
 
 def test_subtract_jobs_without_a_counter_or_a_collection_is_done(stores: Stores) -> None:
-    assert stores.collections.subtract_jobs(COLLECTION, 1)  # no collection
+    assert subtract_jobs(stores.collections, COLLECTION, 1)  # no collection
     saved = stores.collections.save(collection(), create=True)
-    assert stores.collections.subtract_jobs(COLLECTION, 1)  # no counter: nothing written
+    assert subtract_jobs(stores.collections, COLLECTION, 1)  # no counter: nothing written
     got = stores.collections.get(COLLECTION)
     assert got is not None and (got.job_count, got.etag) == (None, saved.etag)
 
@@ -151,7 +152,7 @@ def test_subtract_jobs_under_contention_loses_no_subtraction(stores: Stores) -> 
 
     def subtract() -> None:
         start.wait()
-        results.append(stores.collections.subtract_jobs(COLLECTION, 1, attempts=200))
+        results.append(subtract_jobs(stores.collections, COLLECTION, 1, attempts=200))
 
     threads = [threading.Thread(target=subtract) for _ in range(8)]
     for thread in threads:

@@ -12,6 +12,7 @@ import pytest
 from scheduler_core.adapters.memory import MemoryQueue, QueuedMessage, SimulatedClock, memory_storage
 from scheduler_core.errors import EtagMismatchError, StorageError
 from scheduler_core.ports import ExecutionQueue
+from scheduler_core.service.slots import subtract_jobs
 from tests.contract.records import COLLECTION, JOB, T0, collection, due_entry, history_entry, job
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
@@ -66,8 +67,8 @@ def test_a_fault_on_an_inner_call_is_met_by_the_outer_one() -> None:
     storage = memory_storage()
     storage.collections.save(collection(job_count=3), create=True)
     storage.collections.fail_next("set_job_count", EtagMismatchError("raced"), times=2)
-    assert storage.collections.subtract_jobs(COLLECTION, 1, attempts=2) is False
-    assert storage.collections.subtract_jobs(COLLECTION, 1) is True
+    assert subtract_jobs(storage.collections, COLLECTION, 1, attempts=2) is False
+    assert subtract_jobs(storage.collections, COLLECTION, 1) is True
     got = storage.collections.get(COLLECTION)
     assert got is not None and got.job_count == 2
 

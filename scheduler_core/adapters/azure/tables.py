@@ -167,21 +167,6 @@ class TableCollections:
             raise EtagMismatchError("the job collection was changed by another request") from None
         return replace(record, etag=str(result["etag"]), job_count=count, modified_at=datetime.now(UTC))
 
-    def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
-        """Take ``count`` off the collection's job counter (jobs removed, or reserved slots given back),
-        by ETag-guarded merges retried under contention. False when the counter could not be moved (it
-        is repaired from an exact count when it next says the collection is full)."""
-        for _ in range(attempts):
-            current = self.get(ref)
-            if current is None or current.job_count is None:
-                return True
-            try:
-                self.set_job_count(current, max(0, current.job_count - count))
-                return True
-            except EtagMismatchError:
-                continue
-        return False
-
     def delete(self, ref: CollectionRef) -> None:
         with contextlib.suppress(ResourceNotFoundError):
             self.table.delete_entity(ref.partition_key, ref.row_key)

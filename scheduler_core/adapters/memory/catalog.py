@@ -94,19 +94,6 @@ class MemoryCollections(FaultSeam):
         return replace(record, etag=etag, job_count=count, modified_at=now)
 
     @faultable
-    def subtract_jobs(self, ref: CollectionRef, count: int, attempts: int = 50) -> bool:
-        for _ in range(attempts):
-            current = self.get(ref)
-            if current is None or current.job_count is None:
-                return True
-            try:
-                self.set_job_count(current, max(0, current.job_count - count))
-                return True
-            except EtagMismatchError:
-                continue
-        return False
-
-    @faultable
     def delete(self, ref: CollectionRef) -> None:
         key = (ref.partition_key, ref.row_key)
         with self._lock:

@@ -62,9 +62,10 @@ class FaultSeam:
 
     ``fail_next("save", StorageError("down"))`` makes the next ``save`` raise without touching the store;
     with ``landed=True`` the call takes effect first and then raises (a write whose answer was lost).
-    Faults of one method are used up in the order they were set. A method that calls another of the same
-    store (``subtract_jobs`` reads with ``get``) meets that method's faults too, as the Azure adapter's
-    would. A generator method (``due_before``, ``list`` of history) raises when it is first iterated."""
+    Faults of one method are used up in the order they were set. A caller that calls several methods
+    (``service.slots.subtract_jobs`` reads with ``get``, writes with ``set_job_count``) meets each
+    method's faults. A generator method (``due_before``, ``list`` of history) raises when it is first
+    iterated."""
 
     def __init__(self) -> None:
         self._faults: dict[str, deque[_Fault]] = {}
