@@ -19,6 +19,7 @@ from bench.common import azurite_settings, table, timed_calls
 from scheduler_core import context
 from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import MAX_BATCH, TableDueIndex, TableJobs
+from scheduler_core.definitions import parse_job
 from scheduler_core.model import DueEntry, DueSlot, Job, JobState
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
 
@@ -29,12 +30,16 @@ def seed(jobs: int, due: datetime) -> None:
     job_store, due_index = services.stores.jobs, services.stores.due
     assert isinstance(job_store, TableJobs) and isinstance(due_index, TableDueIndex)
     per_collection = 1000
-    properties = {
-        "startTime": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "state": "Enabled",
-        "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
-        "recurrence": {"frequency": "Hour", "interval": 1},
-    }
+    definition = parse_job(
+        {
+            "properties": {
+                "startTime": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+                "recurrence": {"frequency": "Hour", "interval": 1},
+            }
+        },
+        validate_limits=False,
+    ).definition
     due_rows: dict[str, list[DueEntry]] = {}
     for c in range(-(-jobs // per_collection)):
         collection = CollectionRef("bench", "rg", f"c{c}")
@@ -46,8 +51,7 @@ def seed(jobs: int, due: datetime) -> None:
             due_rows.setdefault(shard, []).append(row)
             record = Job(
                 ref=ref,
-                properties=properties,
-                secrets={},
+                definition=definition,
                 state=JobState.ENABLED,
                 generation=1,
                 defined_at=due - timedelta(hours=1),

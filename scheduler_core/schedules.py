@@ -6,14 +6,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from scheduler_core.model import Job, JobState
-from scheduler_core.recurrence import CompiledSchedule, compile_schedule, parse_recurrence, parse_start_time
+from scheduler_core.recurrence import CompiledSchedule, compile_schedule
 
 
 def schedule_of(job: Job) -> CompiledSchedule:
     """The compiled schedule of a stored job (its definition was validated when it was written)."""
-    recurrence = parse_recurrence(job.properties.get("recurrence"))
-    start = parse_start_time(job.properties.get("startTime"), recurrence)
-    return compile_schedule(start, recurrence, job.defined_at)
+    definition = job.definition
+    return compile_schedule(definition.start_time, definition.recurrence, job.defined_at)
 
 
 def with_next_execution(job: Job, now: datetime) -> Job:

@@ -33,7 +33,7 @@ def job(record: Job) -> dict[str, Any]:
         "id": record.ref.resource_id,
         "type": JOB_TYPE,
         "name": f"{record.ref.collection.name}/{record.ref.name}",
-        "properties": definitions.job_output(record.properties, record.status()),
+        "properties": definitions.job_output(definitions.job_json(record.definition, record.state)[0], record.status()),
     }
 
 

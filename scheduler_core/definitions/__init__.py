@@ -5,11 +5,12 @@ Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 * :func:`parse_collection` -> :class:`CollectionSpec` (plans, quotas, states);
 * :func:`parse_job` -> :class:`JobSpec` (canonical properties without secrets, secrets by dotted path);
 * :func:`merge_patch` / :func:`merge_collection_patch` for PATCH (JSON merge, then parse again);
-* :func:`job_output` to shape a GET response's ``properties``;
-* :func:`read_job_action` for the executor and the plan rules (a stored job's typed
-  :class:`~scheduler_core.model.actions.JobAction`, trusted), :func:`job_action_json` for the other
-  direction, :func:`restore_secrets` (the definition with its secrets put back);
-* :func:`recurrence_exceeds_quota` and :func:`retry_intervals` for collection and plan checks.
+* :func:`job_json` (a stored :class:`~scheduler_core.model.JobDefinition` and state to canonical
+  ``JobProperties`` and secrets) and :func:`read_job_definition` (the other direction, trusted: for the
+  stores), :func:`job_output` to shape a GET response's ``properties``;
+* :func:`read_job_action` / :func:`job_action_json` for one ``action`` alone, :func:`restore_secrets` (the
+  definition with its secrets put back);
+* :func:`recurrence_exceeds_quota` for collection and plan checks.
 
 Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
 TimeSpan; output uses the swagger's PascalCase enums, camelCase fields, and each duration in the style it
@@ -39,12 +40,12 @@ from scheduler_core.definitions._http import MAX_BODY, MAX_HEADER_CHARS, MAX_HEA
 from scheduler_core.definitions._job import (
     MAX_JOB_CHARS,
     JobSpec,
+    job_json,
     job_output,
     parse_job,
-    read_job,
+    read_job_definition,
     recurrence_exceeds_quota,
     restore_secrets,
-    retry_intervals,
     written_style,
 )
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
@@ -80,6 +81,7 @@ __all__ = [
     "duration_style",
     "format_duration",
     "job_action_json",
+    "job_json",
     "job_output",
     "merge_collection_patch",
     "merge_patch",
@@ -88,12 +90,11 @@ __all__ = [
     "parse_job",
     "read_action",
     "read_duration",
-    "read_job",
     "read_job_action",
+    "read_job_definition",
     "read_retry_policy",
     "recurrence_exceeds_quota",
     "restore_secrets",
-    "retry_intervals",
     "retry_policy_json",
     "written_style",
 ]

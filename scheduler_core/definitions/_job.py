@@ -22,11 +22,18 @@ from typing import Any
 
 from dateutil.relativedelta import relativedelta
 
-from scheduler_core.definitions._actions import Prior, parse_action, read_job_action, restore_secrets
+from scheduler_core.definitions._actions import (
+    Prior,
+    job_action_json,
+    parse_action,
+    read_job_action,
+    restore_secrets,
+)
 from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, duration_style
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
+from scheduler_core.model import JobDefinition, JobState
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
 from scheduler_core.recurrence import (
     Recurrence,
@@ -39,12 +46,12 @@ from scheduler_core.recurrence import (
 __all__ = [
     "MAX_JOB_CHARS",
     "JobSpec",
+    "job_json",
     "job_output",
     "parse_job",
-    "read_job",
+    "read_job_definition",
     "recurrence_exceeds_quota",
     "restore_secrets",
-    "retry_intervals",
 ]
 
 #: Largest job definition, in characters of compact JSON (includes/scheduler-limits-table.md: "16K").
@@ -64,19 +71,33 @@ _DURATION_FIELDS = frozenset({"retryinterval", "maxretryinterval", "timetolive"}
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A validated job. ``properties`` is the canonical ``JobProperties`` JSON without ``status`` and
-    without secrets; ``secrets`` maps dotted paths inside it (``action.request.authentication.password``)
-    to the write-only values. Secrets are kept out of ``repr`` so that a logged spec leaks nothing."""
+    """A validated job: the typed ``definition`` and ``state``, and the same at the wire: ``properties``
+    is the canonical ``JobProperties`` JSON without ``status`` and without secrets, ``secrets`` maps dotted
+    paths inside it (``action.request.authentication.password``) to the write-only values. Secrets are kept
+    out of ``repr`` so that a logged spec leaks nothing."""
 
+    definition: JobDefinition
+    state: JobState
     properties: dict[str, Any]
     secrets: dict[str, str] = field(repr=False)
-    state: str
-    start_time: datetime | None
-    recurrence: Recurrence | None
-    action_types: tuple[str, ...]
-    uses_authentication: bool
     #: The style of the durations the service fills in (see the module's docstring).
     duration_style: DurationStyle = ISO
+
+    @property
+    def start_time(self) -> datetime | None:
+        return self.definition.start_time
+
+    @property
+    def recurrence(self) -> Recurrence | None:
+        return self.definition.recurrence
+
+    @property
+    def action_types(self) -> tuple[str, ...]:
+        return self.definition.action.action_types
+
+    @property
+    def uses_authentication(self) -> bool:
+        return self.definition.action.uses_authentication
 
 
 def written_style(value: object) -> DurationStyle:
@@ -109,7 +130,7 @@ def _definition_size(body: Mapping[str, Any]) -> int:
 def parse_job(
     body: Mapping[str, Any],
     *,
-    previous: JobSpec | None = None,
+    previous: JobDefinition | None = None,
     now: datetime | None = None,
     validate_limits: bool = True,
     identity: IdentityScope | None = None,
@@ -117,7 +138,7 @@ def parse_job(
 ) -> JobSpec:
     """Validate the body of a job PUT (``{"properties": {...}}``), or a PATCH merged into the stored job.
 
-    ``previous`` is the stored job: a secret the body omits is kept from it while the action kind, the
+    ``previous`` is the stored job's definition: a secret the body omits is kept from it while the action kind, the
     authentication type and its identity (username; tenant + clientId; certificate thumbprint; storage
     account + queue; namespace + sasKeyName) and, for HTTP, the URI's scheme, host and port are unchanged.
 
@@ -148,9 +169,9 @@ def parse_job(
     recurrence = parse_recurrence(props.get("recurrence"), props.where("recurrence"))
     start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
 
-    state = "Enabled"
+    state = JobState.ENABLED
     if "state" in props:
-        state = enum_value(props.get("state"), props.where("state"), _ALL_STATES)
+        state = JobState(enum_value(props.get("state"), props.where("state"), _ALL_STATES))
         if validate_limits and state not in _CLIENT_STATES.values():
             raise ValidationError(
                 props.where("state"),
@@ -159,7 +180,7 @@ def parse_job(
 
     if "action" not in props:
         raise ValidationError(props.where("action"), "is required")
-    prior = Prior(previous.properties, previous.secrets).sub("action") if previous is not None else None
+    prior = _prior_action(previous) if previous is not None else None
     style = written_style(props.get("action"))
     action = parse_action(
         props.get("action"),
@@ -174,41 +195,44 @@ def parse_job(
     if validate_limits:
         _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
 
+    definition = JobDefinition(action.action, start_time, recurrence)
+    return JobSpec(definition, state, _properties(definition, action.output, state), action.secrets, style)
+
+
+def _properties(definition: JobDefinition, action: dict[str, Any], state: JobState) -> dict[str, Any]:
+    """The canonical ``JobProperties`` (key order: startTime, action, recurrence, state)."""
     properties: dict[str, Any] = {}
-    if start_time is not None:
-        properties["startTime"] = format_instant(start_time)
-    properties["action"] = action.output
-    if recurrence is not None:
-        properties["recurrence"] = recurrence.to_json()
-    properties["state"] = state
-    return JobSpec(
-        properties=properties,
-        secrets=action.secrets,
-        state=state,
-        start_time=start_time,
-        recurrence=recurrence,
-        action_types=action.types,
-        uses_authentication=action.uses_authentication,
-        duration_style=style,
-    )
+    if definition.start_time is not None:
+        properties["startTime"] = format_instant(definition.start_time)
+    properties["action"] = action
+    if definition.recurrence is not None:
+        properties["recurrence"] = definition.recurrence.to_json()
+    properties["state"] = str(state)
+    return properties
 
 
-def read_job(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> JobSpec:
+def _prior_action(previous: JobDefinition) -> Prior:
+    """The stored ``action`` and its secrets (paths relative to it), as a PUT or PATCH may keep them."""
+    output, secrets = job_action_json(previous.action)
+    return Prior(output, {path.removeprefix("action."): value for path, value in secrets.items()})
+
+
+def job_json(definition: JobDefinition, state: JobState) -> tuple[dict[str, Any], dict[str, str]]:
+    """A job's canonical ``JobProperties`` JSON (without ``status``, without secrets) and its secrets by
+    dotted path inside them: what :func:`parse_job` answers for the body that defined it."""
+    output, secrets = job_action_json(definition.action)
+    return _properties(definition, output, state), secrets
+
+
+def read_job_definition(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> JobDefinition:
     """The definition of a stored job: ``properties`` is its canonical ``JobProperties`` (as
-    :func:`parse_job` wrote them), ``secrets`` its secrets by dotted path. Trusted: nothing is validated
-    again and no certificate is opened; gives what ``parse_job(..., validate_limits=False)`` gives for the
-    same job."""
+    :func:`job_json` wrote them), ``secrets`` its secrets by dotted path. Trusted: nothing is validated
+    again and no certificate is opened; gives what :func:`parse_job` gave for the body that defined it."""
     recurrence = parse_recurrence(properties.get("recurrence"))
-    action = read_job_action(properties, secrets)
-    return JobSpec(
-        properties=copy.deepcopy(dict(properties)),
-        secrets=dict(secrets),
-        state=str(properties.get("state", "Enabled")),
+    return JobDefinition(
+        action=read_job_action(properties, secrets),
         start_time=parse_start_time(properties.get("startTime"), recurrence),
         recurrence=recurrence,
-        action_types=action.action_types,
-        uses_authentication=action.uses_authentication,
-        duration_style=written_style(properties.get("action")),
     )
 
 
@@ -257,10 +281,3 @@ def recurrence_exceeds_quota(
     smallest gap between occurrences, by the recurrence engine, is below the quota's)."""
     frequency, interval = max_recurrence
     return not validate_against_quota(recurrence, frequency, interval, start_time)
-
-
-def retry_intervals(spec: JobSpec) -> list[float]:
-    """The retry interval in seconds of each action (main, then error) whose policy retries at all.
-    For ``Exponential`` that is the first (shortest) delay. Empty when nothing is retried
-    (:meth:`JobAction.retry_intervals <scheduler_core.model.actions.JobAction.retry_intervals>`)."""
-    return read_job_action(spec.properties, spec.secrets).retry_intervals()

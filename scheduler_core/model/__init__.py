@@ -16,7 +16,7 @@ from scheduler_core.model.claim import (
 from scheduler_core.model.collection import JobCollection
 from scheduler_core.model.due import WATCH, DueEntry
 from scheduler_core.model.history import HistoryEntry
-from scheduler_core.model.job import DueSlot, Job
+from scheduler_core.model.job import DueSlot, Job, JobDefinition
 from scheduler_core.model.states import ActionName, CollectionState, HistoryStatus, JobState
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "HistoryStatus",
     "Job",
     "JobCollection",
+    "JobDefinition",
     "JobState",
     "LostAttempt",
     "claim_key",

@@ -1,14 +1,16 @@
-"""Jobs as stored: the definition, its write-only secrets, the state, the counters and where the job's live
+"""Jobs as stored: the definition (when the job runs and what it does, secrets included as
+:class:`~scheduler_core.model.actions.Secret` fields), the state, the counters and where the job's live
 due-index entry is."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from scheduler_core.model.actions import JobAction
 from scheduler_core.model.states import JobState
-from scheduler_core.recurrence import format_instant
+from scheduler_core.recurrence import Recurrence, format_instant
 from scheduler_core.storage.keys import JobRef
 
 
@@ -21,15 +23,38 @@ class DueSlot:
 
 
 @dataclass(frozen=True)
+class JobDefinition:
+    """What a client defines of a job: when it runs and what it does. ``start_time`` (aware, UTC) is the
+    first instant it may run (None: when the definition is written); ``recurrence`` is how it repeats
+    (None: it runs once); ``action`` is what it does, with its retry policy and error action. The state
+    (enabled or disabled by the client, completed or faulted by the service) is the job's, not the
+    definition's. Secrets inside the action are :class:`~scheduler_core.model.actions.Secret` values, so a
+    printed definition shows none."""
+
+    action: JobAction
+    start_time: datetime | None = None
+    recurrence: Recurrence | None = None
+
+    @property
+    def series(self) -> tuple[object, ...] | None:
+        """What identifies the job's series of occurrences: its start and the recurrence's frequency,
+        interval, schedule and time zone (``count`` and ``endTime`` only bound it). An edit that keeps
+        the series keeps the occurrences run so far counting towards ``count``. None: the job does not
+        recur, so it has no series to keep."""
+        recurrence = self.recurrence
+        if recurrence is None:
+            return None
+        return (self.start_time, recurrence.frequency, recurrence.interval, recurrence.schedule, recurrence.time_zone)
+
+
+@dataclass(frozen=True)
 class Job:
-    """A stored job. ``properties`` is its canonical ``JobProperties`` JSON without ``status`` and without
-    secrets; ``secrets`` maps dotted paths inside it to the write-only values (kept out of ``repr``).
+    """A stored job: its ``definition`` and ``state``, and what the service keeps about it.
     ``generation`` grows with every write of the definition or state: an execution message or due entry of
     another generation is stale. ``etag`` is the version it was read at."""
 
     ref: JobRef
-    properties: dict[str, Any]
-    secrets: dict[str, str] = field(repr=False)
+    definition: JobDefinition
     state: JobState
     generation: int
     defined_at: datetime  # when this definition was written (the "creation time" of its schedule)

@@ -58,7 +58,6 @@ def count_attempt(
         if final_state and current.generation == job.generation and current.state == JobState.ENABLED:
             changes.update(
                 state=final_state,
-                properties={**current.properties, "state": final_state},
                 ended_at=now,
                 next_execution_time=None,
             )

@@ -31,7 +31,6 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
-from scheduler_core.definitions import read_job_action
 from scheduler_core.model import (
     CLAIM_LEASE,
     ActionName,
@@ -148,7 +147,7 @@ class Executor:
         early = occurrence - self.clock()
         if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
             self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
-        job_action = read_job_action(job.properties, job.secrets)
+        job_action = job.definition.action
         action = job_action.main if message.action == "main" else job_action.error
         context = ActionContext(
             job_id=job.ref.resource_id,

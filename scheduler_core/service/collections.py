@@ -14,7 +14,7 @@ from scheduler_core.model import CollectionState, JobCollection, JobState
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service import plans, slots
 from scheduler_core.service.races import Races, check_if_match
-from scheduler_core.service.reads import collection_not_found, live_collection, spec_of
+from scheduler_core.service.reads import collection_not_found, live_collection
 from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import CollectionRef
 
@@ -154,7 +154,7 @@ class CollectionService:
                 f"properties.quota.maxJobCount: the collection has {len(jobs)} jobs, more than {spec.max_job_count}"
             )
         for job in jobs:
-            plans.check_job_fits(job.ref, spec_of(job), spec)
+            plans.check_job_fits(job.ref, job.definition, spec)
 
     def _set_jobs_state(self, ref: CollectionRef, state: JobState) -> None:
         for job in self.stores.jobs.list(ref):

@@ -9,9 +9,9 @@ is not the job's, so a crash between two writes loses nothing and fires nothing 
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -28,7 +28,7 @@ from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
-from scheduler_core.service.reads import job_not_found, live_collection, spec_of
+from scheduler_core.service.reads import job_not_found, live_collection
 from scheduler_core.service.slots import JobSlots
 from scheduler_core.service.writes import DueSoon, JobWriter
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -118,7 +118,7 @@ class JobService:
             try:
                 spec = definitions.parse_job(
                     body,
-                    previous=spec_of(existing) if existing else None,
+                    previous=existing.definition if existing else None,
                     identity=self.identity,
                     default_retry_interval=plans.default_retry_interval(limits),
                 )
@@ -126,9 +126,9 @@ class JobService:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     raise StartOver from None
                 raise
-            plans.check_job_fits(ref, spec, limits)
+            plans.check_job_fits(ref, spec.definition, limits)
             if existing is not None:
-                return self.writer.write(ref, spec, existing), False
+                return self.writer.write(ref, spec.definition, spec.state, existing), False
             reserved = self.slots.reserve(collection, limits)
             if reserved is None:  # the collection changed since this process last saw it: start again
                 collection = live_collection(self.stores, ref.collection)
@@ -140,7 +140,8 @@ class JobService:
                     f"job collection '{ref.collection.name}' already has {limits.max_job_count} jobs, "
                     f"its quota.maxJobCount"
                 )
-            return self.writer.write(ref, spec, None, not_written=lambda: self.slots.release(ref.collection)), True
+            release = functools.partial(self.slots.release, ref.collection)
+            return self.writer.write(ref, spec.definition, spec.state, None, not_written=release), True
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 
@@ -154,15 +155,16 @@ class JobService:
             existing = self.stored(ref)
             check_if_match(existing.etag, if_match, "job")
             refuse_final(existing)
-            merged = definitions.merge_patch({"properties": existing.properties}, body)
+            properties, _ = definitions.job_json(existing.definition, existing.state)
+            merged = definitions.merge_patch({"properties": properties}, body)
             spec = definitions.parse_job(
                 merged,
-                previous=spec_of(existing),
+                previous=existing.definition,
                 identity=self.identity,
                 default_retry_interval=plans.default_retry_interval(limits),
             )
-            plans.check_job_fits(ref, spec, limits)
-            return self.writer.write(ref, spec, existing)
+            plans.check_job_fits(ref, spec.definition, limits)
+            return self.writer.write(ref, spec.definition, spec.state, existing)
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 
@@ -173,8 +175,7 @@ class JobService:
             current = self.stores.jobs.get(job.ref)
             if current is None or current.state.final or current.state == state:
                 return
-            properties = {**current.properties, "state": state}
-            self.writer.write(current.ref, spec_of(replace(current, properties=properties)), current)
+            self.writer.write(current.ref, current.definition, state, current)
 
         self.races.retrying(f"job '{job.ref.name}'", None, attempt)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from scheduler_core import definitions
-from scheduler_core.definitions import CollectionSpec, JobSpec
+from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import QuotaExceededError
-from scheduler_core.model import JobCollection
+from scheduler_core.model import JobCollection, JobDefinition
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -48,22 +48,22 @@ def default_retry_interval(limits: CollectionSpec) -> timedelta:
     return FREE_DEFAULT_RETRY_INTERVAL if limits.sku == "Free" else DEFAULT_RETRY_INTERVAL
 
 
-def check_job_fits(ref: JobRef, spec: JobSpec, limits: CollectionSpec) -> None:
+def check_job_fits(ref: JobRef, definition: JobDefinition, limits: CollectionSpec) -> None:
     """A job must keep to its collection's ``maxRecurrence`` and its plan's limits (409 QuotaExceeded)."""
     label = f"job '{ref.name}'" if ref.name else "the job"
-    if definitions.recurrence_exceeds_quota(spec.recurrence, limits.max_recurrence):
+    if definitions.recurrence_exceeds_quota(definition.recurrence, limits.max_recurrence):
         frequency, interval = limits.max_recurrence
         raise QuotaExceededError(
             f"properties.recurrence: {label} recurs more often than the collection's quota.maxRecurrence "
             f"allows (at most once every {interval} {frequency.lower()}(s))"
         )
     if limits.sku == "Free":
-        if spec.uses_authentication:
+        if definition.action.uses_authentication:
             raise QuotaExceededError(
                 f"properties.action.request.authentication: {label} uses outbound authentication, "
                 "which the Free plan does not allow"
             )
-        if any(seconds < FREE_MIN_RETRY_INTERVAL for seconds in definitions.retry_intervals(spec)):
+        if any(seconds < FREE_MIN_RETRY_INTERVAL for seconds in definition.action.retry_intervals()):
             raise QuotaExceededError(
                 f"properties.action.retryPolicy.retryInterval: {label} retries more often than hourly, "
                 "which the Free plan does not allow"

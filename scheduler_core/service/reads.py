@@ -1,11 +1,10 @@
-"""What the operations of one noun read of another's: a live collection, a stored job's definition."""
+"""What the operations of one noun read of another's: a live collection, and the errors for what is not
+found."""
 
 from __future__ import annotations
 
-from scheduler_core import definitions
-from scheduler_core.definitions import JobSpec
 from scheduler_core.errors import NotFoundError
-from scheduler_core.model import Job, JobCollection
+from scheduler_core.model import JobCollection
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -24,9 +23,3 @@ def live_collection(stores: Stores, ref: CollectionRef) -> JobCollection:
     if record is None or record.deleting:
         raise collection_not_found(ref)
     return record
-
-
-def spec_of(job: Job) -> JobSpec:
-    """The definition of a stored job, read back as written (nothing validated again, no certificate
-    opened)."""
-    return definitions.read_job(job.properties, job.secrets)

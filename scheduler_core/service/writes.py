@@ -6,14 +6,12 @@ that fails leaves nothing behind."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from scheduler_core.definitions import JobSpec
 from scheduler_core.errors import StorageError, WriteRaceError
-from scheduler_core.model import DueEntry, DueSlot, Job, JobState
+from scheduler_core.model import DueEntry, DueSlot, Job, JobDefinition, JobState
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import next_unrun
@@ -21,19 +19,7 @@ from scheduler_core.storage.keys import JobRef, due_row_key, shard_of
 
 log = logging.getLogger("scheduler_core.service")
 
-#: The parts of a job's definition that make its series: an edit that keeps them keeps the series (its
-#: occurrences so far still count towards ``count``); ``count`` and ``endTime`` bound the series.
-SERIES_FIELDS = ("frequency", "interval", "schedule", "timeZone")
-
 DueSoon = Callable[[Job], None]
-
-
-def series_of(properties: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """What identifies a job's series (``None``: the job does not recur, so it has no series to keep)."""
-    recurrence = properties.get("recurrence")
-    if not isinstance(recurrence, Mapping):
-        return None
-    return (properties.get("startTime"), *(recurrence.get(name) for name in SERIES_FIELDS))
 
 
 def surely_not_written(error: BaseException) -> bool:
@@ -63,20 +49,25 @@ class JobWriter:
         self.lookahead = lookahead
 
     def write(
-        self, ref: JobRef, spec: JobSpec, existing: Job | None, not_written: Callable[[], None] | None = None
+        self,
+        ref: JobRef,
+        definition: JobDefinition,
+        state: JobState,
+        existing: Job | None,
+        not_written: Callable[[], None] | None = None,
     ) -> Job:
-        """Store ``spec`` as the next generation of the job (its due-index entry first, then the job row,
-        guarded by ``existing``'s ETag, or as a create).
+        """Store ``definition`` in ``state`` as the next generation of the job (its due-index entry first,
+        then the job row, guarded by ``existing``'s ETag, or as a create).
 
-        An edit of a recurring job that keeps its series (:data:`SERIES_FIELDS` and ``startTime``) keeps
-        the instant the series was defined, so occurrences already run still count towards ``count``;
-        any other edit starts a new series now. When the write fails, nothing it wrote stays behind:
+        An edit of a recurring job that keeps its series (:attr:`JobDefinition.series`) keeps the instant
+        the series was defined, so occurrences already run still count towards ``count``; any other edit
+        starts a new series now. When the write fails, nothing it wrote stays behind:
         ``not_written`` is called (a create gives its reserved slot back) and the new due-index entry is
         removed, unless the job row may have been written after all and cannot be read to tell (then the
         dispatcher removes the entry as abandoned and the collection's job counter is repaired from a
         count once it says the collection is full)."""
         now = self.clock()
-        record = self._next_generation(ref, spec, existing, now)
+        record = self._next_generation(ref, definition, state, existing, now)
         due: DueSlot | None = None
         try:
             if record.next_execution_time is not None:
@@ -108,24 +99,25 @@ class JobWriter:
             self._quietly(lambda: due_soon(saved), "immediate dispatch")
         return saved
 
-    def _next_generation(self, ref: JobRef, spec: JobSpec, existing: Job | None, now: datetime) -> Job:
-        """The record ``spec`` is stored as: the next generation, its series kept or started now, its next
-        occurrence (``Completed`` when it has none), counters carried over."""
+    def _next_generation(
+        self, ref: JobRef, definition: JobDefinition, state: JobState, existing: Job | None, now: datetime
+    ) -> Job:
+        """The record ``definition`` is stored as: the next generation, its series kept or started now, its
+        next occurrence (``Completed`` when it has none), counters carried over."""
         generation = existing.generation + 1 if existing else 1
-        series = series_of(existing.properties) if existing is not None else None
-        keeps_series = existing is not None and series is not None and series == series_of(spec.properties)
+        series = existing.definition.series if existing is not None else None
+        keeps_series = existing is not None and series is not None and series == definition.series
         defined_at = existing.defined_at if existing is not None and keeps_series else now
-        state = JobState(spec.state)
         next_time = None
         if state == JobState.ENABLED:
             last_run = existing.last_execution_time if existing is not None and keeps_series else None
-            next_time = next_unrun(compile_schedule(spec.start_time, spec.recurrence, defined_at), now, last_run)
+            schedule = compile_schedule(definition.start_time, definition.recurrence, defined_at)
+            next_time = next_unrun(schedule, now, last_run)
             if next_time is None:
                 state = JobState.COMPLETED
         return Job(
             ref=ref,
-            properties={**spec.properties, "state": state},
-            secrets=dict(spec.secrets),
+            definition=definition,
             state=state,
             generation=generation,
             defined_at=defined_at,
@@ -154,7 +146,11 @@ class JobWriter:
             stored = self.stores.jobs.get(record.ref)
         except Exception:
             return None
-        return stored is not None and stored.generation == record.generation and stored.properties == record.properties
+        return (
+            stored is not None
+            and stored.generation == record.generation
+            and (stored.definition, stored.state) == (record.definition, record.state)
+        )
 
     @staticmethod
     def _quietly(action: Callable[[], object], what: str) -> None:

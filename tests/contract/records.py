@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduler_core.definitions import parse_job
 from scheduler_core.model import (
     ActionName,
     DueEntry,
@@ -14,6 +15,7 @@ from scheduler_core.model import (
     HistoryStatus,
     Job,
     JobCollection,
+    JobDefinition,
     JobState,
 )
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, history_row_key
@@ -39,11 +41,52 @@ def collection(
     )
 
 
+#: A job definition with every part filled in: a start with microseconds, a recurrence with a schedule, an
+#: end and a time zone, an HTTP action with headers and a secret, a retry policy in TimeSpan style and an
+#: error action with its own policy.
+DEFINITION_JSON: dict[str, Any] = {
+    "properties": {
+        "startTime": "2031-03-04T05:06:07.123456Z",
+        "action": {
+            "type": "Https",
+            "request": {
+                "uri": "https://example.org/hook?x=1",
+                "method": "POST",
+                "headers": {"X-One": "1", "Content-Type": "text/plain"},
+                "body": "ping",
+                "authentication": {"type": "Basic", "username": "ops", "password": "pa55"},
+            },
+            "retryPolicy": {"retryType": "Exponential", "retryInterval": "00:00:20", "retryCount": 3},
+            "errorAction": {
+                "type": "StorageQueue",
+                "queueMessage": {
+                    "storageAccount": "acct",
+                    "queueName": "errors",
+                    "sasToken": "?sv=1&sig=x",
+                    "message": "failed",
+                },
+                "retryPolicy": {"retryType": "None"},
+            },
+        },
+        "recurrence": {
+            "frequency": "Week",
+            "interval": 2,
+            "endTime": "2032-01-01T00:00:00Z",
+            "schedule": {"weekDays": ["Monday", "Friday"], "hours": [9, 17], "minutes": [30]},
+            "timeZone": "Europe/Paris",
+        },
+    }
+}
+
+
+def definition() -> JobDefinition:
+    return parse_job(DEFINITION_JSON, validate_limits=False).definition
+
+
 def job(ref: JobRef = JOB, *, generation: int = 1, **changes: Any) -> Job:
     fields: dict[str, Any] = {
         "ref": ref,
-        "properties": {"action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}},
-        "secrets": {"action.request.authentication.password": "pa55"},
+        "definition": definition(),
         "state": JobState.ENABLED,
         "generation": generation,
         "defined_at": T0,

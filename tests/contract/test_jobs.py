@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
+from scheduler_core.definitions import job_json, parse_job
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
 from scheduler_core.model import Job, JobState
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.contract.records import COLLECTION, JOB, T0, due_entry, history_entry, job
+from tests.contract.records import COLLECTION, DEFINITION_JSON, JOB, T0, definition, due_entry, history_entry, job
 
 
 def test_a_created_job_reads_back_whole_with_its_etag(stores: Stores) -> None:
@@ -23,7 +25,11 @@ def test_a_created_job_reads_back_whole_with_its_etag(stores: Stores) -> None:
 
 
 def test_optional_fields_read_back_as_absent(stores: Stores) -> None:
-    bare = job(last_execution_time=None, next_execution_time=None, due=None, counted=(), secrets={}, ended_at=None)
+    minimal = {"properties": {"action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}}}
+    plain = parse_job(minimal, validate_limits=False).definition  # no start, no recurrence, no secret
+    bare = job(
+        last_execution_time=None, next_execution_time=None, due=None, counted=(), definition=plain, ended_at=None
+    )
     saved = stores.jobs.save(bare, create=True)
     assert stores.jobs.get(JOB) == saved
     ended = stores.jobs.save(replace(bare, state=JobState.COMPLETED, ended_at=T0), create=False, etag=saved.etag)
@@ -149,7 +155,7 @@ def test_jobs_are_read_many_at_a_time_by_keys(stores: Stores) -> None:
     other = CollectionRef("sub", "rg", "other")
     now = datetime.now(UTC)
     for ref in [JobRef(collection, f"job-{i:02d}") for i in range(40)] + [JobRef(other, "job-03")]:
-        record = Job(ref, {"state": "Enabled"}, {}, JobState("Enabled"), 1, now, now)
+        record = Job(ref, definition(), JobState("Enabled"), 1, now, now)
         stores.jobs.save(record, create=True)
     wanted = [JobRef(collection, f"job-{i:02d}").row_key for i in range(0, 40, 2)]
     missing = [JobRef(collection, name).row_key for name in ("absent", "job-99", "it's")]
@@ -172,15 +178,33 @@ def test_list_gives_a_collections_jobs_by_name_case_insensitively_and_count_coun
 
 
 def test_stored_values_are_copies_of_the_callers_dicts(stores: Stores) -> None:
+    headers = {"X-One": "1"}
     record = job()
+    record = replace(
+        record,
+        definition=replace(
+            record.definition,
+            action=replace(record.definition.action, main=replace(record.definition.action.main, headers=headers)),
+        ),
+    )
     stores.jobs.save(record, create=True)
-    record.properties["action"]["type"] = "changed after the write"
-    record.secrets["action.request.authentication.password"] = "changed"
+    headers["X-One"] = "changed after the write"
     got = stores.jobs.get(JOB)
-    assert got is not None
-    got.properties["action"]["request"]["uri"] = "https://changed.example/"
-    again = stores.jobs.get(JOB)
-    assert again is not None and (again.properties, again.secrets) == (job().properties, job().secrets)
+    assert got is not None and got.definition.action.main == replace(
+        record.definition.action.main, headers={"X-One": "1"}
+    )
+
+
+def test_a_definition_reads_back_whole_with_its_secrets_and_as_the_wire_wrote_it(stores: Stores) -> None:
+    stores.jobs.save(job(), create=True)
+    got = stores.jobs.get(JOB)
+    assert got is not None and got.definition == definition()
+    properties, secrets = job_json(got.definition, got.state)
+    assert json.dumps(properties) == json.dumps(parse_job(DEFINITION_JSON, validate_limits=False).properties)
+    assert secrets == {
+        "action.request.authentication.password": "pa55",
+        "action.errorAction.queueMessage.sasToken": "?sv=1&sig=x",
+    }
 
 
 # ----------------------------------------------------------------------------------------- remove_job

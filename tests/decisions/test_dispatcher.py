@@ -159,8 +159,7 @@ def test_entries_of_a_stale_generation_a_disabled_or_a_deleted_job_are_removed_w
     deployment.service.patch_job(deployment.ref("edited"), later)
     # "disabled": disabled in place (same generation) with its entry still indexed.
     disabled = deployment.job("disabled")
-    properties = {**disabled.properties, "state": JobState.DISABLED}
-    deployment.storage.jobs.save(replace(disabled, state=JobState.DISABLED, properties=properties), create=False)
+    deployment.storage.jobs.save(replace(disabled, state=JobState.DISABLED), create=False)
     # "deleted": its row is gone, its entry is not (a deletion that stopped half-way).
     deployment.storage.jobs.delete(deployment.ref("deleted"), None)
     assert len(deployment.occurrence_entries()) == 5  # edited has two: its old and its new generation

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core.api import views
 from scheduler_core.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -150,8 +151,8 @@ def test_create_replace_patch_and_delete_a_job(deployment: Deployment) -> None:
 
     patched = deployment.service.patch_job(ref, {"properties": {"recurrence": {"interval": 2}}})
     assert patched.generation == 3
-    assert patched.properties["recurrence"] == {"frequency": "Hour", "interval": 2}
-    assert patched.properties["action"]["request"]["uri"] == URL + "v2"  # merged, not replaced
+    assert views.job(patched)["properties"]["recurrence"] == {"frequency": "Hour", "interval": 2}
+    assert views.job(patched)["properties"]["action"]["request"]["uri"] == URL + "v2"  # merged, not replaced
     assert job_count(deployment) == 1
 
     deployment.service.delete_job(ref)
@@ -242,7 +243,7 @@ def test_max_recurrence_refuses_a_job_that_recurs_more_often(deployment: Deploym
         deployment.service.patch_job(deployment.ref("ok"), {"properties": {"recurrence": {"interval": 15}}})
 
     assert deployment.storage.jobs.get(deployment.ref("often")) is None
-    assert deployment.job("ok").properties["recurrence"]["interval"] == 30
+    assert views.job(deployment.job("ok"))["properties"]["recurrence"]["interval"] == 30
     assert job_count(deployment) == 1
 
 
@@ -289,9 +290,12 @@ def test_a_free_collection_refuses_authentication_and_retries_more_often_than_ho
 def test_a_free_collections_jobs_retry_hourly_unless_told_otherwise(deployment: Deployment) -> None:
     deployment.service.put_collection(FREE_A, collection_body("Free"))
     job, _ = deployment.service.put_job(JobRef(FREE_A, "default"), hourly())
-    assert job.properties["action"]["retryPolicy"]["retryInterval"] == "PT1H"
+    assert views.job(job)["properties"]["action"]["retryPolicy"]["retryInterval"] == "PT1H"
     # The same job in a Standard collection keeps the usual default.
-    assert deployment.put_job("std", hourly()).properties["action"]["retryPolicy"]["retryInterval"] == "PT30S"
+    assert (
+        views.job(deployment.put_job("std", hourly()))["properties"]["action"]["retryPolicy"]["retryInterval"]
+        == "PT30S"
+    )
 
 
 def test_a_collection_becomes_free_only_if_its_jobs_keep_the_free_rules(deployment: Deployment) -> None:

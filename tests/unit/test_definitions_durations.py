@@ -50,7 +50,7 @@ def topic_job(ttl: object, **extra: Any) -> dict[str, Any]:
 
 
 def parse(data: dict[str, Any], previous: JobSpec | None = None) -> JobSpec:
-    return parse_job(data, previous=previous, now=NOW)
+    return parse_job(data, previous=previous.definition if previous else None, now=NOW)
 
 
 def refused(data: dict[str, Any], path: str, *words: str) -> str:

@@ -31,7 +31,7 @@ def sb_job(namespace: str, auth: dict[str, Any] | None = None, kind: str = "queu
 
 
 def parse(data: dict[str, Any], previous: JobSpec | None = None, scope: IdentityScope | None = None) -> JobSpec:
-    return parse_job(data, previous=previous, now=NOW, identity=scope)
+    return parse_job(data, previous=previous.definition if previous else None, now=NOW, identity=scope)
 
 
 def refused(data: dict[str, Any], path: str, scope: IdentityScope | None = None) -> str:

@@ -18,7 +18,6 @@ from scheduler_core.definitions import (
     parse_job,
     recurrence_exceeds_quota,
     restore_secrets,
-    retry_intervals,
 )
 from scheduler_core.errors import PayloadTooLargeError, ValidationError
 
@@ -35,7 +34,7 @@ def body(action: dict[str, Any] | None = None, **properties: Any) -> dict[str, A
 
 
 def parse(data: dict[str, Any], previous: JobSpec | None = None) -> JobSpec:
-    return parse_job(data, previous=previous, now=NOW)
+    return parse_job(data, previous=previous.definition if previous else None, now=NOW)
 
 
 def reparse(spec: JobSpec) -> JobSpec:
@@ -241,7 +240,7 @@ def test_job_output_adds_status_and_omits_unknown_times() -> None:
 def test_no_retry_policy_emits_the_effective_default() -> None:
     spec = parse(body())
     assert spec.properties["action"]["retryPolicy"] == {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 4}
-    assert retry_intervals(spec) == [30.0]
+    assert spec.definition.action.retry_intervals() == [30.0]
 
 
 def test_fixed_alone_means_the_defaults() -> None:
@@ -256,7 +255,7 @@ def test_none_drops_the_other_fields_so_a_patch_to_none_works() -> None:
     )
     spec = parse(merged, previous=stored)
     assert spec.properties["action"]["retryPolicy"] == {"retryType": "None"}
-    assert retry_intervals(spec) == []
+    assert spec.definition.action.retry_intervals() == []
 
 
 def test_exponential_keeps_its_cap() -> None:
@@ -268,7 +267,7 @@ def test_exponential_keeps_its_cap() -> None:
         "retryCount": 6,
         "maxRetryInterval": "01:00:00",  # each duration in the style it was written in
     }
-    assert retry_intervals(spec) == [20.0]
+    assert spec.definition.action.retry_intervals() == [20.0]
 
 
 def test_max_retry_interval_is_dropped_for_fixed() -> None:
@@ -280,7 +279,7 @@ def test_max_retry_interval_is_dropped_for_fixed() -> None:
 def test_retry_intervals_lists_main_and_error_actions_that_retry() -> None:
     error = http_action(retryPolicy={"retryInterval": "PT2H", "retryCount": 1})
     spec = parse(body(http_action(retryPolicy={"retryCount": 0}, errorAction=error)))
-    assert retry_intervals(spec) == [7200.0]
+    assert spec.definition.action.retry_intervals() == [7200.0]
     assert "retryPolicy" not in parse(body(http_action(errorAction=http_action()))).properties["action"]["errorAction"]
 
 

@@ -25,7 +25,7 @@ AUTH = "properties.action.request.authentication"
 
 
 def parse(data: dict[str, Any], previous: JobSpec | None = None) -> JobSpec:
-    return parse_job(data, previous=previous, now=NOW)
+    return parse_job(data, previous=previous.definition if previous else None, now=NOW)
 
 
 def http_job(authentication: dict[str, Any] | None, uri: str = URI, **action: Any) -> dict[str, Any]:

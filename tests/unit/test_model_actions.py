@@ -20,14 +20,14 @@ from scheduler_core.definitions import (
     JobSpec,
     format_duration,
     job_action_json,
+    job_json,
     parse_collection,
     parse_job,
     read_action,
-    read_job,
     read_job_action,
+    read_job_definition,
     read_retry_policy,
     restore_secrets,
-    retry_intervals,
 )
 from scheduler_core.definitions._actions import Prior, parse_action
 from scheduler_core.model.actions import (
@@ -229,10 +229,14 @@ def assert_round_trips(spec: JobSpec) -> JobAction:
     )
     assert parsed.action == typed
     assert (spec.action_types, spec.uses_authentication) == (typed.action_types, typed.uses_authentication)
-    assert retry_intervals(spec) == typed.retry_intervals()
+    assert spec.definition.action == typed
     # the whole stored job read back without validating or opening a certificate: what re-parsing gives
     stored = {"properties": restore_secrets(spec.properties, spec.secrets)}
-    assert read_job(spec.properties, spec.secrets) == parse_job(stored, validate_limits=False)
+    definition = read_job_definition(spec.properties, spec.secrets)
+    assert definition == parse_job(stored, validate_limits=False).definition == spec.definition
+    # and written again: the very JSON (same key order) and secrets the parser answered
+    properties, secrets = job_json(definition, spec.state)
+    assert (json.dumps(properties), secrets) == (json.dumps(spec.properties), spec.secrets)
     return typed
 
 
@@ -341,7 +345,8 @@ def _free_plan_rule_on_json(spec: JobSpec, body: Mapping[str, Any]) -> JobSpec:
             action["errorAction"] = target
     if not changed:
         return spec
-    return dataclasses.replace(spec, properties={**spec.properties, "action": action})
+    properties = {**spec.properties, "action": action}
+    return dataclasses.replace(spec, properties=properties, definition=read_job_definition(properties, spec.secrets))
 
 
 @pytest.mark.parametrize("name", sorted(PLAN_BODIES))

@@ -24,6 +24,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
 from scheduler_core.adapters.azure.errors import translated
+from scheduler_core.definitions import job_json, read_job_definition
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import (
     ActionName,
@@ -189,8 +190,7 @@ class TableJobs:
             collection = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
         return Job(
             ref=JobRef(collection, entity["Name"]),
-            properties=json.loads(entity["Definition"]),
-            secrets=json.loads(entity.get("Secrets") or "{}"),
+            definition=read_job_definition(json.loads(entity["Definition"]), json.loads(entity.get("Secrets") or "{}")),
             state=JobState(entity["State"]),
             generation=int(entity["Generation"]),
             defined_at=_aware(entity["DefinedAt"]) or datetime.now(UTC),
@@ -249,6 +249,7 @@ class TableJobs:
     @staticmethod
     def entity(record: Job) -> dict[str, Any]:
         """The table entity of a job record."""
+        definition, secrets = job_json(record.definition, record.state)
         entity: dict[str, Any] = {
             "PartitionKey": record.ref.partition_key,
             "RowKey": record.ref.row_key,
@@ -257,8 +258,8 @@ class TableJobs:
             "Subscription": record.ref.collection.subscription,
             "ResourceGroup": record.ref.collection.resource_group,
             "Collection": record.ref.collection.name,
-            "Definition": json.dumps(record.properties),
-            "Secrets": json.dumps(record.secrets),
+            "Definition": json.dumps(definition),
+            "Secrets": json.dumps(secrets),
             "State": record.state,
             "Generation": record.generation,
             "DefinedAt": record.defined_at,

@@ -17,6 +17,7 @@ from scheduler_core.adapters.memory.seam import (
     utc,
     utc_or_none,
 )
+from scheduler_core.definitions import job_json, read_job_definition
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import DueSlot, Job, JobCollection, JobState
 from scheduler_core.ports import Clock
@@ -112,13 +113,15 @@ class MemoryJobs(FaultSeam):
     @staticmethod
     def _copy(record: Job, collection: CollectionRef | None = None) -> Job:
         ref = record.ref if collection is None else JobRef(collection, record.ref.name)
-        return replace(record, ref=ref, properties=as_stored(record.properties), secrets=as_stored(record.secrets))
+        return replace(record, ref=ref)
 
     @staticmethod
     def _stored(record: Job, etag: str) -> Job:
         due = record.due if record.due is not None and record.due.shard and record.due.row_key else None
         return replace(
             MemoryJobs._copy(record),
+            # As the Azure adapter stores it: the definition as its canonical JSON and secrets, read back.
+            definition=read_job_definition(*job_json(record.definition, record.state)),
             state=JobState(record.state),
             generation=int(record.generation),
             defined_at=utc(record.defined_at),
