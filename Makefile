@@ -4,24 +4,35 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PORT ?= 7071
+# `make run PORT=7072` for one run; without PORT, Host.LocalHttpPort of local.settings.json (first written
+# from PORT, else 7071), as for `func start`. AZURITE_PORTS are blob,queue,table.
+PORT ?=
 AZURITE_PORTS ?= 10000,10001,10002
 
 .PHONY: install run test lint infra-check clean
 
+# Installs say what they install and how long it took (pip and npm themselves stay quiet).
+NOW = date +%s
+SINCE = $$(( $$($(NOW)) - start )) s
+PY_PACKAGES = $$(sed -e 's/\#.*//' -e 's/[[:space:]<>=!~;[].*//' -e '/^-/d' -e '/^$$/d' requirements.txt requirements-dev.txt | awk '!seen[$$0]++' | paste -sd, - | sed 's/,/, /g')
+NODE_PACKAGES = $$(node -p "const p = require('./package.json'); Object.keys({...p.dependencies, ...p.devDependencies}).join(', ')")
+
 $(VENV)/.installed: requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	touch $@
+	@test -x $(PY) || { echo "==> Creating the virtual environment $(VENV)/ with $$($(PYTHON) --version)"; $(PYTHON) -m venv $(VENV); }
+	@echo "==> Installing Python packages into $(VENV)/ with pip (about a minute the first time): $(PY_PACKAGES) and their dependencies"
+	@start=$$($(NOW)); $(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt && \
+	  echo "==> Python packages installed in $(SINCE)"
+	@touch $@
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	touch $@
+	@echo "==> Installing Node packages into node_modules/ with npm ci (half a minute the first time): $(NODE_PACKAGES) and their dependencies"
+	@start=$$($(NOW)); npm ci --no-audit --no-fund --loglevel=error && echo "==> Node packages installed in $(SINCE)"
+	@touch $@
 
 install: $(VENV)/.installed node_modules/.installed
 
 run: install
-	$(PY) -m local_host run --azurite --init --port $(PORT) --azurite-ports $(AZURITE_PORTS)
+	@$(PY) -m local_host run --azurite --init $(if $(PORT),--port $(PORT)) --azurite-ports $(AZURITE_PORTS) --option-names make
 
 # The suite runs on parallel workers (pytest-xdist), a test module whole on one worker; `auto` is two workers
 # per CPU, at most 8 (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.

@@ -2,12 +2,15 @@
 
 python -m local_host run [--azurite] [--port 7071]   serve the app (what ``make run`` does)
 python -m local_host keygen [--subscriptions a,b]    make an API key and its settings entry
+
+``run`` checks every port it needs before it starts anything: a busy one is one line on stderr naming the
+option to change (``make run PORT=...`` / ``AZURITE_PORTS=...`` when started by ``make``, ``--port`` /
+``--azurite-ports`` otherwise) and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -19,8 +22,16 @@ from local_host.app_index import load_app
 from local_host.azurite import PROJECT_ROOT, Azurite, AzuritePorts
 from local_host.hostjson import load_host_json
 from local_host.http_server import HttpLimits
-from local_host.local_settings import apply_local_settings
+from local_host.local_settings import (
+    STORAGE_QUEUE_ENDPOINT,
+    apply_local_settings,
+    follow_azurite,
+    local_http_port,
+    new_local_settings,
+)
+from local_host.ports import PortInUseError, ensure_free, suggest_azurite_ports, suggest_port
 from local_host.preflight import api_key_preflight
+from local_host.queues import THREAD_COUNT_SETTING
 from local_host.runtime import LocalHost
 from scheduler_core import auth, settings
 from scheduler_core.adapters.azure.provision import provision
@@ -29,7 +40,14 @@ from scheduler_core.errors import ConfigurationError
 
 log = logging.getLogger("local_host")
 
-KEY_FILE = PROJECT_ROOT / ".run" / "api-key"
+#: Where ``--init`` keeps the API key it made, under the project root (git-ignored).
+KEY_FILE = Path(".run") / "api-key"
+
+#: How a message names the port options, by what started the host (``--option-names``).
+PORT_OPTIONS = {
+    "cli": ("--port {}", "--azurite-ports {}"),
+    "make": ("make run PORT={}", "make run AZURITE_PORTS={}"),
+}
 
 
 def _configure_logging() -> None:
@@ -43,55 +61,94 @@ def _configure_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def ensure_local_settings(path: Path, sample: Path) -> str | None:
-    """Create ``local.settings.json`` from the sample with a fresh API key. Returns the key if known."""
+def ensure_local_settings(
+    path: Path, sample: Path, http_port: int = 7071, azurite: AzuritePorts | None = None
+) -> str | None:
+    """Create ``local.settings.json`` from the sample with a fresh API key and this run's ports
+    (``Host.LocalHttpPort``, the Storage queue endpoint of the Azurite it starts). Returns the key if known."""
+    key_file = path.parent / KEY_FILE
     if not path.exists():
-        data = json.loads(sample.read_text(encoding="utf-8"))
         key = auth.generate_key()
-        data["Values"]["SCHEDULER_API_KEYS"] = auth.hash_entry(key)
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
-        KEY_FILE.write_text(key + "\n", encoding="utf-8")
-        KEY_FILE.chmod(0o600)
-        print(f"created {path.name} with a new API key (its hash only; the key is in {KEY_FILE})")
+        endpoint = azurite.queue_endpoint() if azurite is not None else None
+        path.write_text(new_local_settings(sample, auth.hash_entry(key), http_port, endpoint), encoding="utf-8")
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(key + "\n", encoding="utf-8")
+        key_file.chmod(0o600)
+        print(f"created {path.name} with a new API key (its hash only; the key is in {key_file})")
         return key
-    if KEY_FILE.exists():
-        return KEY_FILE.read_text(encoding="utf-8").strip()
+    if key_file.exists():
+        return key_file.read_text(encoding="utf-8").strip()
     return None
 
 
-def _parse_ports(text: str) -> AzuritePorts:
-    try:
-        blob, queue, table = (int(p) for p in text.split(","))
-    except ValueError:
-        raise ConfigurationError(f"--azurite-ports must be three ports 'blob,queue,table', got {text!r}") from None
-    return AzuritePorts(blob, queue, table)
+def check_ports(host: str, port: int, azurite: AzuritePorts | None) -> None:
+    """Raise :class:`PortInUseError` for the first port of this run that is taken (or given twice)."""
+    if azurite is not None:
+        for service, taken in azurite.by_service().items():
+            if port == taken:
+                raise PortInUseError(port, "HTTP", host, reason=f"is also the Azurite {service} port")
+    if port:
+        ensure_free(host, port, "HTTP")
+    if azurite is not None:
+        for service, taken in azurite.by_service().items():
+            ensure_free("127.0.0.1", taken, f"Azurite {service}")
+
+
+def port_advice(error: PortInUseError, args: argparse.Namespace) -> str:
+    """What to run instead: the option that sets the busy port, with free ports filled in."""
+    http_option, azurite_option = PORT_OPTIONS[args.option_names]
+    azurite = AzuritePorts.parse(args.azurite_ports) if args.azurite else None
+    if error.service == "HTTP":
+        avoid = azurite.by_service().values() if azurite is not None else ()
+        return "choose another: " + http_option.format(suggest_port(error.port, avoid, error.host))
+    http_port = args.port if args.port is not None else local_http_port(Path(args.root) / "local.settings.json")
+    return "choose others: " + azurite_option.format(",".join(map(str, suggest_azurite_ports([http_port]))))
 
 
 def _stop_on_signal(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _elapsed(since: float) -> str:
+    return f"{time.monotonic() - since:.1f} s"
+
+
 def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
+    settings_file = root / "local.settings.json"
+    port = args.port if args.port is not None else local_http_port(settings_file)
+    azurite_ports = AzuritePorts.parse(args.azurite_ports) if args.azurite else None
+    check_ports(args.host, port, azurite_ports)  # before anything is started or written
     key = (
-        ensure_local_settings(root / "local.settings.json", root / "local.settings.sample.json") if args.init else None
+        ensure_local_settings(settings_file, root / "local.settings.sample.json", port, azurite_ports)
+        if args.init
+        else None
     )
-    apply_local_settings(root / "local.settings.json")
+    set_by_user = frozenset(os.environ)
+    apply_local_settings(settings_file)
     azurite: Azurite | None = None
     host: LocalHost | None = None
     signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
     try:
-        if args.azurite:
+        if azurite_ports is not None:
             location = None if args.in_memory else root / ".azurite"
-            azurite = Azurite(_parse_ports(args.azurite_ports), location)
+            print(f"Starting Azurite on 127.0.0.1 ports {azurite_ports} (blob,queue,table)...", flush=True)
+            step = time.monotonic()
+            azurite = Azurite(azurite_ports, location)
             azurite.start()
             os.environ["AzureWebJobsStorage"] = azurite.connection_string
-            print(f"Azurite listening on 127.0.0.1 ports {args.azurite_ports} (data in {location or 'memory'})")
+            follow_azurite(os.environ, azurite_ports.queue_endpoint(), set_by_user)
+            print(
+                f"Azurite listening on 127.0.0.1 ports {azurite_ports} (data in {location or 'memory'}), "
+                f"started in {_elapsed(step)}"
+            )
         config = settings.load()
         keys = auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
+        step = time.monotonic()
         provision(config)
+        print(f"Tables and queues ready in {_elapsed(step)}", flush=True)
         state_dir = Path(args.state_dir).resolve() if args.state_dir else root / ".run" / "host"
         app = load_app(args.app)
         config_json = load_host_json(root / "host.json")
@@ -110,19 +167,13 @@ def run(args: argparse.Namespace) -> int:
             app,
             config_json,
             args.host,
-            args.port,
+            port,
             state_dir=state_dir,
             http_limits=limits,
             preflight=preflight,
         )
         host.start()
-        print(f"Scheduler API listening on {host.base_url}")
-        print(f"API key: {key}" if key else "API key: the one whose hash is in SCHEDULER_API_KEYS")
-        print(
-            f"Try: curl -H 'Authorization: Bearer <key>' "
-            f"'{host.base_url}/subscriptions/x/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01'"
-        )
-        print("Press Ctrl-C to stop.", flush=True)
+        _banner(host, key, config.storage_queue_endpoint if azurite is not None else None, started)
         host.wait()
     except KeyboardInterrupt:
         print("\nstopping...")
@@ -133,6 +184,22 @@ def run(args: argparse.Namespace) -> int:
             azurite.stop()
             print("Azurite stopped.", flush=True)
     return 0
+
+
+def _banner(host: LocalHost, key: str | None, queue_endpoint: str | None, started: float) -> None:
+    prefix = host.config.route_prefix.strip("/")
+    print(f"Scheduler API listening on {host.base_url} (ready in {_elapsed(started)})")
+    print(f"Dashboard: {host.base_url}/{prefix + '/' if prefix else ''}dashboard (sign in with the API key)")
+    print(f"API key: {key}" if key else "API key: the one whose hash is in SCHEDULER_API_KEYS")
+    print(
+        f"Try: curl -H 'Authorization: Bearer <key>' "
+        f"'{host.base_url}/subscriptions/x/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01'"
+    )
+    if queue_endpoint is not None:
+        print(f"Storage queue actions go to {queue_endpoint} ({STORAGE_QUEUE_ENDPOINT})")
+    if host.pollers:
+        print(f"Queue functions run on {host.worker_threads} threads ({THREAD_COUNT_SETTING}, as in Azure)")
+    print("Press Ctrl-C to stop.", flush=True)
 
 
 def keygen(args: argparse.Namespace) -> int:
@@ -150,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--root", default=str(PROJECT_ROOT), help="project root (host.json, function_app.py)")
     run_parser.add_argument("--app", default="function_app:app", help="module:attribute of the FunctionApp")
     run_parser.add_argument("--host", default="127.0.0.1")
-    run_parser.add_argument("--port", type=int, default=7071)
+    run_parser.add_argument(
+        "--port", type=int, help="HTTP port (default: Host.LocalHttpPort of local.settings.json, else 7071)"
+    )
     run_parser.add_argument("--azurite", action="store_true", help="start Azurite and point the app at it")
     run_parser.add_argument("--azurite-ports", default="10000,10001,10002", help="blob,queue,table ports")
     run_parser.add_argument("--in-memory", action="store_true", help="keep Azurite's data in memory only")
@@ -179,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument(
         "--state-dir", help="where the host keeps timers' schedule status (default: <root>/.run/host)"
     )
+    run_parser.add_argument("--option-names", choices=sorted(PORT_OPTIONS), default="cli", help=argparse.SUPPRESS)
     run_parser.set_defaults(handler=run)
     keygen_parser = sub.add_parser("keygen", help="make a new API key and its SCHEDULER_API_KEYS entry")
     keygen_parser.add_argument("--subscriptions", help="comma-separated subscription ids the key may use")
@@ -189,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     _configure_logging()
     try:
         return int(args.handler(args))
+    except PortInUseError as exc:
+        print(f"error: {exc.message}; {port_advice(exc, args)}", file=sys.stderr)
+        return 2
     except ConfigurationError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

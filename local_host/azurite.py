@@ -7,6 +7,7 @@ free ports, so tests never collide with an Azurite the user already runs).
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from local_host.ports import PortInUseError, ensure_free
 from scheduler_core.errors import ConfigurationError
 
 #: The emulator's well-known development account (public, documented by Microsoft; not a secret).
@@ -43,6 +45,29 @@ class AzuritePorts:
     def free(cls) -> AzuritePorts:
         return cls(blob=free_port(), queue=free_port(), table=free_port())
 
+    @classmethod
+    def parse(cls, text: str) -> AzuritePorts:
+        """``"blob,queue,table"`` (``make run AZURITE_PORTS=...``, ``--azurite-ports``)."""
+        try:
+            blob, queue, table = (int(p) for p in text.split(","))
+        except ValueError:
+            raise ConfigurationError(f"Azurite ports must be three ports 'blob,queue,table', got {text!r}") from None
+        ports = cls(blob, queue, table)
+        if len(set(ports.by_service().values())) != 3 or not all(0 < p < 65536 for p in ports.by_service().values()):
+            raise ConfigurationError(f"Azurite ports must be three different TCP ports (1 to 65535), got {text!r}")
+        return ports
+
+    def by_service(self) -> dict[str, int]:
+        """The ports by Azurite service name (``blob``, ``queue``, ``table``)."""
+        return {"blob": self.blob, "queue": self.queue, "table": self.table}
+
+    def __str__(self) -> str:
+        return f"{self.blob},{self.queue},{self.table}"
+
+    def queue_endpoint(self) -> str:
+        """The ``SCHEDULER_STORAGE_QUEUE_ENDPOINT`` template of Storage queue actions sent to this Azurite."""
+        return f"http://127.0.0.1:{self.queue}/{{account}}"
+
     def connection_string(self) -> str:
         """The explicit connection string for these ports (``UseDevelopmentStorage`` assumes defaults)."""
         base = "http://127.0.0.1"
@@ -65,6 +90,7 @@ def _executable() -> str:
 
 
 def _port_open(port: int) -> bool:
+    """Whether something answers on ``port`` (Azurite has started listening there)."""
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
         return True
     return False
@@ -83,12 +109,8 @@ class Azurite:
         return self.ports.connection_string()
 
     def start(self, timeout: float = 30.0) -> None:
-        for port in (self.ports.blob, self.ports.queue, self.ports.table):
-            if _port_open(port):
-                raise ConfigurationError(
-                    f"port {port} on 127.0.0.1 is already in use: is another Azurite running? "
-                    "Set AZURITE_BLOB_PORT, AZURITE_QUEUE_PORT and AZURITE_TABLE_PORT to other ports."
-                )
+        for service, port in self.ports.by_service().items():
+            ensure_free("127.0.0.1", port, f"Azurite {service}")
         args = [
             _executable(),
             "--silent",
@@ -119,12 +141,22 @@ class Azurite:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
-                raise ConfigurationError(f"Azurite exited at start-up: {err.strip()[:500]}")
+                self._process = None
+                raise self._taken_port(err) or ConfigurationError(f"Azurite exited at start-up: {err.strip()[:500]}")
             if all(_port_open(p) for p in (self.ports.blob, self.ports.queue, self.ports.table)):
                 return
             time.sleep(0.1)
         self.stop()
         raise ConfigurationError(f"Azurite did not start listening within {timeout:.0f} s")
+
+    def _taken_port(self, stderr: str) -> PortInUseError | None:
+        """The port another process took between the check and Azurite's own bind, if that is why it exited."""
+        if "EADDRINUSE" not in stderr:
+            return None
+        for service, port in self.ports.by_service().items():
+            if re.search(rf":{port}(?!\d)", stderr):
+                return PortInUseError(port, f"Azurite {service}")
+        return None
 
     def stop(self) -> None:
         process, self._process = self._process, None

@@ -42,6 +42,7 @@ from urllib.parse import parse_qsl, urlsplit
 import azure.functions as func
 
 from local_host.app_index import HttpFunction
+from local_host.ports import bind_listener
 from local_host.routing import Router
 
 log = logging.getLogger("local_host")
@@ -261,8 +262,7 @@ class HttpHost:
         for function in functions:
             route = function.route.strip("/")
             self.router.add(f"{prefix}/{route}" if prefix else route, function)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, port), family=family, backlog=128)
+        self._listener = bind_listener(host, port, "HTTP")  # a busy port is a PortInUseError, not a traceback
         self._listener.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = socket.socketpair()

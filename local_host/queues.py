@@ -4,6 +4,11 @@ For each queue function: poll with exponential back-off up to ``maxPollingInterv
 empty; fetch ``batchSize`` messages at a time and fetch again when fewer than ``newBatchThreshold`` are in
 flight; run the function; delete the message on success; on failure make it visible again after
 ``visibilityTimeout``, or move it to ``<queue>-poison`` once it has been dequeued ``maxDequeueCount`` times.
+
+The functions themselves run as the Python worker runs sync functions: on one thread pool shared by every
+queue function of the app, ``PYTHON_THREADPOOL_THREAD_COUNT`` threads (an app setting: environment or
+``local.settings.json`` ``Values``; 16 when unset, the value the Bicep sets in Azure). Messages fetched
+beyond that wait for a thread, invisible, as they wait in the worker's queue in Azure.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import os
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
@@ -45,6 +51,38 @@ CONNECT_TIMEOUT_SECONDS = 5
 READ_TIMEOUT_SECONDS = 20
 
 
+#: The Python worker's setting for the size of its thread pool, which runs every sync function.
+THREAD_COUNT_SETTING = "PYTHON_THREADPOOL_THREAD_COUNT"
+#: Its value when unset: what the Bicep sets in Azure, so that local runs have Azure's concurrency.
+DEFAULT_THREAD_COUNT = 16
+
+
+def worker_thread_count(environ: Mapping[str, str] | None = None) -> int:
+    """Threads that run queue functions: ``PYTHON_THREADPOOL_THREAD_COUNT``, 16 when unset or empty.
+
+    The worker accepts 1 and more; where it would log a warning and fall back to its default for a value
+    that is not a number, the local host refuses to start, naming the setting.
+    """
+    env = os.environ if environ is None else environ
+    text = env.get(THREAD_COUNT_SETTING, "").strip()
+    if not text:
+        return DEFAULT_THREAD_COUNT
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigurationError(
+            f"setting {THREAD_COUNT_SETTING} must be a whole number of threads, 1 or more, got {text!r}"
+        )
+    return count
+
+
+def worker_pool(threads: int) -> ThreadPoolExecutor:
+    """The pool queue functions run on, shared by all of them as the Python worker's pool is."""
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worker")
+
+
 def connection_string_for(connection: str) -> str:
     """The connection string behind a trigger's ``connection`` setting name (default AzureWebJobsStorage)."""
     name = connection or "AzureWebJobsStorage"
@@ -71,9 +109,16 @@ def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
 
 
 class QueuePoller:
-    """Polls one queue for one function in a thread and runs messages on a small pool."""
+    """Polls one queue for one function in a thread and runs its messages on ``pool``.
 
-    def __init__(self, function: QueueFunction, options: QueueOptions, stop: threading.Event) -> None:
+    Up to ``batchSize + newBatchThreshold`` messages are in flight at once, as the host's queue extension
+    fetches them; how many run at once is the pool's size (see :func:`worker_pool`). Without a pool the
+    poller makes one of :func:`worker_thread_count` threads and shuts it down in :meth:`join`.
+    """
+
+    def __init__(
+        self, function: QueueFunction, options: QueueOptions, stop: threading.Event, pool: Executor | None = None
+    ) -> None:
         self.function = function
         self.options = options
         self.queue_name = resolve_setting_references(function.queue_name)
@@ -82,10 +127,8 @@ class QueuePoller:
         self._stop = stop
         self._in_flight = 0
         self._lock = threading.Condition()
-        self._pool = ThreadPoolExecutor(
-            max_workers=options.batch_size + options.new_batch_threshold,
-            thread_name_prefix=f"queue-{function.name}",
-        )
+        self._own_pool = pool is None
+        self._pool: Executor = worker_pool(worker_thread_count()) if pool is None else pool
         self._thread = threading.Thread(target=self._run, name=f"poll-{function.name}", daemon=True)
 
     def start(self) -> None:
@@ -96,7 +139,8 @@ class QueuePoller:
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._own_pool:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
         delay = MIN_POLLING_INTERVAL

@@ -11,7 +11,7 @@ import azure.functions as func
 from local_host.app_index import AppIndex, index_app
 from local_host.hostjson import HostConfig, load_host_json
 from local_host.http_server import HttpHost, HttpLimits, Preflight
-from local_host.queues import QueuePoller
+from local_host.queues import QueuePoller, worker_pool, worker_thread_count
 from local_host.timers import ScheduleStatusStore, TimerRunner
 
 
@@ -23,6 +23,8 @@ class LocalHost:
     outlive it (timers' schedule status, so that a run missed while it was down is made up at start-up);
     None keeps nothing. ``http_limits`` bound the HTTP server (default: :class:`HttpLimits` with host.json's
     concurrency); ``preflight`` checks requests before their bodies are read (see ``host/preflight.py``).
+    Queue functions share one pool of ``worker_threads`` threads, as sync functions share the Python
+    worker's pool in Azure (default: ``PYTHON_THREADPOOL_THREAD_COUNT``, see ``local_host/queues.py``).
     """
 
     def __init__(
@@ -35,8 +37,10 @@ class LocalHost:
         state_dir: Path | None = None,
         http_limits: HttpLimits | None = None,
         preflight: Preflight | None = None,
+        worker_threads: int | None = None,
     ) -> None:
         self.index: AppIndex = index_app(app)
+        self.worker_threads = worker_thread_count() if worker_threads is None else worker_threads
         self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
         self._stop = threading.Event()
         limits = http_limits or HttpLimits(
@@ -50,9 +54,9 @@ class LocalHost:
         )
         monitor = ScheduleStatusStore(state_dir / "timers") if state_dir is not None else None
         self.timers = [TimerRunner(t, self._stop, monitor) for t in self.index.timers] if "timer" in enable else []
-        self.pollers = (
-            [QueuePoller(q, self.config.queues, self._stop) for q in self.index.queues] if "queue" in enable else []
-        )
+        queues = self.index.queues if "queue" in enable else []
+        self._worker_pool = worker_pool(self.worker_threads) if queues else None
+        self.pollers = [QueuePoller(q, self.config.queues, self._stop, self._worker_pool) for q in queues]
 
     @property
     def base_url(self) -> str:
@@ -76,6 +80,8 @@ class LocalHost:
             timer.join(timeout=10)
         for poller in self.pollers:
             poller.join(timeout=30)
+        if self._worker_pool is not None:
+            self._worker_pool.shutdown(wait=True, cancel_futures=True)
 
     def wait(self) -> None:
         """Block until :meth:`stop` is called from another thread (or Ctrl-C)."""
