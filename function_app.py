@@ -81,3 +81,17 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 
     response = openapi.serve(req.method)
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+
+
+@app.function_name("dashboard")
+@app.route(
+    route="dashboard/{*path}",  # scheduler_core.dashboard.ROUTE
+    # Every method reaches the function, so that a write gets an ARM 405 error body rather than a bare 405.
+    methods=list(func.HttpMethod),
+)
+def dashboard(req: func.HttpRequest) -> func.HttpResponse:
+    """The web dashboard: its page and assets (anonymous), and its read-only API (API key, as the management API)."""
+    from scheduler_core import dashboard as web  # imported here, as this block is appended below the wiring above
+
+    response = web.serve(req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_context)
+    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)

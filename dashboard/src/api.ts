@@ -1,0 +1,265 @@
+// The management API (Microsoft.Scheduler 2016-03-01, ARM paths) and the dashboard's own read-only API,
+// called with the API key as a bearer token. The key lives in session storage only; there are no cookies.
+
+export const API_VERSION = "2016-03-01";
+const KEY_ITEM = "scheduler.dashboard.apiKey";
+const SUBSCRIPTION_ITEM = "scheduler.dashboard.subscription";
+
+export interface Session {
+  key: string;
+  subscription: string;
+}
+
+export function loadSession(): Session | null {
+  const key = sessionStorage.getItem(KEY_ITEM);
+  const subscription = sessionStorage.getItem(SUBSCRIPTION_ITEM);
+  return key && subscription ? { key, subscription } : null;
+}
+
+export function saveSession(session: Session): void {
+  sessionStorage.setItem(KEY_ITEM, session.key);
+  sessionStorage.setItem(SUBSCRIPTION_ITEM, session.subscription);
+}
+
+export function clearSession(): void {
+  sessionStorage.removeItem(KEY_ITEM);
+}
+
+export function lastSubscription(): string {
+  return sessionStorage.getItem(SUBSCRIPTION_ITEM) ?? "";
+}
+
+// ------------------------------------------------------------------------------------------- resources
+
+export interface Collection {
+  id: string;
+  name: string;
+  location?: string;
+  properties: {
+    sku?: { name?: string };
+    state?: string;
+    quota?: {
+      maxJobCount?: number;
+      maxJobOccurrence?: number;
+      maxRecurrence?: { frequency?: string; interval?: number };
+    };
+  };
+}
+
+export interface RetryPolicy {
+  retryType?: string;
+  retryInterval?: string;
+  retryCount?: number;
+  maxRetryInterval?: string;
+}
+
+export interface Action {
+  type: string;
+  request?: {
+    uri?: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    authentication?: Record<string, unknown> & { type?: string };
+  };
+  queueMessage?: { storageAccount?: string; queueName?: string; message?: string };
+  serviceBusQueueMessage?: Record<string, unknown> & { namespace?: string; queueName?: string };
+  serviceBusTopicMessage?: Record<string, unknown> & { namespace?: string; topicPath?: string };
+  retryPolicy?: RetryPolicy;
+  errorAction?: Action;
+}
+
+export interface Recurrence {
+  frequency?: string;
+  interval?: number;
+  count?: number;
+  endTime?: string;
+  timeZone?: string;
+  schedule?: Record<string, unknown>;
+}
+
+export interface Job {
+  id: string;
+  name: string;
+  properties: {
+    startTime?: string;
+    action: Action;
+    recurrence?: Recurrence;
+    state: string;
+    status?: {
+      executionCount?: number;
+      failureCount?: number;
+      faultedCount?: number;
+      lastExecutionTime?: string;
+      nextExecutionTime?: string;
+    };
+  };
+}
+
+export interface HistoryRow {
+  id: string;
+  name: string;
+  properties: {
+    startTime: string;
+    endTime?: string;
+    expectedExecutionTime?: string;
+    actionName: string;
+    status: string;
+    message: string;
+    retryCount: number;
+    repeatCount: number;
+  };
+}
+
+export interface JobInsight {
+  id: string;
+  now: string;
+  state: string;
+  timeZone: { name: string; iana: string } | null;
+  occurrences: { utc: string; local: string | null }[];
+  writeOnly: { path: string; set: boolean; meaning: string }[];
+}
+
+/** Names of a resource id: /subscriptions/S/resourceGroups/R/providers/Microsoft.Scheduler/jobCollections/C[/jobs/J]. */
+export interface Ref {
+  subscription: string;
+  group: string;
+  collection: string;
+  job?: string;
+}
+
+export function parseId(id: string): Ref {
+  const parts = id.split("/");
+  // ["", "subscriptions", S, "resourceGroups", R, "providers", "Microsoft.Scheduler", "jobCollections", C, "jobs", J]
+  return { subscription: parts[2], group: parts[4], collection: parts[8], job: parts[10] };
+}
+
+export function collectionPath(ref: Ref): string {
+  const e = encodeURIComponent;
+  return (
+    `/subscriptions/${e(ref.subscription)}/resourceGroups/${e(ref.group)}` +
+    `/providers/Microsoft.Scheduler/jobCollections/${e(ref.collection)}`
+  );
+}
+
+export function jobPath(ref: Ref): string {
+  return `${collectionPath(ref)}/jobs/${encodeURIComponent(ref.job ?? "")}`;
+}
+
+// ---------------------------------------------------------------------------------------------- client
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Called when the API answers 401: the key is gone or no longer valid. */
+let onUnauthorized: (error: ApiError) => void = () => {};
+export function whenUnauthorized(handler: (error: ApiError) => void): void {
+  onUnauthorized = handler;
+}
+
+export class Api {
+  /** ``reportUnauthorized``: whether a 401 signs the page out (not while a key is being tried). */
+  constructor(
+    readonly session: Session,
+    private readonly reportUnauthorized = true,
+  ) {}
+
+  private async call(method: string, url: string, body?: unknown): Promise<unknown> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.session.key}`, Accept: "application/json" };
+    const init: RequestInit = { method, headers, credentials: "omit", cache: "no-store" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response: Response;
+    try {
+      response = await fetch(url, init);
+    } catch {
+      throw new ApiError(0, "NetworkError", "the scheduler did not answer (is it running?)");
+    }
+    const text = await response.text();
+    let data: unknown = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = null;
+      }
+    }
+    if (!response.ok) {
+      const error = (data as { error?: { code?: string; message?: string } } | null)?.error;
+      const failure = new ApiError(
+        response.status,
+        error?.code ?? `HTTP${response.status}`,
+        error?.message ?? `the scheduler answered ${response.status} ${response.statusText}`,
+      );
+      if (response.status === 401 && this.reportUnauthorized) onUnauthorized(failure);
+      throw failure;
+    }
+    return data;
+  }
+
+  private arm(path: string, query: Record<string, string> = {}): string {
+    const params = new URLSearchParams({ "api-version": API_VERSION, ...query });
+    return `${path}?${params.toString()}`;
+  }
+
+  /** Every item of a list, following nextLink (same origin: only its path and query are used). */
+  private async list<T>(url: string, limit = 1000): Promise<T[]> {
+    const items: T[] = [];
+    let next: string | undefined = url;
+    while (next && items.length < limit) {
+      const page = (await this.call("GET", next)) as { value: T[]; nextLink?: string };
+      items.push(...page.value);
+      next = page.nextLink ? sameOrigin(page.nextLink) : undefined;
+    }
+    return items;
+  }
+
+  collections(): Promise<Collection[]> {
+    const sub = encodeURIComponent(this.session.subscription);
+    return this.list<Collection>(this.arm(`/subscriptions/${sub}/providers/Microsoft.Scheduler/jobCollections`));
+  }
+
+  jobs(collection: Ref): Promise<Job[]> {
+    return this.list<Job>(this.arm(`${collectionPath(collection)}/jobs`));
+  }
+
+  async job(ref: Ref): Promise<Job> {
+    return (await this.call("GET", this.arm(jobPath(ref)))) as Job;
+  }
+
+  /** The newest ``top`` history rows (newest first), at most 100 per page. */
+  history(ref: Ref, top = 100, limit = top): Promise<HistoryRow[]> {
+    return this.list<HistoryRow>(this.arm(`${jobPath(ref)}/history`, { $top: String(Math.min(top, 100)) }), limit);
+  }
+
+  async run(ref: Ref): Promise<void> {
+    await this.call("POST", this.arm(`${jobPath(ref)}/run`));
+  }
+
+  async setState(ref: Ref, state: "Enabled" | "Disabled"): Promise<Job> {
+    return (await this.call("PATCH", this.arm(jobPath(ref)), { properties: { state } })) as Job;
+  }
+
+  async remove(ref: Ref): Promise<void> {
+    await this.call("DELETE", this.arm(jobPath(ref)));
+  }
+
+  async insight(ref: Ref, count = 10): Promise<JobInsight> {
+    const path = jobPath(ref).slice(1);
+    return (await this.call("GET", `/dashboard/api/job/${path}?count=${count}`)) as JobInsight;
+  }
+}
+
+function sameOrigin(link: string): string {
+  const url = new URL(link, window.location.href);
+  return url.pathname + url.search;
+}

@@ -1,0 +1,89 @@
+// What the router needs of a view, and the pieces the views share.
+
+import type { Api, Ref } from "./api";
+import type { Catalog } from "./catalog";
+import { h } from "./dom";
+
+export interface View {
+  /** The page's title and main heading. */
+  title: string;
+  /** The view's content, placed into <main>. */
+  element: HTMLElement;
+  /** Reads what the view shows again; called once at first and then by polling. */
+  refresh(): Promise<void>;
+  /** Milliseconds between two refreshes. */
+  interval: number;
+  dispose?(): void;
+}
+
+export interface Context {
+  api: Api;
+  catalog: Catalog;
+  params: URLSearchParams;
+  navigate(hash: string): void;
+}
+
+export function jobHash(ref: Ref): string {
+  const e = encodeURIComponent;
+  return `#/job/${e(ref.group)}/${e(ref.collection)}/${e(ref.job ?? "")}`;
+}
+
+export function jobsHash(params: Record<string, string>): string {
+  const query = new URLSearchParams(Object.entries(params).filter(([, value]) => value !== "")).toString();
+  return `#/jobs${query ? `?${query}` : ""}`;
+}
+
+const STATE_CLASSES: Record<string, string> = {
+  Enabled: "ok",
+  Completed: "ok",
+  Disabled: "muted",
+  Suspended: "muted",
+  Faulted: "bad",
+  Failed: "bad",
+  Postponed: "warn",
+};
+
+/** A state or outcome as a badge: always its word, the color only repeats it. */
+export function badge(text: string | undefined | null): HTMLElement {
+  if (!text) return h("span", { class: "muted" }, "—");
+  return h("span", { class: `badge ${STATE_CLASSES[text] ?? ""}` }, text);
+}
+
+/** An error banner (an alert for screen readers). */
+export function errorBanner(message: string): HTMLElement {
+  return h("p", { class: "error", role: "alert" }, message);
+}
+
+/** A table with a caption and column headers; ``rows`` are the body's rows. */
+export function table(caption: string, columns: string[], rows: HTMLTableRowElement[], empty: string): HTMLElement {
+  const body = h("tbody", {}, rows);
+  if (rows.length === 0) {
+    body.append(h("tr", {}, h("td", { colspan: columns.length, class: "empty" }, empty)));
+  }
+  return h(
+    "div",
+    // Scrolls sideways on narrow screens: a focusable region, so it scrolls with the keyboard too.
+    { class: "table-wrap", role: "region", "aria-label": caption, tabindex: 0 },
+    h(
+      "table",
+      {},
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, columns.map((column) => h("th", { scope: "col" }, column)))),
+      body,
+    ),
+  );
+}
+
+/** Replaces the content of ``container`` and keeps the keyboard focus on the same link or button (found by
+ * its href or data-key) when it was inside: live updates must not throw a keyboard user back to the top. */
+export function rerender(container: Element, ...content: HTMLElement[]): void {
+  const active = document.activeElement;
+  const key = active && container.contains(active) ? (active.getAttribute("href") ?? active.getAttribute("data-key")) : null;
+  container.replaceChildren(...content);
+  if (key) {
+    const again = [...container.querySelectorAll<HTMLElement>("[href], [data-key]")].find(
+      (element) => (element.getAttribute("href") ?? element.getAttribute("data-key")) === key,
+    );
+    again?.focus();
+  }
+}

@@ -1,0 +1,324 @@
+// One job: its state and counters, actions (run now, enable or disable, delete with confirmation, each a
+// call of the management API), the next occurrences (computed by the server's recurrence engine, in UTC and
+// in the job's time zone), the definition with its write-only fields shown as set or not set (never their
+// values: the API does not return them), charts of outcomes and lateness, and the history.
+
+import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
+import { ApiError } from "../api";
+import { lastOutcome } from "../catalog";
+import { HistoryCharts } from "../charts";
+import { announce, h, replace, type Child } from "../dom";
+import { duration, excerpt, lateness, relative, secondsBetween, span, utc } from "../format";
+import { badge, errorBanner, jobsHash, table, type Context, type View } from "../view";
+
+const HISTORY_ROWS = 200;
+
+function item(term: string, ...value: Child[]): HTMLElement[] {
+  return [h("dt", {}, term), h("dd", {}, ...value)];
+}
+
+function when(iso: string | undefined, none: string): Child {
+  if (!iso) return h("span", { class: "muted" }, none);
+  return h("span", {}, h("time", { datetime: iso }, utc(iso)), h("span", { class: "muted" }, ` (${relative(iso)})`));
+}
+
+function actionDetails(action: Action, prefix: string, insight: JobInsight | null): HTMLElement {
+  const list = h("dl", { class: "pairs" });
+  list.append(...item("Type", action.type));
+  const request = action.request;
+  if (request) {
+    list.append(...item("Request", h("code", {}, `${request.method ?? "GET"} ${request.uri ?? ""}`)));
+    const headers = Object.entries(request.headers ?? {});
+    if (headers.length) {
+      list.append(...item("Headers", h("ul", { class: "plain" }, headers.map(([name, value]) => h("li", {}, h("code", {}, `${name}: ${value}`))))));
+    }
+    if (request.body) list.append(...item("Body", h("pre", {}, request.body)));
+    const auth = request.authentication;
+    if (auth) {
+      const shown = Object.entries(auth).filter(([name]) => name !== "type");
+      list.append(
+        ...item(
+          "Authentication",
+          String(auth.type ?? ""),
+          shown.length ? h("ul", { class: "plain" }, shown.map(([name, value]) => h("li", {}, `${name}: `, h("code", {}, String(value))))) : null,
+        ),
+      );
+    }
+  }
+  const queue = action.queueMessage;
+  if (queue) {
+    list.append(...item("Queue", h("code", {}, `${queue.storageAccount ?? ""}/${queue.queueName ?? ""}`)));
+    if (queue.message) list.append(...item("Message", h("pre", {}, queue.message)));
+  }
+  const bus = action.serviceBusQueueMessage ?? action.serviceBusTopicMessage;
+  if (bus) {
+    const entity = String(bus.queueName ?? bus.topicPath ?? "");
+    list.append(...item(action.serviceBusQueueMessage ? "Service Bus queue" : "Service Bus topic", h("code", {}, `${String(bus.namespace ?? "")}/${entity}`)));
+    if (typeof bus.message === "string") list.append(...item("Message", h("pre", {}, bus.message)));
+    const auth = bus.authentication as { type?: string; sasKeyName?: string } | undefined;
+    if (auth) list.append(...item("Authentication", `${auth.type ?? ""}${auth.sasKeyName ? ` (key name ${auth.sasKeyName})` : ""}`));
+  }
+  const retry = action.retryPolicy;
+  if (retry) {
+    const text =
+      retry.retryType === "None"
+        ? "none"
+        : `${retry.retryType ?? "Fixed"}: up to ${retry.retryCount ?? 4} retries, every ${duration(retry.retryInterval)}` +
+          (retry.maxRetryInterval ? `, at most ${duration(retry.maxRetryInterval)}` : "");
+    list.append(...item("Retry policy", text));
+  }
+  const secrets = (insight?.writeOnly ?? []).filter((field) => field.path.startsWith(`${prefix}.`) && !field.path.slice(prefix.length + 1).startsWith("errorAction."));
+  if (secrets.length) {
+    list.append(
+      ...item(
+        "Write-only fields",
+        h(
+          "ul",
+          { class: "plain secrets" },
+          secrets.map((field) =>
+            h("li", {}, h("code", {}, field.path.slice(prefix.length + 1)), ": ", h("span", { class: field.set ? "badge ok" : "badge muted" }, field.set ? "set" : "not set"), field.set ? null : h("span", { class: "muted" }, ` ${field.meaning.replace(/^not set:?\s*/, "")}`)),
+          ),
+        ),
+        h("p", { class: "help" }, "The API never returns these values; the dashboard only shows whether each one is set."),
+      ),
+    );
+  }
+  return list;
+}
+
+function scheduleDetails(job: Job, insight: JobInsight | null): HTMLElement {
+  const props = job.properties;
+  const recurrence = props.recurrence;
+  const list = h("dl", { class: "pairs" });
+  list.append(...item("Start", props.startTime ? h("time", { datetime: props.startTime }, utc(props.startTime)) : "when written"));
+  if (recurrence) {
+    list.append(...item("Recurrence", `every ${recurrence.interval ?? 1} ${recurrence.frequency ?? ""}`));
+    if (recurrence.schedule && Object.keys(recurrence.schedule).length) list.append(...item("Schedule", h("code", {}, JSON.stringify(recurrence.schedule))));
+    if (recurrence.count !== undefined) list.append(...item("Count", String(recurrence.count)));
+    if (recurrence.endTime) list.append(...item("End", h("time", { datetime: recurrence.endTime }, utc(recurrence.endTime))));
+    list.append(...item("Time zone", insight?.timeZone ? `${insight.timeZone.name}${insight.timeZone.iana !== insight.timeZone.name ? ` (${insight.timeZone.iana})` : ""}` : recurrence.timeZone ?? "UTC"));
+  } else {
+    list.append(...item("Recurrence", "none: runs once"));
+  }
+  return list;
+}
+
+function occurrencesTable(insight: JobInsight): HTMLElement {
+  const zone = insight.timeZone;
+  const columns = zone ? ["#", "UTC", `Local time (${zone.iana})`] : ["#", "UTC"];
+  const count = insight.occurrences.length;
+  const caption =
+    insight.state === "Enabled"
+      ? `The next ${count} occurrences, from the recurrence engine`
+      : `The next ${count} occurrences of the schedule (the job is ${insight.state}: it runs at these times only once enabled)`;
+  const rows = insight.occurrences.map((occurrence, index) =>
+    h(
+      "tr",
+      {},
+      h("td", { class: "num" }, String(index + 1)),
+      h("td", {}, h("time", { datetime: occurrence.utc }, utc(occurrence.utc)), h("span", { class: "muted" }, ` (${relative(occurrence.utc)})`)),
+      zone ? h("td", {}, occurrence.local?.replace("T", " ") ?? "—") : null,
+    ),
+  );
+  return table(caption, columns, rows, "No further occurrences: the schedule is over.");
+}
+
+function historyRow(row: HistoryRow, fresh: boolean): HTMLTableRowElement {
+  const p = row.properties;
+  const took = secondsBetween(p.startTime, p.endTime);
+  const late = secondsBetween(p.expectedExecutionTime, p.startTime);
+  const message = p.message ?? "";
+  return h(
+    "tr",
+    { class: fresh ? "fresh" : "", "data-status": p.status },
+    h("td", {}, h("time", { datetime: p.startTime }, utc(p.startTime))),
+    h("td", {}, p.actionName === "ErrorAction" ? "error action" : "main"),
+    h("td", {}, badge(p.status)),
+    h("td", { class: "num" }, took === null ? "—" : span(took)),
+    h("td", { class: "num" }, lateness(late)),
+    h("td", { class: "num" }, String(p.retryCount)),
+    h(
+      "td",
+      { class: "message" },
+      message.length > 100 ? h("details", {}, h("summary", {}, excerpt(message, 100)), h("pre", {}, message)) : h("span", {}, message || "—"),
+    ),
+  );
+}
+
+export function jobView(context: Context, ref: Ref): View {
+  const name = ref.job ?? "";
+  const status = h("div", { class: "status-area" });
+  const actionStatus = h("p", { class: "action-status", role: "status" });
+  const summary = h("dl", { class: "summary" });
+  const occurrences = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const definition = h("div", {});
+  const raw = h("pre", { class: "raw" });
+  const historyArea = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const charts = new HistoryCharts();
+  const runButton = h("button", { type: "button", "data-key": "run" }, "Run now");
+  const toggleButton = h("button", { type: "button", "data-key": "toggle" }, "Disable");
+  const deleteButton = h("button", { type: "button", class: "danger", "data-key": "delete" }, "Delete…");
+  const dialog = h(
+    "dialog",
+    { "aria-labelledby": "delete-title", "aria-describedby": "delete-text" },
+    h("h2", { id: "delete-title" }, `Delete job ${name}?`),
+    h("p", { id: "delete-text" }, "The job, its schedule and its history are removed. This cannot be undone."),
+    h(
+      "form",
+      { method: "dialog", class: "buttons" },
+      h("button", { value: "cancel", autofocus: true }, "Cancel"),
+      h("button", { value: "delete", class: "danger" }, "Delete job"),
+    ),
+  );
+  let job: Job | null = null;
+  let known: Set<string> | null = null;
+  let shownDefinition = "";
+  let gone = false;
+
+  const collectionKey = `${ref.group}/${ref.collection}`;
+  const element = h(
+    "article",
+    { "aria-labelledby": "page-title" },
+    h(
+      "nav",
+      { "aria-label": "Breadcrumb", class: "breadcrumb" },
+      h("ol", {}, h("li", {}, h("a", { href: "#/collections" }, "Collections")), h("li", {}, h("a", { href: jobsHash({ collection: collectionKey }) }, collectionKey)), h("li", { "aria-current": "page" }, name)),
+    ),
+    h("h1", { id: "page-title", tabindex: -1 }, name),
+    status,
+    h("div", { class: "actions", role: "group", "aria-label": "Job actions" }, runButton, toggleButton, deleteButton),
+    actionStatus,
+    summary,
+    h("section", { "aria-labelledby": "charts-title" }, h("h2", { id: "charts-title" }, "Executions"), charts.element),
+    h("section", { "aria-labelledby": "history-title" }, h("h2", { id: "history-title" }, "History"), historyArea),
+    h("section", { "aria-labelledby": "occurrences-title", class: "narrow" }, h("h2", { id: "occurrences-title" }, "Next occurrences"), occurrences),
+    h(
+      "section",
+      { "aria-labelledby": "definition-title" },
+      h("h2", { id: "definition-title" }, "Definition"),
+      definition,
+      h("details", {}, h("summary", {}, "The job as the API returns it (JSON, without secrets)"), raw),
+    ),
+    dialog,
+  );
+
+  async function act(button: HTMLButtonElement, work: () => Promise<string>): Promise<void> {
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    actionStatus.className = "action-status";
+    try {
+      actionStatus.textContent = await work();
+      await view.refresh();
+    } catch (error) {
+      actionStatus.className = "action-status error";
+      actionStatus.textContent = `Failed: ${(error as Error).message}`;
+    } finally {
+      button.disabled = false;
+      button.removeAttribute("aria-busy");
+    }
+  }
+
+  runButton.addEventListener("click", () =>
+    act(runButton, async () => {
+      await context.api.run(ref);
+      return `Run requested at ${utc(new Date().toISOString())}: the execution appears in the history within seconds.`;
+    }),
+  );
+  toggleButton.addEventListener("click", () =>
+    act(toggleButton, async () => {
+      const next = job?.properties.state === "Enabled" ? "Disabled" : "Enabled";
+      const updated = await context.api.setState(ref, next);
+      return `The job is ${updated.properties.state}.`;
+    }),
+  );
+  deleteButton.addEventListener("click", () => {
+    dialog.returnValue = "";
+    dialog.showModal();
+  });
+  dialog.addEventListener("close", () => {
+    if (dialog.returnValue !== "delete") {
+      deleteButton.focus();
+      return;
+    }
+    void act(deleteButton, async () => {
+      await context.api.remove(ref);
+      gone = true;
+      announce(`Job ${name} deleted.`);
+      context.navigate(jobsHash({ collection: collectionKey, deleted: name }));
+      return `Job ${name} deleted.`;
+    });
+  });
+
+  function renderSummary(current: Job, history: HistoryRow[]): void {
+    const props = current.properties;
+    const counters = props.status ?? {};
+    const last = lastOutcome(history);
+    toggleButton.textContent = props.state === "Enabled" ? "Disable" : "Enable";
+    const pair = (term: string, value: Child) => h("div", {}, ...item(term, value));
+    replace(
+      summary,
+      pair("State", badge(props.state)),
+      pair("Next run", when(counters.nextExecutionTime, props.state === "Enabled" ? "none: the schedule is over" : "none: not enabled")),
+      pair("Last run", when(counters.lastExecutionTime, "never")),
+      pair("Last outcome", last ? badge(last.properties.status) : h("span", { class: "muted" }, "—")),
+      pair("Executions", h("span", { "data-counter": "executionCount" }, String(counters.executionCount ?? 0))),
+      pair("Failures", h("span", { "data-counter": "failureCount" }, String(counters.failureCount ?? 0))),
+      pair("Faulted", h("span", { "data-counter": "faultedCount" }, String(counters.faultedCount ?? 0))),
+    );
+  }
+
+  function renderHistory(history: HistoryRow[]): void {
+    const fresh = new Set<string>();
+    if (known !== null) for (const row of history) if (!known.has(row.id)) fresh.add(row.id);
+    if (fresh.size) {
+      const newest = history.find((row) => fresh.has(row.id));
+      announce(`${fresh.size} new execution${fresh.size > 1 ? "s" : ""}${newest ? `: ${newest.properties.status}` : ""}.`);
+    }
+    known = new Set(history.map((row) => row.id));
+    const columns = ["Started (UTC)", "Action", "Status", "Duration", "Lateness", "Retry", "Response"];
+    const caption = history.length ? `The last ${history.length} executions, newest first` : "Executions, newest first";
+    replace(historyArea, table(caption, columns, history.map((row) => historyRow(row, fresh.has(row.id))), "No executions yet."));
+    charts.update(history);
+  }
+
+  const view: View = {
+    title: name,
+    element,
+    interval: 2000,
+    async refresh() {
+      if (gone) return;
+      try {
+        const [current, history, insight] = await Promise.all([
+          context.api.job(ref),
+          context.api.history(ref, 100, HISTORY_ROWS),
+          context.api.insight(ref, 10).catch(() => null),
+        ]);
+        job = current;
+        replace(status);
+        renderSummary(current, history);
+        renderHistory(history);
+        if (insight) replace(occurrences, occurrencesTable(insight));
+        const signature = JSON.stringify([current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
+        if (signature !== shownDefinition) {
+          shownDefinition = signature;
+          replace(
+            definition,
+            h("h3", {}, "Schedule"),
+            scheduleDetails(current, insight),
+            h("h3", {}, "Action"),
+            actionDetails(current.properties.action, "action", insight),
+            current.properties.action.errorAction ? [h("h3", {}, "Error action"), actionDetails(current.properties.action.errorAction, "action.errorAction", insight)] : null,
+          );
+          raw.textContent = JSON.stringify(current, null, 2);
+        }
+      } catch (error) {
+        const failure = error as ApiError;
+        replace(status, errorBanner(failure.status === 404 ? `Job ${name} does not exist (any more).` : `Could not read the job: ${failure.message}`));
+      }
+    },
+    dispose() {
+      charts.dispose();
+    },
+  };
+  return view;
+}

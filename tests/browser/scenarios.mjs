@@ -1,0 +1,314 @@
+// Browser scenarios of the dashboard: Playwright (playwright-core from npm) driving Debian's Chromium.
+//
+//   node tests/browser/scenarios.mjs <scenario>
+//
+// Run by tests/browser/test_*.py, which start the function app, prepare jobs through the API, and check what
+// a scenario reports (the JSON it prints on its last line) against the API and the HTTP targets. The
+// environment names the page (DASHBOARD_URL), the key (API_KEY), the subscription (SUBSCRIPTION), the
+// browser (CHROMIUM), where screenshots go (SCREENSHOTS) and the scenario's own arguments (SCENARIO_ARGS,
+// JSON). A failed step throws: the message goes to standard error and the exit status is 1.
+//
+// Every scenario also checks, for the whole visit: no console error or warning, no page error, no CSP
+// violation, every request to the dashboard's own origin (nothing from a CDN), and no cookie set.
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.DASHBOARD_URL;
+const KEY = process.env.API_KEY;
+const SUBSCRIPTION = process.env.SUBSCRIPTION;
+const SHOTS = process.env.SCREENSHOTS;
+const ARGS = JSON.parse(process.env.SCENARIO_ARGS || "{}");
+const ORIGIN = new URL(BASE).origin;
+const WAIT = 60_000;
+let lastPage = null; // for a screenshot of the moment a step failed
+
+function step(text) {
+  process.stderr.write(`[${new Date().toISOString().slice(11, 23)}] ${text}\n`);
+}
+
+async function openBrowser() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    // Root in a container has no user namespace for Chromium's sandbox; the pages are our own, on loopback.
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
+  const context = await browser.newContext({
+    viewport: { width: 1360, height: 900 },
+    deviceScaleFactor: 1,
+    locale: "en-GB",
+    timezoneId: "Europe/Berlin",
+    colorScheme: "light",
+    reducedMotion: "reduce",
+  });
+  const problems = [];
+  const foreign = [];
+  await context.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (event) =>
+      console.error(`CSP violation: ${event.violatedDirective} blocked ${event.blockedURI || "inline code"}`),
+    );
+  });
+  context.on("request", (request) => {
+    const url = request.url();
+    if (!url.startsWith(ORIGIN) && !url.startsWith("data:")) foreign.push(url);
+  });
+  const page = await context.newPage();
+  lastPage = page;
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(`${message.type()}: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  return { browser, context, page, problems, foreign };
+}
+
+async function finish({ browser, context, page, problems, foreign }, observed) {
+  const cookies = await context.cookies();
+  const storage = await page.evaluate(() => ({ local: localStorage.length, session: Object.keys(sessionStorage) }));
+  await browser.close();
+  // 401s the scenario provoked on purpose show up as failed resource loads; nothing else may.
+  const unexpected = problems.filter((text) => !(observed.expected401 && /401/.test(text)));
+  assert.deepEqual(unexpected, [], `console errors, page errors or CSP violations: ${unexpected.join(" | ")}`);
+  assert.deepEqual(foreign, [], `requests outside the dashboard's origin: ${foreign.join(", ")}`);
+  assert.deepEqual(cookies, [], "the dashboard set a cookie");
+  assert.equal(storage.local, 0, "the dashboard wrote to localStorage");
+  observed.sessionStorageKeys = storage.session;
+  process.stdout.write(`${JSON.stringify(observed)}\n`);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, name), fullPage: true });
+  step(`screenshot ${name}`);
+}
+
+async function signIn(page, key = KEY) {
+  step("sign in");
+  await page.goto(BASE);
+  await page.getByLabel("API key").fill(key);
+  await page.getByLabel("Subscription ID").fill(SUBSCRIPTION);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+async function signedIn(page) {
+  await signIn(page);
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+}
+
+function jobUrl(name) {
+  const e = encodeURIComponent;
+  return `${BASE}#/job/${e(ARGS.group)}/${e(ARGS.collection)}/${e(name)}`;
+}
+
+/** The job page's summary as {term: text}. */
+async function summary(page) {
+  return page.locator("dl.summary").evaluate((list) => {
+    const out = {};
+    const terms = list.querySelectorAll("dt");
+    for (const term of terms) out[term.textContent] = term.nextElementSibling.textContent;
+    return out;
+  });
+}
+
+/** The history table's rows as objects keyed by column header. */
+async function historyRows(page) {
+  const table = page.getByRole("table", { name: /executions, newest first|The last/ });
+  return table.evaluate((element) => {
+    const heads = [...element.querySelectorAll("thead th")].map((th) => th.textContent);
+    return [...element.querySelectorAll("tbody tr[data-status]")].map((row) =>
+      Object.fromEntries([...row.cells].map((cell, index) => [heads[index], cell.textContent.trim()])),
+    );
+  });
+}
+
+// ------------------------------------------------------------------------------------------------ scenarios
+
+/** Sign in, find the job in the list, open it before it is due, and watch its execution appear without a
+ * reload: the counters, the history row, and the charts follow by polling. */
+async function watchJobFire() {
+  const session = await openBrowser();
+  const { page } = session;
+  await signedIn(page);
+  await shot(page, "collections.png");
+  const observed = {};
+
+  step("jobs list, search");
+  await page.getByRole("link", { name: "Jobs", exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+  await page.getByLabel("Search").fill(ARGS.job);
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: ARGS.job, exact: true }) });
+  await row.waitFor();
+  observed.listState = (await row.getByRole("cell").nth(1).textContent()).trim();
+  observed.listNextRun = await row.locator("time").first().getAttribute("datetime");
+  observed.listRows = await page.locator("tbody tr").count();
+
+  step("job page, before it fires");
+  await row.getByRole("link", { name: ARGS.job, exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.job }).waitFor();
+  await page.getByText("No executions yet.").waitFor();
+  observed.beforeExecutions = (await summary(page)).Executions;
+  observed.occurrences = await page.getByRole("table", { name: /occurrences/ }).locator("tbody time").evaluateAll((times) => times.map((t) => t.getAttribute("datetime")));
+  await page.evaluate(() => {
+    window.__sameDocument = true;
+  });
+
+  step("waiting for the execution to appear");
+  await page.locator("tbody tr[data-status]").first().waitFor({ timeout: WAIT });
+  await page.waitForFunction(() => document.querySelector('[data-counter="executionCount"]')?.textContent === "1", null, { timeout: WAIT });
+  observed.sameDocument = await page.evaluate(() => window.__sameDocument === true);
+  observed.history = await historyRows(page);
+  observed.summary = await summary(page);
+  observed.outcomeChart = await page.locator("#chart-outcomes").getAttribute("aria-label");
+  observed.latenessChart = await page.locator("#chart-lateness").getAttribute("aria-label");
+  observed.announced = await page.locator("#announcer").textContent();
+  await shot(page, "job-fired.png");
+  await finish(session, observed);
+}
+
+/** Run now, disable, and delete (cancelled once, then confirmed), each by its button. */
+async function runDisableDelete() {
+  const session = await openBrowser();
+  const { page } = session;
+  await signedIn(page);
+  const observed = {};
+
+  step("run now");
+  await page.goto(jobUrl(ARGS.run));
+  await page.getByRole("heading", { level: 1, name: ARGS.run }).waitFor();
+  await page.getByText("No executions yet.").waitFor();
+  await page.getByRole("button", { name: "Run now" }).click();
+  await page.getByRole("status").filter({ hasText: "Run requested" }).waitFor();
+  await page.locator("tbody tr[data-status]").first().waitFor({ timeout: WAIT });
+  observed.runHistory = await historyRows(page);
+
+  step("disable");
+  const toggle = page.getByRole("button", { name: "Disable" });
+  await toggle.click();
+  await page.getByRole("status").filter({ hasText: "The job is Disabled." }).waitFor();
+  await page.getByRole("button", { name: "Enable" }).waitFor();
+  observed.afterDisable = await summary(page);
+  await shot(page, "job-disabled.png");
+
+  step("delete: cancel, then confirm");
+  await page.goto(jobUrl(ARGS.remove));
+  await page.getByRole("heading", { level: 1, name: ARGS.remove }).waitFor();
+  const remove = page.getByRole("button", { name: "Delete…" });
+  await remove.click();
+  const dialog = page.getByRole("dialog", { name: `Delete job ${ARGS.remove}?` });
+  await dialog.waitFor();
+  observed.dialogFocus = await page.evaluate(() => document.activeElement?.textContent);
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  observed.focusAfterCancel = await page.evaluate(() => document.activeElement?.textContent);
+  observed.stillThere = (await page.request.get(`${ORIGIN}/subscriptions/${SUBSCRIPTION}/resourceGroups/${ARGS.group}/providers/Microsoft.Scheduler/jobCollections/${ARGS.collection}/jobs/${ARGS.remove}?api-version=2016-03-01`, { headers: { Authorization: `Bearer ${KEY}` } })).status();
+  await remove.click();
+  await dialog.waitFor();
+  await shot(page, "delete-dialog.png");
+  await dialog.getByRole("button", { name: "Delete job" }).click();
+  await page.getByText(`Job ${ARGS.remove} deleted.`).first().waitFor();
+  await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  observed.listedAfterDelete = await page.locator("tbody th a").allTextContents();
+  observed.hashAfterDelete = await page.evaluate(() => window.location.hash);
+  await finish(session, observed);
+}
+
+/** A wrong key is refused; the failing-now view, search and filters; the collections' quota use; a job's
+ * write-only fields; the keyboard path; the screenshot for the README. */
+async function browseAndFilter() {
+  const session = await openBrowser();
+  const { page } = session;
+  const observed = { expected401: true };
+
+  step("wrong key");
+  await signIn(page, "sks_not-the-key");
+  observed.wrongKeyAlert = (await page.getByRole("alert").textContent()).trim();
+  observed.storedAfterWrongKey = await page.evaluate(() => Object.keys(sessionStorage).length);
+
+  step("keyboard: skip link first");
+  await page.reload();
+  await page.getByLabel("API key").waitFor();
+  await page.locator("body").focus();
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press("Tab");
+  observed.firstTab = await page.evaluate(() => document.activeElement?.textContent);
+  await page.getByLabel("API key").fill(KEY);
+  await page.getByLabel("Subscription ID").fill(SUBSCRIPTION);
+  await page.getByLabel("Subscription ID").press("Enter");
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+  observed.focusAfterSignIn = await page.evaluate(() => document.activeElement?.textContent);
+
+  step("collections");
+  const collection = page.getByRole("row").filter({ has: page.getByRole("link", { name: ARGS.collection, exact: true }) });
+  await collection.getByText("failing").waitFor({ timeout: WAIT });
+  observed.collectionRow = (await collection.getByRole("cell").allTextContents()).map((text) => text.trim());
+  await shot(page, "collections.png");
+
+  step("failing now");
+  await page.getByRole("link", { name: "Failing now" }).click();
+  await page.getByRole("heading", { level: 1, name: "Failing now" }).waitFor();
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  observed.failing = await page.locator("tbody th a").allTextContents();
+  await shot(page, "failing.png");
+
+  step("search and filters");
+  await page.getByRole("link", { name: "Jobs", exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  observed.all = await page.locator("tbody th a").allTextContents();
+  await page.getByLabel("Search").fill(ARGS.search);
+  observed.searched = await page.locator("tbody th a").allTextContents();
+  observed.searchHash = await page.evaluate(() => window.location.hash);
+  await page.getByLabel("Search").fill("");
+  await page.getByLabel("State").selectOption("Disabled");
+  observed.disabledOnly = await page.locator("tbody th a").allTextContents();
+  await page.getByLabel("State").selectOption("");
+  await page.getByLabel("Failing now only").check();
+  observed.failingOnly = await page.locator("tbody th a").allTextContents();
+
+  step("a job with a secret");
+  await page.goto(jobUrl(ARGS.secured));
+  await page.getByRole("heading", { level: 1, name: ARGS.secured }).waitFor();
+  const secrets = page.locator("ul.secrets li");
+  await secrets.first().waitFor();
+  observed.writeOnly = (await secrets.allTextContents()).map((text) => text.trim());
+  observed.pageText = await page.locator("main").textContent();
+  observed.zone = await page.getByRole("table", { name: /occurrences/ }).locator("thead").textContent();
+  observed.localTimes = await page.getByRole("table", { name: /occurrences/ }).locator("tbody tr td:nth-child(3)").allTextContents();
+  observed.utcTimes = await page.getByRole("table", { name: /occurrences/ }).locator("tbody time").evaluateAll((times) => times.map((t) => t.getAttribute("datetime")));
+
+  step("a job with history: charts");
+  await page.goto(jobUrl(ARGS.flaky));
+  await page.getByRole("heading", { level: 1, name: ARGS.flaky }).waitFor();
+  await page.locator("tbody tr[data-status]").nth(ARGS.flakyRuns - 1).waitFor({ timeout: WAIT });
+  observed.flakyHistory = await historyRows(page);
+  observed.outcomeChart = await page.locator("#chart-outcomes").getAttribute("aria-label");
+  observed.latenessChart = await page.locator("#chart-lateness").getAttribute("aria-label");
+  observed.chartPixels = await page.locator("#chart-outcomes").evaluate((canvas) => [canvas.width, canvas.height]);
+  await page.getByRole("button", { name: "Pause live updates" }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.flaky }).focus();
+  await shot(page, "dashboard.png");
+
+  step("sign out");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("API key").waitFor();
+  observed.storedAfterSignOut = await page.evaluate(() => sessionStorage.getItem("scheduler.dashboard.apiKey"));
+  await finish(session, observed);
+}
+
+const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter };
+const name = process.argv[2];
+if (!SCENARIOS[name]) {
+  process.stderr.write(`unknown scenario '${name}'; one of ${Object.keys(SCENARIOS).join(", ")}\n`);
+  process.exit(2);
+}
+try {
+  await SCENARIOS[name]();
+} catch (error) {
+  process.stderr.write(`${error.stack || error}\n`);
+  if (lastPage && !lastPage.isClosed()) {
+    await lastPage.screenshot({ path: join(SHOTS, `failed-${name}.png`), fullPage: true }).catch(() => {});
+    process.stderr.write(`screenshot of the failure: ${join(SHOTS, `failed-${name}.png`)}\n`);
+  }
+  process.exit(1);
+}

@@ -1,0 +1,53 @@
+"""In a real browser: run now, disable, and delete (a cancelled confirmation first) with the job page's
+buttons; each goes through the management API, and the API and the HTTP target show it happened."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scheduler_core.recurrence import format_instant
+from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_scenario
+from tests.support.http_target import http_target
+
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+
+
+def test_run_now_disable_and_delete_from_the_job_page(dashboard: Dashboard) -> None:
+    dashboard.put_collection()
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    with http_target() as target:
+        for name in ("daily-sync", "obsolete"):
+            dashboard.put_job(
+                name,
+                {
+                    "startTime": format_instant(tomorrow),
+                    "action": {"type": "Http", "request": {"uri": f"{target.base_url}/{name}", "method": "GET"}},
+                    "recurrence": {"frequency": "Day", "interval": 1},
+                },
+            )
+        seen = run_scenario(
+            dashboard, "runDisableDelete", run="daily-sync", remove="obsolete", group=GROUP, collection=COLLECTION
+        )
+        received = target.wait_for(1, timeout=5)
+
+    # Run now: the job ran once, on demand (it is not due before tomorrow), and its row appeared.
+    assert [r.path for r in received] == ["/daily-sync"]
+    assert received[0].headers.get("x-ms-scheduler-jobid", "").endswith("/jobs/daily-sync")
+    [row] = seen["runHistory"]
+    assert row["Status"] == "Completed"
+    assert [r["properties"]["status"] for r in dashboard.history("daily-sync")] == ["Completed"]
+    # Disable: the page shows it and the API has it.
+    assert seen["afterDisable"]["State"] == "Disabled"
+    assert seen["afterDisable"]["Next run"] == "none: not enabled"
+    assert dashboard.job("daily-sync")["properties"]["state"] == "Disabled"
+    # Delete: the dialog opens on Cancel; Escape cancels and gives the focus back; then confirmed.
+    assert seen["dialogFocus"] == "Cancel"
+    assert seen["focusAfterCancel"] == "Delete…"
+    assert seen["stillThere"] == 200
+    assert dashboard.api.call("GET", dashboard.job_path("obsolete")).status_code == 404
+    assert seen["listedAfterDelete"] == ["daily-sync"]
+    assert "deleted=obsolete" in seen["hashAfterDelete"]
+    for name in ("job-disabled.png", "delete-dialog.png"):
+        assert (dashboard.screenshots / name).stat().st_size > 10_000
