@@ -84,11 +84,8 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @app.function_name("dashboard")
-@app.route(
-    route="dashboard/{*path}",  # scheduler_core.dashboard.ROUTE
-    # Every method reaches the function, so that a write gets an ARM 405 error body rather than a bare 405.
-    methods=list(func.HttpMethod),
-)
+# No method list: every method reaches the function, so that a write gets an ARM 405 error body.
+@app.route(route="dashboard/{*path}")  # scheduler_core.dashboard.ROUTE
 def dashboard(req: func.HttpRequest) -> func.HttpResponse:
     """The web dashboard: its page and assets (anonymous), and its read-only API (API key, as the management API)."""
     from scheduler_core import dashboard as web  # imported here, as this block is appended below the wiring above
