@@ -1,0 +1,242 @@
+"""A small client of the Microsoft.Scheduler REST API (api-version 2016-03-01) on ``requests``.
+
+Every method is one documented ARM operation (``scheduler_core/api/openapi``); an answer of 400 or more
+raises :class:`ApiError` with the ARM error's code and message as the service sent them, and no answer at
+all raises :class:`Unreachable`. Names are percent-encoded one segment at a time. ``nextLink`` is
+followed by its path and query only, on the configured endpoint, so the key never goes to another host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import requests
+
+from scheduler_core.cli.common import (
+    EXIT_API_ERROR,
+    EXIT_AUTH,
+    EXIT_NOT_FOUND,
+    EXIT_UNREACHABLE,
+    CliError,
+    Connection,
+)
+
+API_VERSION = "2016-03-01"
+PROVIDER = "providers/Microsoft.Scheduler"
+USER_AGENT = "scheduler-core-cli"
+
+
+class ApiError(CliError):
+    """The API answered with an error: ``status``, and the ARM error's ``code`` and ``message``."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.arm_code = code
+        self.arm_message = message
+        exit_code = {401: EXIT_AUTH, 403: EXIT_AUTH, 404: EXIT_NOT_FOUND}.get(status, EXIT_API_ERROR)
+        super().__init__(f"{message} ({code}, HTTP {status})" if code else f"HTTP {status}: {message}", exit_code)
+
+    @classmethod
+    def from_response(cls, response: requests.Response) -> ApiError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict) and ("code" in error or "message" in error):
+            return cls(response.status_code, str(error.get("code") or ""), str(error.get("message") or ""))
+        text = " ".join(response.text.split())[:300] or response.reason or "no error body"
+        return cls(response.status_code, "", text)
+
+
+class Unreachable(CliError):
+    """No answer from the endpoint."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_UNREACHABLE)
+
+
+def _segment(name: str) -> str:
+    """One path segment. ``.`` and ``..`` are encoded (%2E), or a URL library would resolve them as
+    relative path steps and address another resource; the service refuses them by name."""
+    if name in (".", ".."):
+        return name.replace(".", "%2E")
+    return quote(name, safe="")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A successful answer: status, JSON body (None when empty) and ETag."""
+
+    status: int
+    body: Any
+    etag: str | None
+
+
+class SchedulerClient:
+    """The management API of one endpoint, for one subscription."""
+
+    def __init__(self, conn: Connection, session: requests.Session | None = None) -> None:
+        self.conn = conn
+        self.endpoint = conn.endpoint
+        self.session = session or requests.Session()
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        if conn.api_key:
+            if conn.functions_key_header:
+                headers["x-functions-key"] = conn.api_key
+            else:
+                headers["Authorization"] = f"Bearer {conn.api_key}"
+        headers.update(dict(conn.headers))
+        self.headers = headers
+
+    # ------------------------------------------------------------------------------------------- paths
+
+    def subscription_path(self) -> str:
+        return f"/subscriptions/{_segment(self.conn.require_subscription())}"
+
+    def group_path(self, group: str) -> str:
+        return f"{self.subscription_path()}/resourceGroups/{_segment(group)}"
+
+    def collection_path(self, group: str, collection: str) -> str:
+        return f"{self.group_path(group)}/{PROVIDER}/jobCollections/{_segment(collection)}"
+
+    def job_path(self, group: str, collection: str, job: str) -> str:
+        return f"{self.collection_path(group, collection)}/jobs/{_segment(job)}"
+
+    # ----------------------------------------------------------------------------------------- requests
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        if_match: str | None = None,
+        raw_query: str | None = None,
+    ) -> Answer:
+        """One request; raises :class:`ApiError` for an error answer, :class:`Unreachable` for none."""
+        url = f"{self.endpoint}{path}"
+        headers = dict(self.headers)
+        if if_match:
+            headers["If-Match"] = if_match
+        query: dict[str, str] | None = None
+        if raw_query is not None:
+            url = f"{url}?{raw_query}"
+        else:
+            query = {"api-version": API_VERSION, **(params or {})}
+        try:
+            response = self.session.request(
+                method, url, params=query, json=body, headers=headers, timeout=self.conn.timeout, allow_redirects=False
+            )
+        except requests.Timeout:
+            raise Unreachable(f"{self.endpoint} did not answer within {self.conn.timeout:g} s") from None
+        except requests.RequestException as exc:
+            raise Unreachable(f"cannot reach {self.endpoint}: {_reason(exc)}") from None
+        if response.status_code >= 400:
+            raise ApiError.from_response(response)
+        if 300 <= response.status_code < 400:
+            raise ApiError(response.status_code, "", f"redirected to {response.headers.get('Location', '?')}")
+        payload: Any = None
+        if response.content:
+            try:
+                payload = response.json()
+            except ValueError:
+                raise ApiError(response.status_code, "", "the answer is not JSON") from None
+        return Answer(response.status_code, payload, response.headers.get("ETag"))
+
+    def pages(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a list operation, following ``nextLink`` (on this endpoint only)."""
+        answer = self.call("GET", path, params=params)
+        while True:
+            body = answer.body if isinstance(answer.body, dict) else {}
+            for item in body.get("value") or []:
+                if isinstance(item, dict):
+                    yield item
+            link = body.get("nextLink")
+            if not link:
+                return
+            parts = urlsplit(str(link))
+            answer = self.call("GET", parts.path, raw_query=parts.query)
+
+    # -------------------------------------------------------------------------------------- collections
+
+    def list_collections(self, group: str | None = None) -> list[dict[str, Any]]:
+        base = self.group_path(group) if group else self.subscription_path()
+        return list(self.pages(f"{base}/{PROVIDER}/jobCollections"))
+
+    def get_collection(self, group: str, collection: str) -> dict[str, Any]:
+        body: dict[str, Any] = self.call("GET", self.collection_path(group, collection)).body
+        return body
+
+    def find_collection(self, group: str, collection: str) -> dict[str, Any] | None:
+        """The collection, or None when it does not exist (404)."""
+        try:
+            return self.get_collection(group, collection)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def put_collection(self, group: str, collection: str, body: Mapping[str, Any]) -> Answer:
+        return self.call("PUT", self.collection_path(group, collection), body=dict(body))
+
+    def delete_collection(self, group: str, collection: str) -> None:
+        self.call("DELETE", self.collection_path(group, collection))
+
+    def set_collection_state(self, group: str, collection: str, enable: bool) -> None:
+        self.call("POST", f"{self.collection_path(group, collection)}/{'enable' if enable else 'disable'}")
+
+    # --------------------------------------------------------------------------------------------- jobs
+
+    def list_jobs(self, group: str, collection: str, state: str | None = None) -> list[dict[str, Any]]:
+        params = {"$filter": f"state eq '{state}'"} if state else None
+        return list(self.pages(f"{self.collection_path(group, collection)}/jobs", params))
+
+    def get_job(self, group: str, collection: str, job: str) -> Answer:
+        return self.call("GET", self.job_path(group, collection, job))
+
+    def put_job(
+        self, group: str, collection: str, job: str, body: Mapping[str, Any], if_match: str | None = None
+    ) -> Answer:
+        return self.call("PUT", self.job_path(group, collection, job), body=dict(body), if_match=if_match)
+
+    def patch_job(
+        self, group: str, collection: str, job: str, body: Mapping[str, Any], if_match: str | None = None
+    ) -> Answer:
+        return self.call("PATCH", self.job_path(group, collection, job), body=dict(body), if_match=if_match)
+
+    def delete_job(self, group: str, collection: str, job: str) -> None:
+        self.call("DELETE", self.job_path(group, collection, job))
+
+    def run_job(self, group: str, collection: str, job: str) -> None:
+        self.call("POST", f"{self.job_path(group, collection, job)}/run")
+
+    def history(
+        self, group: str, collection: str, job: str, status: str | None = None, top: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The job's history, newest first, at most ``top`` entries."""
+        params: dict[str, str] = {}
+        if status:
+            params["$filter"] = f"status eq '{status}'"
+        if top is not None:
+            params["$top"] = str(min(top, 100))
+        rows: list[dict[str, Any]] = []
+        for row in self.pages(f"{self.job_path(group, collection, job)}/history", params):
+            rows.append(row)
+            if top is not None and len(rows) >= top:
+                break
+        return rows
+
+
+def _reason(exc: requests.RequestException) -> str:
+    """The innermost cause of a connection error, in one line (no URL with its query)."""
+    cause: BaseException = exc
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        nxt = cause.__cause__ or cause.__context__
+        assert nxt is not None
+        cause = nxt
+    text = str(cause) or type(cause).__name__
+    return " ".join(text.split())[:200]

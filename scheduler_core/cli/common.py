@@ -1,0 +1,168 @@
+"""What every command shares: exit codes, the errors a command reports, reading JSON files, and the
+connection options (endpoint, API key, subscription, resource group) with their environment variables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+#: Exit statuses (documented in docs/cli.md).
+EXIT_OK = 0
+EXIT_API_ERROR = 1  # the API refused the request (its ARM error is printed), or an import had failures
+EXIT_INVALID = 2  # a bad command line, an unreadable or invalid input file, a definition refused locally
+EXIT_UNREACHABLE = 3  # no answer from the endpoint (connection refused, DNS, TLS, timeout)
+EXIT_AUTH = 4  # 401 or 403: the API key is missing, wrong or not allowed on the subscription
+EXIT_NOT_FOUND = 5  # 404: the collection or job does not exist
+
+#: Environment variables of the command line (client side: not app settings of the service).
+ENV_ENDPOINT = "SCHEDULER_ENDPOINT"
+ENV_API_KEY = "SCHEDULER_API_KEY"
+ENV_API_KEY_FILE = "SCHEDULER_API_KEY_FILE"
+ENV_SUBSCRIPTION = "SCHEDULER_SUBSCRIPTION"
+ENV_RESOURCE_GROUP = "SCHEDULER_RESOURCE_GROUP"
+ENV_COLLECTION = "SCHEDULER_COLLECTION"
+
+#: The endpoint of `make run`.
+DEFAULT_ENDPOINT = "http://127.0.0.1:7071"
+#: Where `make run` writes the API key it generated (read only for a loopback endpoint).
+LOCAL_KEY_FILE = Path(".run") / "api-key"
+DEFAULT_TIMEOUT = 60.0
+
+
+class CliError(Exception):
+    """A problem to report on standard error (``error: ...``) with exit status ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_INVALID) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def read_json_file(path: str, stdin: TextIO | None = None) -> Any:
+    """The JSON document in ``path`` (``-``: standard input). A BOM is accepted (PowerShell writes one)."""
+    try:
+        text = (stdin or sys.stdin).read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path} is not UTF-8 text: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path} is not valid JSON: {exc}") from None
+
+
+def _is_loopback(endpoint: str) -> bool:
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the API is and how to present the key: resolved from flags, then the environment."""
+
+    endpoint: str
+    api_key: str | None
+    subscription: str | None
+    resource_group: str | None
+    functions_key_header: bool
+    headers: tuple[tuple[str, str], ...]
+    timeout: float
+
+    def require_subscription(self) -> str:
+        if not self.subscription:
+            raise CliError(f"no subscription: pass --subscription or set {ENV_SUBSCRIPTION}")
+        return self.subscription
+
+    def require_resource_group(self) -> str:
+        if not self.resource_group:
+            raise CliError(f"no resource group: pass --resource-group (-g) or set {ENV_RESOURCE_GROUP}")
+        return self.resource_group
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError("expected 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0 and 3600 seconds")
+    return value
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, resource_group: bool = True) -> None:
+    """The options every command that calls the API takes (after the command's name)."""
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--endpoint", help=f"base URL of the service (default: ${ENV_ENDPOINT}, else {DEFAULT_ENDPOINT})"
+    )
+    group.add_argument("--api-key", help=f"API key (default: ${ENV_API_KEY}); sent as 'Authorization: Bearer KEY'")
+    group.add_argument(
+        "--api-key-file",
+        metavar="PATH",
+        help=f"read the API key from a file (default: ${ENV_API_KEY_FILE}; for a loopback endpoint, "
+        f"{LOCAL_KEY_FILE} as `make run` writes it)",
+    )
+    group.add_argument("--subscription", help=f"subscription id (default: ${ENV_SUBSCRIPTION})")
+    if resource_group:
+        group.add_argument("-g", "--resource-group", help=f"resource group (default: ${ENV_RESOURCE_GROUP})")
+    group.add_argument(
+        "--functions-key-header",
+        action="store_true",
+        help="send the key as 'x-functions-key' (when App Service Authentication needs Authorization)",
+    )
+    group.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra request header, e.g. 'X-ZUMO-AUTH: <token>' (repeatable)",
+    )
+    group.add_argument(
+        "--timeout", type=_timeout, default=DEFAULT_TIMEOUT, help="seconds to wait for each answer (default 60)"
+    )
+
+
+def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
+    """The connection of a parsed command line: each flag, else its environment variable, else a default."""
+    env = os.environ if environ is None else environ
+    endpoint = (args.endpoint or env.get(ENV_ENDPOINT) or DEFAULT_ENDPOINT).strip().rstrip("/")
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CliError(f"the endpoint must be an http(s) URL such as {DEFAULT_ENDPOINT}, not {endpoint!r}")
+    if parts.query or parts.fragment:
+        raise CliError(f"the endpoint must not carry a query or fragment: {endpoint!r}")
+    key: str | None = args.api_key or None
+    key_file = args.api_key_file or (None if args.api_key or env.get(ENV_API_KEY) else env.get(ENV_API_KEY_FILE))
+    if key is None and not key_file:
+        key = env.get(ENV_API_KEY) or None
+    if key is None and not key_file and _is_loopback(endpoint) and LOCAL_KEY_FILE.is_file():
+        key_file = str(LOCAL_KEY_FILE)
+    if key is None and key_file:
+        try:
+            key = Path(key_file).read_text(encoding="utf-8").strip() or None
+        except OSError as exc:
+            raise CliError(f"cannot read the API key file {key_file}: {exc.strerror or exc}") from None
+    return Connection(
+        endpoint=endpoint,
+        api_key=key,
+        subscription=(args.subscription or env.get(ENV_SUBSCRIPTION) or "").strip() or None,
+        resource_group=(getattr(args, "resource_group", None) or env.get(ENV_RESOURCE_GROUP) or "").strip() or None,
+        functions_key_header=bool(args.functions_key_header),
+        headers=tuple(args.header or ()),
+        timeout=float(args.timeout),
+    )
