@@ -3,7 +3,7 @@
 //   az deployment sub create -l <region> -f infra/main.bicep -p environmentName=<name> location=<region>
 // See docs/deploy.md. Modules: monitoring, storage (tables and queues), key vault (API key hashes),
 // function app (plan, site, optional App Service Authentication), roles, app settings, optional
-// Service Bus namespace.
+// Service Bus namespace, alert rules (on by default) with their action group.
 targetScope = 'subscription'
 
 @minLength(1)
@@ -32,6 +32,42 @@ param hostingPlan string = 'FlexConsumption'
   'EP3'
 ])
 param elasticPremiumSku string = 'EP1'
+
+@description('Python version of the app. Default 3.12, as in Microsoft\'s Flex Consumption quickstart; the app supports 3.11 to 3.13 (pyproject.toml), as far as the chosen plan offers the version in the region.')
+@allowed([
+  '3.11'
+  '3.12'
+  '3.13'
+])
+param pythonVersion string = '3.12'
+
+@description('PYTHON_THREADPOOL_THREAD_COUNT: threads of the Python worker that run the (sync) functions of an instance. 40 = host.json queues batchSize (16) + newBatchThreshold (24), the executions the host hands one instance at once (docs/deploy.md).')
+@minValue(1)
+param pythonThreadpoolThreadCount int = 40
+
+@description('Deploy the alert rules (poison messages, failure rate, dispatch tick missing, lateness p99) and their action group.')
+param deployAlerts bool = true
+
+@description('E-mail address the alerts are sent to (a distribution list for several people). Empty: alerts fire and show in Azure Monitor, without e-mail.')
+param alertEmailAddress string = ''
+
+@description('Failure-rate alert: percentage of failed attempts in 15 minutes above which it fires.')
+@minValue(1)
+@maxValue(100)
+param alertFailureRatePercent int = 10
+
+@description('Failure-rate alert: fewest finished attempts in 15 minutes for the rate to count.')
+@minValue(1)
+param alertFailureRateMinimumAttempts int = 10
+
+@description('Lateness alert: seconds the 99th percentile of lateness (due time to call start) must exceed.')
+@minValue(1)
+param alertLatenessP99Seconds int = 10
+
+@description('Dispatch-tick alert: minutes without a dispatch tick after which it fires (at most 9: the rule reads a 10-minute window).')
+@minValue(2)
+@maxValue(9)
+param alertTickMissingMinutes int = 3
 
 @description('Flex Consumption: maximum number of instances.')
 @minValue(40)
@@ -144,9 +180,6 @@ param identityAllowedHosts string = ''
 @description('SCHEDULER_ENTRA_AUTHORITY_HOST: Entra ID authority of ActiveDirectoryOAuth HTTP authentication.')
 param entraAuthorityHost string = 'https://login.microsoftonline.com'
 
-// Python version of the app: the lowest version pyproject.toml's requires-python allows.
-var pythonVersion = '3.11'
-
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = {
   'azd-env-name': environmentName
@@ -157,6 +190,11 @@ var keyVaultName = 'kv-${resourceToken}'
 var functionAppName = 'func-${resourceToken}'
 var apiKeysSecretName = 'scheduler-api-keys'
 var deploymentContainerName = 'app-package-${resourceToken}'
+var isElasticPremium = hostingPlan == 'ElasticPremium'
+// Elastic Premium runs from this blob (WEBSITE_RUN_FROM_PACKAGE = its URL, read with the app's identity):
+// Microsoft's way to run an Elastic Premium app without an Azure Files content share, which would need a
+// storage key (shared keys are disabled). Flex Consumption uses the same container for its own packages.
+var elasticPremiumPackageBlobName = 'elastic-premium/scheduler.zip'
 
 // Tables of scheduler_core/storage/names.py TABLES (the storage module adds tablePrefix).
 var tableNames = [
@@ -272,6 +310,9 @@ module roles 'modules/roles.bicep' = {
     appInsightsName: monitoring.outputs.appInsightsName
     secretsOfficerPrincipalId: principalId
     secretsOfficerPrincipalType: principalType
+    deploymentContainerName: deploymentContainerName
+    packageUploaderPrincipalId: isElasticPremium ? principalId : ''
+    packageUploaderPrincipalType: principalType
   }
 }
 
@@ -298,6 +339,24 @@ module appSettings 'modules/appsettings.bicep' = {
     hostingPlan: hostingPlan
     schedulerSettings: schedulerSettings
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+    pythonThreadCount: pythonThreadpoolThreadCount
+    elasticPremiumPackageUrl: '${storage.outputs.blobEndpoint}${deploymentContainerName}/${elasticPremiumPackageBlobName}'
+  }
+}
+
+module alerts 'modules/alerts.bicep' = if (deployAlerts) {
+  name: 'alerts'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    nameSuffix: resourceToken
+    appInsightsId: monitoring.outputs.appInsightsId
+    alertEmailAddress: alertEmailAddress
+    failureRatePercent: alertFailureRatePercent
+    failureRateMinimumAttempts: alertFailureRateMinimumAttempts
+    latenessP99Seconds: alertLatenessP99Seconds
+    tickMissingMinutes: alertTickMissingMinutes
   }
 }
 
@@ -310,3 +369,4 @@ output SCHEDULER_STORAGE_ACCOUNT string = storage.outputs.name
 output SCHEDULER_KEY_VAULT_NAME string = keyVault.outputs.name
 output SCHEDULER_API_KEYS_SECRET string = apiKeysSecretName
 output SCHEDULER_SERVICE_BUS_NAMESPACE string = deployServiceBus ? 'sb-${resourceToken}' : ''
+output SCHEDULER_PACKAGE_URL string = isElasticPremium ? '${storage.outputs.blobEndpoint}${deploymentContainerName}/${elasticPremiumPackageBlobName}' : ''

@@ -21,21 +21,38 @@ param schedulerSettings object
 @description('Application Insights connection string (not a secret: ingestion needs an Entra token).')
 param appInsightsConnectionString string
 
+@description('PYTHON_THREADPOOL_THREAD_COUNT: threads of the Python worker that run sync function invocations.')
+@minValue(1)
+param pythonThreadCount int
+
+@description('Elastic Premium: URL of the deployment package blob the app runs from (read with its identity).')
+param elasticPremiumPackageUrl string
+
 var isFlex = hostingPlan == 'FlexConsumption'
 
 var platformSettings = {
   APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
   // Local auth is disabled on the component: send telemetry with the managed identity.
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'Authorization=AAD'
+  // Set explicitly on both plans: unset, the worker sizes its pool by the instance's CPU count
+  // (min(32, cpu + 4) on Python 3.9 and later), which differs by plan and instance size.
+  PYTHON_THREADPOOL_THREAD_COUNT: string(pythonThreadCount)
 }
 
-// Elastic Premium without Azure Files (which would need shared keys): run from the deployment package.
+// Elastic Premium without an Azure Files content share (WEBSITE_CONTENTAZUREFILECONNECTIONSTRING needs a
+// storage key, and shared keys are disabled). Microsoft's requirements for that ("Create an app without
+// Azure Files", storage-considerations): the package is in a private blob container, its URL is
+// WEBSITE_RUN_FROM_PACKAGE, fetched with the app's managed identity, and it is updated by hand (with a
+// restart or trigger sync). There is no remote build then: a build writes to the content share, and run
+// from package ignores SCM_DO_BUILD_DURING_DEPLOYMENT. The package carries its Linux dependencies in
+// .python_packages (docs/deploy.md shows the build).
 var elasticPremiumSettings = {
   FUNCTIONS_WORKER_RUNTIME: 'python'
   FUNCTIONS_EXTENSION_VERSION: '~4'
-  WEBSITE_RUN_FROM_PACKAGE: '1'
-  SCM_DO_BUILD_DURING_DEPLOYMENT: 'true'
-  ENABLE_ORYX_BUILD: 'true'
+  WEBSITE_RUN_FROM_PACKAGE: elasticPremiumPackageUrl
+  WEBSITE_RUN_FROM_PACKAGE_BLOB_MI_RESOURCE_ID: 'SystemAssigned'
+  SCM_DO_BUILD_DURING_DEPLOYMENT: 'false'
+  ENABLE_ORYX_BUILD: 'false'
 }
 
 resource site 'Microsoft.Web/sites@2024-04-01' existing = {

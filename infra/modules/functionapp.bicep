@@ -30,7 +30,7 @@ param hostingPlan string = 'FlexConsumption'
 ])
 param elasticPremiumSku string = 'EP1'
 
-@description('Python version of the app (pyproject requires-python).')
+@description('Python version of the app (one pyproject.toml requires-python admits).')
 param pythonVersion string
 
 @description('Blob endpoint of the storage account (Flex Consumption deployment package).')
@@ -76,6 +76,13 @@ param authAllowedAudiences array = []
 
 var isFlex = hostingPlan == 'FlexConsumption'
 
+// The app's health endpoint: GET /health, anonymous (routePrefix is empty), 200 healthy and 503 not.
+// App Service's health check pings it on every instance each minute, takes an instance that keeps failing
+// out of the load balancer and replaces it after an hour. Microsoft supports it for function apps on
+// Elastic Premium and Dedicated plans only: "Health check isn't an option for the Flex Consumption and
+// Consumption plans" (Azure Functions, configure-monitoring), so it is not set on Flex Consumption.
+var healthCheckPath = '/health'
+
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   // checkov:skip=CKV_AZURE_225: zone redundancy is available only in some regions (and for Flex Consumption needs a supported region); left to the operator rather than failing deployments elsewhere
   name: planName
@@ -119,7 +126,6 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   // checkov:skip=CKV_AZURE_17: clients authenticate with API keys (and optionally Entra ID tokens); Azure Scheduler clients never presented client certificates
   // checkov:skip=CKV_AZURE_222: the management API is public, as Azure Scheduler's was; every request needs an API key (and, when enabled, an Entra token). Private access needs a VNet this template does not impose
   // checkov:skip=CKV_AZURE_212: Flex Consumption scales to zero and out by itself (maximumInstanceCount); on Elastic Premium minimumElasticInstanceCount sets always-ready instances
-  // checkov:skip=CKV_AZURE_213: the app exposes only the key-protected management API and no health endpoint; the Functions platform monitors and restarts its host itself
   name: name
   location: location
   tags: union(tags, {
@@ -141,6 +147,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       http20Enabled: true
       remoteDebuggingEnabled: false
       linuxFxVersion: isFlex ? null : 'Python|${pythonVersion}'
+      healthCheckPath: isFlex ? null : healthCheckPath
       minimumElasticInstanceCount: isFlex ? null : minimumElasticInstanceCount
       functionAppScaleLimit: isFlex ? null : maximumElasticWorkerCount
     }

@@ -1,6 +1,7 @@
 // Role assignments of the function app's system-assigned managed identity (least privilege, each on
-// the one resource it needs). Names are guid(scope, principal, roleDefinitionId) so that redeploying
-// is idempotent. The Service Bus role is in servicebus.bicep, deployed only with the namespace.
+// the one resource it needs), and the optional roles of the operator (API key secret, Elastic Premium
+// package). Names are guid(scope, principal, roleDefinitionId) so that redeploying is idempotent. The
+// Service Bus role is in servicebus.bicep, deployed only with the namespace.
 
 @description('Principal (object) id of the function app managed identity.')
 param principalId string
@@ -25,6 +26,20 @@ param secretsOfficerPrincipalId string = ''
 ])
 param secretsOfficerPrincipalType string = 'User'
 
+@description('Blob container of the deployment package.')
+param deploymentContainerName string
+
+@description('Optional (Elastic Premium): object id of the user or group that uploads the package to the deployment container. Empty: none.')
+param packageUploaderPrincipalId string = ''
+
+@description('Principal type of packageUploaderPrincipalId.')
+@allowed([
+  'User'
+  'Group'
+  'ServicePrincipal'
+])
+param packageUploaderPrincipalType string = 'User'
+
 // Storage Table Data Contributor
 var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 // Storage Queue Data Contributor
@@ -37,9 +52,21 @@ var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6'
 var keyVaultSecretsOfficer = 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
 // Monitoring Metrics Publisher
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
+// Storage Blob Data Contributor
+var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
+}
+
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: deploymentContainerName
 }
 
 resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
@@ -113,5 +140,16 @@ resource secretsOfficerRole 'Microsoft.Authorization/roleAssignments@2022-04-01'
     principalId: secretsOfficerPrincipalId
     principalType: secretsOfficerPrincipalType
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsOfficer)
+  }
+}
+
+// Role: Storage Blob Data Contributor, for the operator who uploads the Elastic Premium package (optional; on the deployment container only).
+resource packageUploaderRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(packageUploaderPrincipalId)) {
+  name: guid(deploymentContainer.id, packageUploaderPrincipalId, storageBlobDataContributor)
+  scope: deploymentContainer
+  properties: {
+    principalId: packageUploaderPrincipalId
+    principalType: packageUploaderPrincipalType
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataContributor)
   }
 }

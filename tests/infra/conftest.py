@@ -12,6 +12,10 @@ the same checkout): an exclusive lock on ``.venv-infra/.lock`` is held while the
 built and while a tool runs (its first run writes the grammar cache), so one process builds and the others
 wait for it, then reuse its work.
 
+The alert queries (KQL) are checked with Microsoft's Kusto.Language, the engine's parser and binder as an
+npm package (``@kusto/language-service-next``, no dependencies), installed the same way with ``npm install
+--prefix .venv-infra/kql`` and run by ``node`` (``kql_check.js``).
+
 A missing or broken tool is a test failure, never a skip.
 """
 
@@ -25,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,10 @@ CACHE = VENV / "cache"
 MARKER = VENV / ".installed"
 LOCK = VENV / ".lock"  # kept when the environment is rebuilt: the lock must stay on the same file
 PYCEP_DUMP = Path(__file__).with_name("pycep_dump.py")
+KQL_CHECK = Path(__file__).with_name("kql_check.js")
+#: Microsoft's Kusto.Language (parser and binder of KQL) for JavaScript: no dependencies, MIT, ~30 MB.
+KUSTO_LANGUAGE = "@kusto/language-service-next@12.4.1"
+KQL_TOOL = VENV / "kql"  # npm --prefix: node_modules/ inside, and a marker with the installed spec
 
 #: Generous: the first run installs checkov (~60-90 s) and builds the grammar (~30 s).
 TOOL_TIMEOUT = 900
@@ -145,6 +153,61 @@ def infra_venv() -> Path:
     with infra_lock():
         _ensure_venv()
     return VENV
+
+
+def _ensure_kusto_language() -> Path:
+    """Install KUSTO_LANGUAGE with npm into .venv-infra/kql when missing; the caller holds :func:`infra_lock`."""
+    marker = KQL_TOOL / ".installed"
+    modules = KQL_TOOL / "node_modules"
+    if marker.is_file() and marker.read_text().strip() == KUSTO_LANGUAGE and modules.is_dir():
+        return modules
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is needed to install the KQL analyzer (Node.js is a prerequisite of make install)")
+    if KQL_TOOL.exists():
+        shutil.rmtree(KQL_TOOL)
+    KQL_TOOL.mkdir(parents=True)
+    installed = _run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(KQL_TOOL),
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            KUSTO_LANGUAGE,
+        ],
+        timeout=TOOL_TIMEOUT,
+    )
+    if installed.returncode != 0:
+        pytest.fail(f"npm install {KUSTO_LANGUAGE} failed:\n{installed.stdout}\n{installed.stderr}")
+    marker.write_text(KUSTO_LANGUAGE + "\n")
+    return modules
+
+
+@pytest.fixture(scope="session")
+def kql_analyzer(infra_venv: Path) -> Callable[[dict[str, str], dict[str, str]], dict[str, Any]]:
+    """Analyze KQL queries with Kusto.Language: (tables as schema text, queries) -> diagnostics and columns."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is needed to run the KQL analyzer (Node.js is a prerequisite of make install)")
+    with infra_lock():
+        modules = _ensure_kusto_language()
+
+    def analyze(tables: dict[str, str], queries: dict[str, str]) -> dict[str, Any]:
+        done = _run(
+            [node, str(KQL_CHECK), str(modules)],
+            input=json.dumps({"tables": tables, "queries": queries}),
+            timeout=TOOL_TIMEOUT,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"kql_check.js failed (rc={done.returncode}):\n{done.stderr[-4000:]}")
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    return analyze
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,7 @@ ROLE_IDS = {
     "Key Vault Secrets Officer": "b86a8fe4-44ce-4948-aee5-eccb2c155cd7",
     "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
     "Azure Service Bus Data Sender": "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39",
+    "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
 }
 REQUIRED_ROLES = {
     "Storage Table Data Contributor",
@@ -215,10 +216,26 @@ def _minimum_python(requires: str) -> str:
     return match.group(1)
 
 
+#: The Bicep's default Python: that of Microsoft's Flex Consumption quickstart (issue 13).
+BICEP_DEFAULT_PYTHON = "3.12"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
 def test_python_version_matches_pyproject(main: Template, function_app: Template) -> None:
+    """The default is 3.12; it and every version the parameter allows are ones pyproject.toml admits."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    wanted = _minimum_python(pyproject["project"]["requires-python"])
-    assert main.evaluate("pythonVersion") == wanted
+    requires = pyproject["project"]["requires-python"]
+    minimum = _version(_minimum_python(requires))
+    assert main.evaluate("pythonVersion") == BICEP_DEFAULT_PYTHON
+    allowed = next(d["argument"] for d in main.parameters["pythonVersion"]["decorators"] if d["type"] == "allowed")
+    assert BICEP_DEFAULT_PYTHON in allowed
+    for version in allowed:
+        assert _version(version) >= minimum, f"Bicep allows Python {version}, pyproject requires {requires}"
+        below = re.search(r"<\s*(\d+\.\d+)", requires)
+        assert below is None or _version(version) < _version(below.group(1)), (version, requires)
     assert main.modules["functionApp"]["config"]["params"]["pythonVersion"] == "pythonVersion"
     assert function_app.variable("flexConfig")["runtime"]["version"] == "pythonVersion"
     linux_fx = function_app.resources["site"]["config"]["properties"]["siteConfig"]["linuxFxVersion"]
@@ -231,7 +248,7 @@ def test_host_json_uses_extension_bundle_v4(app_settings_module: Template) -> No
     bundle = host["extensionBundle"]
     assert bundle["id"] == "Microsoft.Azure.Functions.ExtensionBundle"
     assert re.fullmatch(r"\[4\.\*,\s*5\.0\.0\)", bundle["version"]), bundle["version"]
-    # Functions runtime 4.x, the only one for Python 3.11 (Elastic Premium sets it; Flex has only 4.x).
+    # Functions runtime 4.x, the only one for Python 3.11 and later (Elastic Premium sets it; Flex has only 4.x).
     assert app_settings_module.variable("elasticPremiumSettings")["FUNCTIONS_EXTENSION_VERSION"] == "~4"
 
 
