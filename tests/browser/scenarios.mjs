@@ -77,8 +77,8 @@ async function finish({ browser, context, page, problems, foreign }, observed) {
   process.stdout.write(`${JSON.stringify(observed)}\n`);
 }
 
-async function shot(page, name) {
-  await page.screenshot({ path: join(SHOTS, name), fullPage: true });
+async function shot(page, name, fullPage = true) {
+  await page.screenshot({ path: join(SHOTS, name), fullPage });
   step(`screenshot ${name}`);
 }
 
@@ -225,18 +225,42 @@ async function browseAndFilter() {
   observed.wrongKeyAlert = (await page.getByRole("alert").textContent()).trim();
   observed.storedAfterWrongKey = await page.evaluate(() => Object.keys(sessionStorage).length);
 
-  step("keyboard: skip link first");
+  step("keyboard only: skip link, sign in, open a collection");
+  const focused = () =>
+    page.evaluate(() => {
+      const element = document.activeElement;
+      return element ? `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ""}:${(element.getAttribute("aria-label") || element.textContent || "").trim().slice(0, 40)}` : "";
+    });
   await page.reload();
   await page.getByLabel("API key").waitFor();
-  await page.locator("body").focus();
-  await page.evaluate(() => document.activeElement?.blur());
+  const keyboard = [await focused()]; // the key field has the focus on arrival
+  await page.keyboard.press("Shift+Tab");
+  await page.keyboard.press("Shift+Tab");
+  keyboard.push(await focused()); // the skip link, first in the page
+  observed.skipLinkVisible = await page.locator("#skip").evaluate((link) => link.getBoundingClientRect().left >= 0);
+  await page.keyboard.press("Enter");
+  keyboard.push(await focused()); // the page's heading
   await page.keyboard.press("Tab");
-  observed.firstTab = await page.evaluate(() => document.activeElement?.textContent);
-  await page.getByLabel("API key").fill(KEY);
-  await page.getByLabel("Subscription ID").fill(SUBSCRIPTION);
-  await page.getByLabel("Subscription ID").press("Enter");
+  keyboard.push(await focused());
+  await page.keyboard.type(KEY);
+  await page.keyboard.press("Tab");
+  keyboard.push(await focused());
+  await page.keyboard.type(SUBSCRIPTION);
+  await page.keyboard.press("Enter");
   await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
-  observed.focusAfterSignIn = await page.evaluate(() => document.activeElement?.textContent);
+  await page.locator("tbody th a").first().waitFor();
+  keyboard.push(await focused()); // the new page's heading
+  await page.keyboard.press("Tab");
+  keyboard.push(await focused()); // the table's scrolling region
+  await page.keyboard.press("Tab");
+  keyboard.push(await focused()); // the first collection's link
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  observed.keyboard = keyboard;
+  observed.keyboardJobs = await page.locator("tbody th a").allTextContents();
+  await page.getByRole("link", { name: "Collections", exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
 
   step("collections");
   const collection = page.getByRole("row").filter({ has: page.getByRole("link", { name: ARGS.collection, exact: true }) });
@@ -287,7 +311,8 @@ async function browseAndFilter() {
   observed.chartPixels = await page.locator("#chart-outcomes").evaluate((canvas) => [canvas.width, canvas.height]);
   await page.getByRole("button", { name: "Pause live updates" }).click();
   await page.getByRole("heading", { level: 1, name: ARGS.flaky }).focus();
-  await shot(page, "dashboard.png");
+  await shot(page, "dashboard.png", false); // the README's picture: one screen
+  await shot(page, "job-history.png");
 
   step("sign out");
   await page.getByRole("button", { name: "Sign out" }).click();
