@@ -47,11 +47,23 @@ class JobDefinition:
         return (self.start_time, recurrence.frequency, recurrence.interval, recurrence.schedule, recurrence.time_zone)
 
 
+def first_generation(created: datetime) -> int:
+    """The generation of a job when it is created: the microseconds from the Unix epoch to ``created``.
+
+    A job deleted and created again under the same name must not share a generation with its former
+    self, or a due-index entry or an execution message the old job left behind (an entry the dispatcher
+    moved after the row last named it, a retry waiting in the queue) would fire the new one. Each write
+    of a job adds one to its generation and takes well over a microsecond, so every generation of the old
+    job is below the new job's first, whatever the edits, as long as the clock does not step back further
+    than the old job lived."""
+    return int(created.timestamp() * 1_000_000)
+
+
 @dataclass(frozen=True)
 class Job:
     """A stored job: its ``definition`` and ``state``, and what the service keeps about it.
-    ``generation`` grows with every write of the definition or state: an execution message or due entry of
-    another generation is stale. ``etag`` is the version it was read at."""
+    ``generation`` starts at :func:`first_generation` and grows by one with every write of the definition
+    or state: an execution message or due entry of another generation is stale. ``etag`` is the version it was read at."""
 
     ref: JobRef
     definition: JobDefinition

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from scheduler_core.errors import StorageError, WriteRaceError
 from scheduler_core.model import DueEntry, DueSlot, Job, JobDefinition, JobState
+from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.recurrence import compile_schedule
 from scheduler_core.schedules import next_unrun
@@ -104,7 +105,7 @@ class JobWriter:
     ) -> Job:
         """The record ``definition`` is stored as: the next generation, its series kept or started now, its
         next occurrence (``Completed`` when it has none), counters carried over."""
-        generation = existing.generation + 1 if existing else 1
+        generation = existing.generation + 1 if existing else first_generation(now)
         series = existing.definition.series if existing is not None else None
         keeps_series = existing is not None and series is not None and series == definition.series
         defined_at = existing.defined_at if existing is not None and keeps_series else now

@@ -133,11 +133,12 @@ def due_row_key(due: datetime, job_identity: str, generation: int) -> str:
     """Due-index row key: due time, then the job and its generation, so a range scan on time finds it.
 
     The job is named by a 128-bit digest of its identity (the row's ``JobPartition`` and ``JobRow`` say
-    which job it is; nothing reads the key back), so that the key has a fixed length of 71 characters
-    whatever the names, and suffixes the dispatcher appends (retries, watches) always fit.
+    which job it is; nothing reads the key back), and the generation takes 16 digits (it counts
+    microseconds, :func:`~scheduler_core.model.job.first_generation`), so that the key has a fixed length
+    of 77 characters whatever the names, and suffixes the dispatcher appends (retries, watches) always fit.
     """
     digest = hashlib.blake2b(job_identity.encode(), digest_size=16).hexdigest()
-    return f"{format_due(due)}{SEPARATOR}{digest}{SEPARATOR}{generation:010d}"
+    return f"{format_due(due)}{SEPARATOR}{digest}{SEPARATOR}{generation:016d}"
 
 
 def history_row_key(started: datetime, execution_id: str) -> str:

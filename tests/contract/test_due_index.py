@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from scheduler_core.model import WATCH, DueEntry
+from scheduler_core.model.job import first_generation
 from scheduler_core.storage.keys import JobRef, format_due
 from tests.contract.conftest import Backend
 from tests.contract.records import COLLECTION, T0, due_entry
@@ -121,3 +122,14 @@ def test_delete_many_removes_entries_of_several_shards_missing_ones_fine(backend
     assert [e.row_key[-2:] for e in scan(backend, "0001")] == ["|1"]
     assert [e.row_key[-2:] for e in scan(backend, "0002")] == ["|1"]
     backend.stores.due.delete_many([])
+
+
+def test_an_entry_of_a_generation_beyond_32_bits_reads_back_whole_also_when_moved(backend: Backend) -> None:
+    generation = first_generation(T0)  # a job's first generation counts microseconds (about 2**51)
+    entry = due_entry(T0, generation=generation)
+    backend.stores.due.put(entry)
+    [got] = scan(backend)
+    assert replace(got, written_at=None) == entry and got.generation == generation
+    moved = due_entry(T0 + timedelta(hours=1), generation=generation)
+    backend.stores.due.advance("0001", [(entry.row_key, moved)])
+    assert [(e.row_key, e.generation) for e in scan(backend)] == [(moved.row_key, generation)]

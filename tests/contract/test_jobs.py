@@ -12,6 +12,7 @@ import pytest
 from scheduler_core.definitions import job_json, parse_job
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
 from scheduler_core.model import Job, JobState
+from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.contract.records import COLLECTION, DEFINITION_JSON, JOB, T0, definition, due_entry, history_entry, job
@@ -253,3 +254,12 @@ def test_remove_job_without_the_job_row_removes_the_other_rows(stores: Stores) -
     saved = _with_rows(stores)
     assert stores.remove_job(saved, job_row=False) is True
     assert _rows_left(stores, saved) == (True, 0, 0)
+
+
+def test_a_job_whose_generation_needs_64_bits_reads_back_whole(stores: Stores) -> None:
+    generation = first_generation(T0)  # a job's first generation counts microseconds (about 2**51)
+    saved = stores.jobs.save(job(generation=generation), create=True)
+    got = stores.jobs.get(JOB)
+    assert got == saved and got.generation == generation
+    again = stores.jobs.save(replace(saved, generation=generation + 1), create=False, etag=saved.etag)
+    assert stores.jobs.get_many(JOB.partition_key, [JOB.row_key]) == {JOB.row_key: again}

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from scheduler_core.errors import StorageError
 from scheduler_core.model import CLAIM_LEASE, DueEntry, JobState, claim_key
+from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
@@ -37,9 +38,10 @@ def claim_row(message: ExecutionMessage) -> str:
 def test_a_live_entry_fires_one_message_naming_its_generation_and_occurrence(
     deployment: Deployment, target: HttpTarget
 ) -> None:
+    created = deployment.clock.now
     hourly_job(deployment, target, "a")
     job = deployment.job("a")
-    assert job.generation == 1
+    assert job.generation == first_generation(created)
     deployment.clock.set(LATER - timedelta(seconds=30))
 
     report = deployment.scan()
@@ -50,7 +52,7 @@ def test_a_live_entry_fires_one_message_naming_its_generation_and_occurrence(
     assert message == ExecutionMessage(
         job_partition=job.ref.partition_key,
         job_row=job.ref.row_key,
-        generation=1,
+        generation=job.generation,
         occurrence=format_instant(LATER),
         attempt=0,
         action="main",
@@ -60,7 +62,7 @@ def test_a_live_entry_fires_one_message_naming_its_generation_and_occurrence(
     )
     assert queued.visible_at == LATER - timedelta(seconds=1)  # shown just before its second
     [entry] = deployment.occurrence_entries()  # moved to the following occurrence, same generation
-    assert (entry.due, entry.generation) == (LATER + timedelta(hours=1), 1)
+    assert (entry.due, entry.generation) == (LATER + timedelta(hours=1), job.generation)
     [watch] = deployment.watch_entries()
     assert watch.due == LATER + CLAIM_LEASE + WATCH_GRACE
     assert watch.message == queued.text
@@ -151,6 +153,7 @@ def test_a_series_that_ended_during_downtime_fires_once_more_as_its_last(
 def test_entries_of_a_stale_generation_a_disabled_or_a_deleted_job_are_removed_without_firing(
     deployment: Deployment, target: HttpTarget
 ) -> None:
+    first = first_generation(deployment.clock.now)
     for name in ("edited", "disabled", "deleted", "live"):
         hourly_job(deployment, target, name)
     # "edited": its edit could not delete the old entry (a tidy-up that failed is left to the dispatcher).
@@ -170,7 +173,7 @@ def test_entries_of_a_stale_generation_a_disabled_or_a_deleted_job_are_removed_w
     assert (report.fired, report.stale) == (1, 3)
     assert [m.job_row for m in parsed(deployment.queued())] == ["live"]
     left = {(entry.job_row, entry.generation, entry.due) for entry in deployment.occurrence_entries()}
-    assert left == {("edited", 2, LATER + timedelta(minutes=30)), ("live", 1, LATER + timedelta(hours=1))}
+    assert left == {("edited", first + 1, LATER + timedelta(minutes=30)), ("live", first, LATER + timedelta(hours=1))}
 
 
 def test_an_entry_newer_than_its_job_is_left_alone_until_it_is_abandoned(
@@ -178,9 +181,16 @@ def test_an_entry_newer_than_its_job_is_left_alone_until_it_is_abandoned(
 ) -> None:
     hourly_job(deployment, target, "a")
     job = deployment.job("a")
-    # The entry of generation 2 is written before its job row: a write in flight (or one that died).
-    due = START + timedelta(minutes=1)
-    newer = DueEntry("0000", due_row_key(due, job.ref.identity, 2), job.ref.partition_key, job.ref.row_key, 2, due)
+    # The entry of the next generation is written before its job row: a write in flight (or one that died).
+    due, next_generation = START + timedelta(minutes=1), job.generation + 1
+    newer = DueEntry(
+        "0000",
+        due_row_key(due, job.ref.identity, next_generation),
+        job.ref.partition_key,
+        job.ref.row_key,
+        next_generation,
+        due,
+    )
     deployment.storage.due.put(newer)
     written = deployment.clock.now
 
@@ -192,7 +202,7 @@ def test_an_entry_newer_than_its_job_is_left_alone_until_it_is_abandoned(
     deployment.clock.advance(1)
     report = deployment.scan()
     assert (report.fired, report.stale) == (0, 1)
-    assert [entry.generation for entry in deployment.occurrence_entries()] == [1]  # the job's own entry stays
+    assert [entry.generation for entry in deployment.occurrence_entries()] == [job.generation]  # its own stays
     assert deployment.queued() == []
 
 
@@ -365,13 +375,13 @@ def test_the_watch_of_an_attempt_whose_job_changed_is_dropped(deployment: Deploy
 def test_a_job_written_with_an_occurrence_inside_the_lookahead_is_dispatched_at_once(
     deployment: Deployment, target: HttpTarget
 ) -> None:
-    soon = START + timedelta(seconds=20)
+    soon, first = START + timedelta(seconds=20), first_generation(deployment.clock.now)
     deployment.put_job("soon", job_body(soon, http_action(target.base_url), HOURLY))
     deployment.put_job("later", job_body(LATER, http_action(target.base_url), HOURLY))
 
     [queued] = deployment.queued()  # no scan ran: the write dispatched it
     message = ExecutionMessage.from_json(queued.text)
-    assert (message.job_row, message.occurrence, message.generation) == ("soon", format_instant(soon), 1)
+    assert (message.job_row, message.occurrence, message.generation) == ("soon", format_instant(soon), first)
     assert queued.visible_at == soon - timedelta(seconds=1)
     entries = {(entry.job_row, entry.due) for entry in deployment.occurrence_entries()}
     assert entries == {("soon", soon + timedelta(hours=1)), ("later", LATER)}

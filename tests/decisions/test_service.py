@@ -21,6 +21,7 @@ from scheduler_core.errors import (
     ValidationError,
 )
 from scheduler_core.model import JobState
+from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.decisions.conftest import (
@@ -136,21 +137,21 @@ def test_if_match_guards_collection_writes(deployment: Deployment) -> None:
 
 
 def test_create_replace_patch_and_delete_a_job(deployment: Deployment) -> None:
-    ref = deployment.ref("Job1")
+    ref, first = deployment.ref("Job1"), first_generation(deployment.clock.now)
     created_job, created = deployment.service.put_job(ref, hourly())
     assert created
-    assert (created_job.generation, created_job.state, created_job.next_execution_time) == (1, "Enabled", LATER)
+    assert (created_job.generation, created_job.state, created_job.next_execution_time) == (first, "Enabled", LATER)
     [entry] = entries_of(deployment, "Job1")
-    assert (entry.generation, entry.due) == (1, LATER)
+    assert (entry.generation, entry.due) == (first, LATER)
     assert job_count(deployment) == 1
 
     replaced, created = deployment.service.put_job(JobRef(COLLECTION, "JOB1"), hourly(URL + "v2"))
     assert not created  # names are matched case-insensitively: a replace
-    assert replaced.generation == 2
-    assert [e.generation for e in entries_of(deployment, "Job1")] == [2]  # the old entry went
+    assert replaced.generation == first + 1
+    assert [e.generation for e in entries_of(deployment, "Job1")] == [first + 1]  # the old entry went
 
     patched = deployment.service.patch_job(ref, {"properties": {"recurrence": {"interval": 2}}})
-    assert patched.generation == 3
+    assert patched.generation == first + 2
     assert views.job(patched)["properties"]["recurrence"] == {"frequency": "Hour", "interval": 2}
     assert views.job(patched)["properties"]["action"]["request"]["uri"] == URL + "v2"  # merged, not replaced
     assert job_count(deployment) == 1
@@ -166,13 +167,13 @@ def test_create_replace_patch_and_delete_a_job(deployment: Deployment) -> None:
 
 
 def test_disabling_a_job_drops_its_entry_and_enabling_it_brings_one_back(deployment: Deployment) -> None:
-    deployment.put_job("a", hourly())
+    first = deployment.put_job("a", hourly()).generation
     deployment.service.patch_job(deployment.ref("a"), {"properties": {"state": "Disabled"}})
     assert entries_of(deployment, "a") == []
     assert deployment.service.get_job(deployment.ref("a")).next_execution_time is None
     deployment.service.patch_job(deployment.ref("a"), {"properties": {"state": "Enabled"}})
     [entry] = entries_of(deployment, "a")
-    assert (entry.generation, entry.due) == (3, LATER)
+    assert (entry.generation, entry.due) == (first + 2, LATER)
 
 
 def test_a_finished_job_can_only_be_read_and_deleted(deployment: Deployment, target: HttpTarget) -> None:
@@ -353,12 +354,6 @@ def test_deleting_a_collection_removes_its_jobs_their_entries_and_history(
         deployment.put_job("c", hourly())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: deleting a job removes the due entry its row names (Job.due), which the dispatcher "
-    "moved when it fired; the moved entry (same generation) stays, and fires a job created again under "
-    "the same name (generation 1 again) at the deleted job's next occurrence",
-)
 def test_a_job_deleted_after_it_fired_and_created_again_fires_only_on_its_new_schedule(
     deployment: Deployment, target: HttpTarget
 ) -> None:
@@ -378,24 +373,25 @@ def test_a_job_deleted_after_it_fired_and_created_again_fires_only_on_its_new_sc
 
 
 def test_a_lost_write_race_is_retried_and_the_operation_succeeds(deployment: Deployment) -> None:
-    deployment.put_job("a", hourly())
+    first = deployment.put_job("a", hourly()).generation
     deployment.storage.jobs.fail_next("save", EtagMismatchError("changed by another request"))
 
     patched = deployment.service.patch_job(deployment.ref("a"), {"properties": {"state": "Disabled"}})
 
     assert patched.state is JobState.DISABLED
-    assert deployment.job("a").generation == 2  # decided again on a fresh read: one new generation
+    assert deployment.job("a").generation == first + 1  # decided again on a fresh read: one new generation
 
 
 def test_a_create_that_lost_a_race_is_retried_and_takes_one_slot(deployment: Deployment) -> None:
     deployment.storage.jobs.fail_next("save", AlreadyExistsError("created by another request"))
+    first = first_generation(deployment.clock.now)
 
     job, created = deployment.service.put_job(deployment.ref("a"), hourly())
 
     assert created
-    assert job.generation == 1
+    assert job.generation == first_generation(job.created_at) >= first
     assert job_count(deployment) == 1
-    assert [entry.generation for entry in entries_of(deployment, "a")] == [1]
+    assert [entry.generation for entry in entries_of(deployment, "a")] == [job.generation]
 
 
 def test_a_lost_collection_race_is_retried(deployment: Deployment) -> None:
@@ -432,7 +428,7 @@ def test_a_job_save_that_failed_transiently_and_did_not_land_leaves_nothing(depl
         deployment.service.patch_job(deployment.ref("kept"), {"properties": {"recurrence": {"interval": 2}}})
 
     assert deployment.job("kept") == kept
-    assert [entry.generation for entry in entries_of(deployment, "kept")] == [1]
+    assert [entry.generation for entry in entries_of(deployment, "kept")] == [kept.generation]
 
 
 def test_a_job_save_that_failed_transiently_but_landed_is_reported_as_done(deployment: Deployment) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from scheduler_core.api.paths import FORBIDDEN, check_name, name_problem
 from scheduler_core.errors import ValidationError
+from scheduler_core.model.job import first_generation
 from scheduler_core.storage.keys import (
     MAX_KEY_BYTES,
     MAX_NAME_UNITS,
@@ -47,7 +48,7 @@ def test_the_longest_valid_names_fit_every_storage_key(unit: str) -> None:
         job.partition_key,
         job.row_key,
         job.identity,  # history and execution-claim partitions
-        due_row_key(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), job.identity, 9_999_999_999) + WATCH_SUFFIX,
+        due_row_key(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), job.identity, 10**16 - 1) + WATCH_SUFFIX,
     ]
     assert max(key_units(key) * 2 for key in keys) <= MAX_KEY_BYTES
 
@@ -56,7 +57,10 @@ def test_due_index_keys_have_one_length_whatever_the_names() -> None:
     due = datetime(2026, 1, 1, tzinfo=UTC)
     short = JobRef(CollectionRef("s", "r", "c"), "j")
     long = JobRef(CollectionRef("s" * 64, "r" * 90, "c" * 100), "j" * 200)
-    assert len(due_row_key(due, short.identity, 1)) == len(due_row_key(due, long.identity, 1)) == 71
+    # 27 for the instant, 32 for the job's digest, 16 for the generation (microseconds, first_generation)
+    created = first_generation(datetime(2286, 11, 20, tzinfo=UTC))  # the last day a generation has 16 digits
+    lengths = {len(due_row_key(due, ref.identity, g)) for ref in (short, long) for g in (1, created, created + 10**6)}
+    assert lengths == {77}
     assert due_row_key(due, short.identity, 1) != due_row_key(due, long.identity, 1)
     assert due_row_key(due, short.identity, 1) == due_row_key(due, short.identity, 1)
 

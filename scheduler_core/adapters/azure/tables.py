@@ -21,7 +21,14 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
+from azure.data.tables import (
+    EdmType,
+    EntityProperty,
+    TableClient,
+    TableServiceClient,
+    TableTransactionError,
+    UpdateMode,
+)
 
 from scheduler_core.adapters.azure.errors import translated
 from scheduler_core.definitions import job_json, read_job_definition
@@ -56,6 +63,17 @@ def _aware(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return datetime.fromisoformat(str(value))
+
+
+def _int64(value: int) -> int | EntityProperty:
+    """An integer as a table property: Int32 when it fits (as rows written before held it), else Int64
+    (a job's generation counts microseconds, :func:`~scheduler_core.model.job.first_generation`)."""
+    return value if -(2**31) <= value < 2**31 else EntityProperty(value, EdmType.INT64)
+
+
+def _int(value: Any) -> int:
+    """An integer property read back (the SDK gives an Int64 as an ``EntityProperty``)."""
+    return int(value.value if isinstance(value, EntityProperty) else value)
 
 
 def _etag(entity: Any) -> str:
@@ -192,7 +210,7 @@ class TableJobs:
             ref=JobRef(collection, entity["Name"]),
             definition=read_job_definition(json.loads(entity["Definition"]), json.loads(entity.get("Secrets") or "{}")),
             state=JobState(entity["State"]),
-            generation=int(entity["Generation"]),
+            generation=_int(entity["Generation"]),
             defined_at=_aware(entity["DefinedAt"]) or datetime.now(UTC),
             created_at=_aware(entity["CreatedAt"]) or datetime.now(UTC),
             execution_count=int(entity.get("ExecutionCount", 0)),
@@ -261,7 +279,7 @@ class TableJobs:
             "Definition": json.dumps(definition),
             "Secrets": json.dumps(secrets),
             "State": record.state,
-            "Generation": record.generation,
+            "Generation": _int64(record.generation),
             "DefinedAt": record.defined_at,
             "CreatedAt": record.created_at,
             "ExecutionCount": record.execution_count,
@@ -317,7 +335,7 @@ class TableDueIndex:
             "RowKey": row.row_key,
             "JobPartition": row.job_partition,
             "JobRow": row.job_row,
-            "Generation": row.generation,
+            "Generation": _int64(row.generation),
             "Due": row.due,
         }
         if row.message is not None:
@@ -385,7 +403,7 @@ class TableDueIndex:
                 row_key=row["RowKey"],
                 job_partition=row["JobPartition"],
                 job_row=row["JobRow"],
-                generation=int(row["Generation"]),
+                generation=_int(row["Generation"]),
                 due=_aware(row["Due"]) or datetime.now(UTC),
                 message=row.get("Message"),
                 written_at=_aware(row.metadata.get("timestamp")),
