@@ -11,12 +11,14 @@ from local_host.app_index import AppIndex
 from local_host.routing import compile_route
 from tests.conftest import ROOT
 
+#: Route and method list of each HTTP function. No method list (the empty set): the host puts no method
+#: constraint on the route, so every method reaches the function and gets an ARM answer. A list built from
+#: azure-functions' HttpMethod would differ between SDK versions (2.3 added QUERY; Python 3.13 gets 2.x).
+EVERY_METHOD: set[str] = set()
 EXPECTED_HTTP = {
-    "management_api": ("subscriptions/{*resource}", {"GET", "PUT", "PATCH", "DELETE", "POST", "HEAD", "OPTIONS"}),
-    "openapi_document": (
-        "openapi/microsoft-scheduler-2016-03-01.json",
-        {"GET", "PUT", "PATCH", "DELETE", "POST", "HEAD", "OPTIONS"},
-    ),
+    "management_api": ("subscriptions/{*resource}", EVERY_METHOD),
+    "openapi_document": ("openapi/microsoft-scheduler-2016-03-01.json", EVERY_METHOD),
+    "dashboard": ("dashboard/{*path}", EVERY_METHOD),
 }
 EXPECTED_TIMERS = {
     "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",
@@ -150,3 +152,42 @@ def test_openapi_function_refuses_writes_with_an_arm_error(function_index: AppIn
     assert error["code"] == "InvalidHttpVerb"
     assert method in error["message"]
     assert response.headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("method", ["QUERY", "TRACE", "BREW"])
+def test_a_method_no_sdk_enum_lists_gets_an_arm_405_from_both_functions(
+    function_index: AppIndex, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """With no method list every method reaches the functions; each answers one it does not serve with an
+    ARM error body (not the host's bare 404 or 405)."""
+    from scheduler_core import auth, context
+
+    handlers = {f.name: f.handler for f in function_index.http}
+    document = handlers["openapi_document"](
+        func.HttpRequest(method=method, url="http://localhost/openapi/microsoft-scheduler-2016-03-01.json", body=b"")
+    )
+    assert document.status_code == 405
+    assert json.loads(document.get_body())["error"]["code"] == "InvalidHttpVerb"
+
+    key = auth.generate_key()
+    monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
+    monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key, ["s"]))
+    context.reset()
+    path = "subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc"
+    try:
+        response = handlers["management_api"](
+            func.HttpRequest(
+                method=method,
+                url=f"http://localhost/{path}?api-version=2016-03-01",
+                headers={"x-functions-key": key},
+                params={"api-version": "2016-03-01"},
+                route_params={"resource": path.split("/", 1)[1]},
+                body=b"",
+            )
+        )
+    finally:
+        context.reset()
+    assert response.status_code == 405
+    error = json.loads(response.get_body())["error"]
+    assert error["code"] == "InvalidHttpVerb"
+    assert method in error["message"]
