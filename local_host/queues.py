@@ -7,7 +7,8 @@ flight; run the function; delete the message on success; on failure make it visi
 
 The functions themselves run as the Python worker runs sync functions: on one thread pool shared by every
 queue function of the app, ``PYTHON_THREADPOOL_THREAD_COUNT`` threads (an app setting: environment or
-``local.settings.json`` ``Values``; 16 when unset, the value the Bicep sets in Azure). Messages fetched
+``local.settings.json`` ``Values``; 40 when unset, the value the Bicep sets in Azure, see docs/deploy.md
+§11). Messages fetched
 beyond that wait for a thread, invisible, as they wait in the worker's queue in Azure.
 """
 
@@ -53,12 +54,13 @@ READ_TIMEOUT_SECONDS = 20
 
 #: The Python worker's setting for the size of its thread pool, which runs every sync function.
 THREAD_COUNT_SETTING = "PYTHON_THREADPOOL_THREAD_COUNT"
-#: Its value when unset: what the Bicep sets in Azure, so that local runs have Azure's concurrency.
-DEFAULT_THREAD_COUNT = 16
+#: Its value when unset: what the Bicep sets in Azure (``pythonThreadpoolThreadCount`` of infra/main.bicep), so
+#: that local runs and the benchmarks have Azure's concurrency. A test keeps the two equal.
+DEFAULT_THREAD_COUNT = 40
 
 
 def worker_thread_count(environ: Mapping[str, str] | None = None) -> int:
-    """Threads that run queue functions: ``PYTHON_THREADPOOL_THREAD_COUNT``, 16 when unset or empty.
+    """Threads that run queue functions: ``PYTHON_THREADPOOL_THREAD_COUNT``, 40 when unset or empty.
 
     The worker accepts 1 and more; where it would log a warning and fall back to its default for a value
     that is not a number, the local host refuses to start, naming the setting.

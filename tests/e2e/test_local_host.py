@@ -113,7 +113,6 @@ def test_failing_message_is_retried_then_moved_to_poison(host: LocalHost, storag
 
 #: A queue app whose two functions hold each message for a while and record how many run at once.
 workers_app = func.FunctionApp()
-HOLD_SECONDS = 0.4
 
 
 class Concurrency:
@@ -121,7 +120,8 @@ class Concurrency:
         self.lock = threading.Lock()
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, hold: float = 0.4) -> None:
+        self.hold = hold
         self.active = 0
         self.peak = 0
         self.done = 0
@@ -132,7 +132,7 @@ class Concurrency:
             self.active += 1
             self.peak = max(self.peak, self.active)
             self.threads.add(threading.current_thread().name)
-        time.sleep(HOLD_SECONDS)
+        time.sleep(self.hold)
         with self.lock:
             self.active -= 1
             self.done += 1
@@ -177,18 +177,21 @@ def test_queue_functions_share_python_threadpool_thread_count_threads(
     assert len(seen.threads) == 3 and all(name.startswith("worker") for name in seen.threads)
 
 
-def test_queue_functions_run_on_16_threads_by_default(
+def test_queue_functions_run_on_as_many_threads_as_in_azure_by_default(
     worker_queues: tuple[str, str], storage_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PYTHON_THREADPOOL_THREAD_COUNT", raising=False)
-    # The project's host.json: batchSize 16 + newBatchThreshold 24 = 40 messages in flight on a queue.
+    seen.reset(hold=1.0)
+    # The project's host.json lets up to batchSize 16 + newBatchThreshold 24 messages be in flight on each
+    # queue: 64 and more at once over both, for the 40 threads the Bicep gives the worker in Azure.
     with LocalHost(workers_app, ROOT / "host.json", port=free_port(), enable=frozenset({"queue"})) as host:
-        assert host.worker_threads == 16
-        client = queue_client(storage_env, worker_queues[0])
-        for i in range(40):
-            client.send_message(f"m{i}")
-        wait_for(lambda: seen.done == 40, timeout=30)
-    assert seen.peak == 16
+        assert host.worker_threads == 40
+        for name in worker_queues:
+            client = queue_client(storage_env, name)
+            for i in range(40):
+                client.send_message(f"m{i}")
+        wait_for(lambda: seen.done == 80, timeout=60)
+    assert seen.peak == 40
 
 
 # ------------------------------------------------------------------------------------------- make run

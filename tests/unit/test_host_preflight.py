@@ -4,6 +4,7 @@ them and its queue functions' thread count, and the management API's key and siz
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,10 +178,13 @@ def test_the_http_port_is_host_local_http_port_else_7071(tmp_path: Path) -> None
 # ------------------------------------------------------------------------------------ worker threads
 
 
-def test_queue_functions_get_python_threadpool_thread_count_threads_16_by_default() -> None:
-    assert DEFAULT_THREAD_COUNT == 16
-    assert worker_thread_count({}) == 16
-    assert worker_thread_count({THREAD_COUNT_SETTING: ""}) == 16
+def test_queue_functions_get_python_threadpool_thread_count_threads_as_many_as_in_azure_by_default() -> None:
+    bicep = (ROOT / "infra" / "main.bicep").read_text()
+    match = re.search(r"^param pythonThreadpoolThreadCount int = (\d+)$", bicep, re.MULTILINE)
+    assert match, "infra/main.bicep: param pythonThreadpoolThreadCount"
+    assert DEFAULT_THREAD_COUNT == int(match.group(1)) == 40
+    assert worker_thread_count({}) == 40
+    assert worker_thread_count({THREAD_COUNT_SETTING: ""}) == 40
     assert worker_thread_count({THREAD_COUNT_SETTING: " 3 "}) == 3
     assert worker_thread_count({THREAD_COUNT_SETTING: "64"}) == 64
     for bad in ("0", "-2", "many", "2.5"):
