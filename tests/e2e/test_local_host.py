@@ -301,6 +301,7 @@ def test_custom_azurite_ports_reach_the_storage_queue_endpoint(azurite: Azurite,
         base = f"http://127.0.0.1:{http_port}"
         assert f"Scheduler API listening on {base} (ready in " in banner
         assert f"Dashboard: {base}/dashboard" in banner
+        assert requests.get(f"{base}/dashboard", timeout=30).status_code == 200  # the address answers
         assert f"Storage queue actions go to http://127.0.0.1:{ports.queue}/{{account}}" in banner
         assert "Queue functions run on 5 threads (PYTHON_THREADPOOL_THREAD_COUNT" in banner
 
