@@ -89,6 +89,7 @@ export class HistoryCharts {
       data: data.counts[status],
       backgroundColor: COLORS[status] ?? "#57606a",
       stack: "outcomes",
+      maxBarThickness: 48,
     }));
     const total = (status: string) => (data.counts[status] ?? []).reduce((a, b) => a + b, 0);
     this.outcomeCanvas.setAttribute(

@@ -309,6 +309,12 @@ async function browseAndFilter() {
   observed.outcomeChart = await page.locator("#chart-outcomes").getAttribute("aria-label");
   observed.latenessChart = await page.locator("#chart-lateness").getAttribute("aria-label");
   observed.chartPixels = await page.locator("#chart-outcomes").evaluate((canvas) => [canvas.width, canvas.height]);
+  step("an opened response stays open through a poll");
+  await page.locator("td.message summary").first().click();
+  const before = await page.locator("#updated").textContent();
+  await page.waitForFunction((text) => document.getElementById("updated")?.textContent !== text, before, { timeout: 10_000 });
+  observed.openAfterPoll = await page.locator("td.message details[open]").count();
+  observed.openText = (await page.locator("td.message details[open] pre").textContent()).trim();
   await page.getByRole("button", { name: "Pause live updates" }).click();
   await page.getByRole("heading", { level: 1, name: ARGS.flaky }).focus();
   await shot(page, "dashboard.png", false); // the README's picture: one screen

@@ -150,6 +150,9 @@ def test_browse_filter_and_inspect(dashboard: Dashboard) -> None:
     assert f"{len(FLAKY_STATUSES) - completed} Failed" in seen["outcomeChart"]
     width, height = seen["chartPixels"]
     assert width > 200 and height > 100
+    # A response opened in the history stays open while the page polls; it is the whole history message.
+    assert seen["openAfterPoll"] == 1
+    assert seen["openText"] == api_rows[0]["properties"]["message"].strip()
     # Signing out forgets the key.
     assert seen["storedAfterSignOut"] is None
     keep_screenshot(dashboard, "dashboard.png")

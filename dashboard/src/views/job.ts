@@ -9,7 +9,7 @@ import { lastOutcome } from "../catalog";
 import { HistoryCharts } from "../charts";
 import { announce, h, replace, type Child } from "../dom";
 import { duration, excerpt, lateness, relative, secondsBetween, span, utc } from "../format";
-import { badge, errorBanner, jobsHash, table, type Context, type View } from "../view";
+import { badge, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
 
 const HISTORY_ROWS = 200;
 
@@ -173,6 +173,7 @@ export function jobView(context: Context, ref: Ref): View {
   let job: Job | null = null;
   let known: Set<string> | null = null;
   let shownDefinition = "";
+  let shownHistory = "";
   let gone = false;
 
   const collectionKey = `${ref.group}/${ref.collection}`;
@@ -268,6 +269,10 @@ export function jobView(context: Context, ref: Ref): View {
   }
 
   function renderHistory(history: HistoryRow[]): void {
+    // Drawn again only when it changed, so an opened response stays open and the focus stays put.
+    const signature = JSON.stringify(history.map((row) => [row.id, row.properties.status, row.properties.endTime]));
+    if (signature === shownHistory) return;
+    shownHistory = signature;
     const fresh = new Set<string>();
     if (known !== null) for (const row of history) if (!known.has(row.id)) fresh.add(row.id);
     if (fresh.size) {
@@ -277,7 +282,7 @@ export function jobView(context: Context, ref: Ref): View {
     known = new Set(history.map((row) => row.id));
     const columns = ["Started (UTC)", "Action", "Status", "Duration", "Lateness", "Retry", "Response"];
     const caption = history.length ? `The last ${history.length} executions, newest first` : "Executions, newest first";
-    replace(historyArea, table(caption, columns, history.map((row) => historyRow(row, fresh.has(row.id))), "No executions yet."));
+    rerender(historyArea, table(caption, columns, history.map((row) => historyRow(row, fresh.has(row.id))), "No executions yet."));
     charts.update(history);
   }
 
