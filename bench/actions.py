@@ -38,7 +38,7 @@ from scheduler_core import context
 from scheduler_core.actions import ActionContext, ActionRunner
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.definitions import read_action
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.amqp_broker import amqp_broker
@@ -88,7 +88,7 @@ def executor_rate(action: dict[str, Any], name: str, count: int) -> float:
             job_row=job.ref.row_key,
             generation=job.generation,
             occurrence=format_instant(base - timedelta(seconds=i + 2)),  # past: no early wait
-            trigger="manual",
+            cause=Cause.MANUAL,
         )
         report = services.executor.execute(message)
         if report.outcome.value != "succeeded":

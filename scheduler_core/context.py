@@ -20,7 +20,7 @@ from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
 from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Executor
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import ExecutionQueue, MessageSender, Storage, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
@@ -87,7 +87,7 @@ def build(
             job_row=job.ref.row_key,
             generation=job.generation,
             occurrence=format_instant(now),
-            trigger="manual",
+            cause=Cause.MANUAL,
         )
         send_execution(message.to_json(), 0)
         dispatcher.watch(job, message, now)

@@ -1,4 +1,4 @@
-"""Claims: each (job, occurrence, trigger, action, attempt) runs at most once, and is never lost.
+"""Claims: each (job, occurrence, cause, action, attempt) runs at most once, and is never lost.
 
 Lease rule: a worker claims an attempt by creating its claim (state ``Running``, lease until
 ``now + lease``). A second worker that finds the claim ``Running`` with an unexpired lease leaves the
@@ -26,9 +26,9 @@ from scheduler_core.storage.keys import SEPARATOR, format_due
 CLAIM_LEASE = timedelta(seconds=120)
 
 
-def claim_key(occurrence: datetime, action: str, attempt: int, trigger: str) -> str:
+def claim_key(occurrence: datetime, action: str, attempt: int, cause: str) -> str:
     """The key of an attempt's claim within its job (sorted by occurrence, so old claims are trimmed by range)."""
-    return f"{format_due(occurrence)}{SEPARATOR}{trigger}{SEPARATOR}{action}{SEPARATOR}{attempt:03d}"
+    return f"{format_due(occurrence)}{SEPARATOR}{cause}{SEPARATOR}{action}{SEPARATOR}{attempt:03d}"
 
 
 class ClaimOutcome(Enum):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
-from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import format_instant
@@ -202,7 +202,7 @@ class Dispatcher:
                 job_row=job.ref.row_key,
                 generation=job.generation,
                 occurrence=format_instant(occurrence),
-                trigger="schedule",
+                cause=Cause.SCHEDULE,
                 missed=missed,
                 last=following is None,
             )

@@ -46,7 +46,7 @@ from scheduler_core.model.actions import JobAction
 from scheduler_core.pipeline.counters import count_attempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import history_row_key
@@ -108,7 +108,7 @@ class Executor:
         job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
         if job is None:
             return ExecutionReport(Outcome.STALE, "job deleted")
-        if message.trigger != "manual":
+        if message.cause != Cause.MANUAL:
             if job.generation != message.generation:
                 return ExecutionReport(Outcome.STALE, "job changed since dispatch")
             if job.state != JobState.ENABLED:
@@ -123,7 +123,7 @@ class Executor:
         job = live
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
-        claim_row = claim_key(occurrence, message.action, message.attempt, message.trigger)
+        claim_row = claim_key(occurrence, message.action, message.attempt, message.cause)
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = durably(
             "claim",
@@ -172,7 +172,7 @@ class Executor:
     # ------------------------------------------------------------------------------------------ history
 
     def _repeat(self, job: Job, message: ExecutionMessage) -> int:
-        if message.trigger == "manual":
+        if message.cause == Cause.MANUAL:
             return 0
         try:
             return schedule_of(job).ordinal(message.occurrence_time)
@@ -192,7 +192,7 @@ class Executor:
         text = result.message
         if message.missed > 1:
             text += f" (late run standing for {message.missed} occurrences missed while the service was down)"
-        elif message.trigger == "manual":
+        elif message.cause == Cause.MANUAL:
             text += " (run on demand)"
         return HistoryEntry(
             execution_id=execution_id,
@@ -247,7 +247,7 @@ class Executor:
             retry = replace(
                 message,
                 attempt=message.attempt + 1,
-                trigger="retry" if message.trigger == "schedule" else message.trigger,
+                cause=Cause.RETRY if message.cause == Cause.SCHEDULE else message.cause,
             )
             due = now + policy.delay(message.attempt)
             self._send_watched(job, retry, due, now)
@@ -263,7 +263,7 @@ class Executor:
                 final_state = JobState.COMPLETED
         elif message.last:  # the error action's chain ended: the occurrence faulted
             final_state = JobState.FAULTED
-        if message.trigger == "manual":
+        if message.cause == Cause.MANUAL:
             final_state = None  # an on-demand run never ends the job's schedule
         count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import uuid
 from dataclasses import asdict, dataclass
@@ -12,8 +13,19 @@ from scheduler_core.errors import ValidationError
 
 VERSION = 1
 
-Trigger = Literal["schedule", "manual", "retry"]
 ActionKind = Literal["main", "error"]
+
+
+class Cause(enum.StrEnum):
+    """Why an attempt runs (the text is what messages and claim keys carry)."""
+
+    SCHEDULE = "schedule"
+    """The first attempt at an occurrence of the job's schedule."""
+    RETRY = "retry"
+    """A later attempt of a scheduled occurrence, after a failed one (the retry policy's delay)."""
+    MANUAL = "manual"
+    """Run now, on demand (``POST .../run``): outside the schedule, whatever the job's generation and state,
+    retried as ``manual`` too."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +38,7 @@ class ExecutionMessage:
     occurrence: str  # ISO 8601 UTC: the expected execution time
     attempt: int = 0
     action: ActionKind = "main"
-    trigger: Trigger = "schedule"
+    cause: Cause = Cause.SCHEDULE
     missed: int = 0  # > 0: a late run standing for this many occurrences missed during downtime
     last: bool = False  # the last occurrence of its series (the job ends Completed or Faulted after it)
     v: int = VERSION
@@ -36,13 +48,20 @@ class ExecutionMessage:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ExecutionMessage:
+        """Read a message; one written before the field was named ``cause`` carries it as ``trigger``."""
         try:
             data: dict[str, Any] = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValidationError("message", f"not JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("v") != VERSION:
             raise ValidationError("message.v", f"unsupported execution message version {data.get('v')!r}")
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        cause = str(fields.get("cause", data.get("trigger", Cause.SCHEDULE)))
+        try:
+            fields["cause"] = Cause(cause)
+        except ValueError:
+            raise ValidationError("message.cause", f"unknown cause {cause!r}") from None
+        return cls(**fields)
 
     @property
     def occurrence_time(self) -> datetime:
@@ -50,8 +69,8 @@ class ExecutionMessage:
 
     @property
     def attempt_key(self) -> str:
-        """What names this attempt within its job: occurrence, trigger, action and attempt number."""
-        return f"{self.occurrence}|{self.trigger}|{self.action}|{self.attempt}"
+        """What names this attempt within its job: occurrence, cause, action and attempt number."""
+        return f"{self.occurrence}|{self.cause}|{self.action}|{self.attempt}"
 
     def stable_execution_id(self) -> str:
         """The execution id of this attempt: the same for every message and every delivery that names it

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_core.model import WATCH, DueEntry, Job, JobState, claim_key
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.storage.keys import SEPARATOR, due_row_key, shard_of
 
@@ -86,13 +86,13 @@ class Watchdog:
             return None  # not yet: the entry is inside the lookahead window only
         message = ExecutionMessage.from_json(row.message)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
-        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause)
         state = self.claims.state(identity, claim_row)
         if state is not None and state.done:
             return Look(None)
         job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
         if job is None or (
-            message.trigger != "manual" and (job.generation != message.generation or job.state != JobState.ENABLED)
+            message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             return Look(None)  # the attempt would not run any more
         if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway

@@ -11,7 +11,7 @@ from scheduler_core.model import CLAIM_LEASE, DueEntry, JobState, claim_key
 from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
 from scheduler_core.pipeline.execute import Outcome
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_UNCLAIMED_CHECKS
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key
@@ -29,7 +29,7 @@ def hourly_job(deployment: Deployment, target: HttpTarget, name: str, first: dat
 
 
 def claim_row(message: ExecutionMessage) -> str:
-    return claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+    return claim_key(message.occurrence_time, message.action, message.attempt, message.cause)
 
 
 # ------------------------------------------------------------------------------------------ occurrences
@@ -56,7 +56,7 @@ def test_a_live_entry_fires_one_message_naming_its_generation_and_occurrence(
         occurrence=format_instant(LATER),
         attempt=0,
         action="main",
-        trigger="schedule",
+        cause=Cause.SCHEDULE,
         missed=0,
         last=False,
     )

@@ -18,7 +18,7 @@ from scheduler_core.model import CLAIM_LEASE, ActionName, HistoryStatus, JobStat
 from scheduler_core.pipeline import durable
 from scheduler_core.pipeline.dispatch import WATCH_GRACE
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from tests.decisions.conftest import (
     NO_RETRY,
@@ -49,7 +49,7 @@ def counters(deployment: Deployment, name: str) -> tuple[int, int, int]:
 
 
 def claim_of(deployment: Deployment, name: str, message: ExecutionMessage) -> Any:
-    row = claim_key(message.occurrence_time, message.action, message.attempt, message.trigger)
+    row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause)
     return deployment.storage.claims.state(deployment.job(name).ref.identity, row)
 
 
@@ -130,7 +130,7 @@ def test_a_failed_attempt_with_retries_left_is_sent_again_after_the_policy_delay
 
     [queued] = deployment.queued()
     retry = ExecutionMessage.from_json(queued.text)
-    assert retry == replace(message, attempt=1, trigger="retry")
+    assert retry == replace(message, attempt=1, cause=Cause.RETRY)
     assert queued.visible_at == DUE + timedelta(seconds=20 - 1)  # the policy's delay (shown a second early)
     [watch] = [entry for entry in deployment.watch_entries() if entry.message == queued.text]
     assert watch.due == DUE + timedelta(seconds=20) + CLAIM_LEASE + WATCH_GRACE
@@ -249,7 +249,7 @@ def test_a_run_on_demand_never_ends_the_job(deployment: Deployment, target: Http
 
     deployment.service.run_job(deployment.ref("once"))
     [message] = deployment.take()
-    assert (message.trigger, message.occurrence) == ("manual", format_instant(START))
+    assert (message.cause, message.occurrence) == (Cause.MANUAL, format_instant(START))
     report = deployment.executor.execute(message)
 
     assert report.outcome is Outcome.SUCCEEDED

@@ -11,7 +11,7 @@ from azure.mgmt.scheduler import models as m
 
 from scheduler_core.adapters.azure import connect
 from scheduler_core.adapters.azure.clients import queue_client
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e.conftest import Api
 
@@ -254,7 +254,7 @@ def test_run_enqueues_an_immediate_execution(api: Api) -> None:
     assert client.jobs.run(RG, JC, "r") is None
     [raw] = queue_client(api.settings, api.settings.execution_queue).receive_messages(max_messages=1)
     message = ExecutionMessage.from_json(raw.content)
-    assert message.trigger == "manual"
+    assert message.cause == Cause.MANUAL
     stored = connect(api.settings).stores.jobs.get(JobRef(CollectionRef("sub1", RG, JC), "r"))
     assert stored is not None and message.generation == stored.generation
     assert "secret" not in raw.content

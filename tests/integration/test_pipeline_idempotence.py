@@ -12,7 +12,7 @@ from scheduler_core.adapters.azure.errors import storage_error
 from scheduler_core.model import ClaimOutcome
 from scheduler_core.pipeline.counters import count_attempt
 from scheduler_core.pipeline.durable import durably, is_transient
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from tests.e2e.pipeline_harness import Pipeline
@@ -71,7 +71,7 @@ def test_the_execution_id_is_the_same_for_every_message_of_one_attempt() -> None
     one = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z")
     same = ExecutionMessage("p", "r", 2, "2030-01-01T00:00:00Z", missed=3)
     assert one.stable_execution_id() == same.stable_execution_id()
-    retry = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z", attempt=1, trigger="retry")
+    retry = ExecutionMessage("p", "r", 1, "2030-01-01T00:00:00Z", attempt=1, cause=Cause.RETRY)
     other_job = ExecutionMessage("p", "r2", 1, "2030-01-01T00:00:00Z")
     assert len({one.stable_execution_id(), retry.stable_execution_id(), other_job.stable_execution_id()}) == 3
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +15,7 @@ from scheduler_core.api.paths import parse_path
 from scheduler_core.definitions import read_retry_policy
 from scheduler_core.errors import NotFoundError, ValidationError
 from scheduler_core.pipeline.dispatch import visibility_seconds
-from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.storage.keys import (
     CollectionRef,
     JobRef,
@@ -146,3 +148,17 @@ def test_paging_and_filters() -> None:
     assert parse_filter({"$filter": "status eq failed"}, "status", ("Completed", "Failed")) == "Failed"
     with pytest.raises(ValidationError, match=r"\$filter"):
         parse_filter({"$filter": "state eq 'Sleeping'"}, "state", ("Enabled",))
+
+
+def test_an_execution_message_names_its_cause_and_reads_one_written_as_trigger() -> None:
+    message = ExecutionMessage("p", "r", 7, "2030-01-01T00:00:00Z", attempt=1, cause=Cause.RETRY)
+    text = message.to_json()
+    assert json.loads(text)["cause"] == "retry" and "trigger" not in json.loads(text)
+    assert ExecutionMessage.from_json(text) == message
+    # a message queued by a version that called the field "trigger" is read the same
+    legacy = json.dumps({**{k: v for k, v in json.loads(text).items() if k != "cause"}, "trigger": "manual"})
+    assert ExecutionMessage.from_json(legacy) == replace(message, cause=Cause.MANUAL)
+    assert ExecutionMessage.from_json(legacy).attempt_key == "2030-01-01T00:00:00Z|manual|main|1"
+    with pytest.raises(ValidationError) as refused:
+        ExecutionMessage.from_json(text.replace('"retry"', '"whim"'))
+    assert refused.value.path == "message.cause"
