@@ -20,6 +20,7 @@ from scheduler_core.errors import (
     StorageError,
     ValidationError,
 )
+from scheduler_core.model import CollectionState
 from scheduler_core.service import SchedulerService
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -168,7 +169,7 @@ class _Operation:
         return ApiResponse.empty(200)
 
     def collection_action(self) -> ApiResponse:
-        state = "Enabled" if self.path.action == "enable" else "Disabled"
+        state = CollectionState.ENABLED if self.path.action == "enable" else CollectionState.DISABLED
         self.service.set_collection_state(self.collection_ref(), state)
         return ApiResponse.empty(200)
 

@@ -24,7 +24,7 @@ def collection(record: JobCollection) -> dict[str, Any]:
         "name": record.ref.name,
         "location": record.location,
         "tags": record.tags,
-        "properties": record.properties,
+        "properties": definitions.collection_json(record.sku, record.state, record.quota),
     }
 
 

@@ -2,7 +2,9 @@
 
 Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 
-* :func:`parse_collection` -> :class:`CollectionSpec` (plans, quotas, states);
+* :func:`parse_collection` -> :class:`CollectionSpec` (the typed plan, state and quota);
+  :func:`collection_json` (a collection's plan, state and quota to canonical ``JobCollectionProperties``)
+  and :func:`read_collection_properties` (the other direction, trusted: for the stores);
 * :func:`parse_job` -> :class:`JobSpec` (canonical properties without secrets, secrets by dotted path);
 * :func:`merge_patch` / :func:`merge_collection_patch` for PATCH (JSON merge, then parse again);
 * :func:`job_json` (a stored :class:`~scheduler_core.model.JobDefinition` and state to canonical
@@ -25,7 +27,12 @@ from scheduler_core.definitions._actions import (
     read_action,
     read_job_action,
 )
-from scheduler_core.definitions._collection import PLANS, CollectionSpec, Plan, parse_collection
+from scheduler_core.definitions._collection import (
+    CollectionSpec,
+    collection_json,
+    parse_collection,
+    read_collection_properties,
+)
 from scheduler_core.definitions._durations import (
     ISO,
     MAX_DURATION,
@@ -71,13 +78,12 @@ __all__ = [
     "MAX_RETRY_INTERVAL",
     "MAX_URI",
     "MIN_RETRY_INTERVAL",
-    "PLANS",
     "TIMESPAN",
     "CollectionSpec",
     "DurationStyle",
     "JobSpec",
-    "Plan",
     "action_json",
+    "collection_json",
     "duration_style",
     "format_duration",
     "job_action_json",
@@ -89,6 +95,7 @@ __all__ = [
     "parse_duration",
     "parse_job",
     "read_action",
+    "read_collection_properties",
     "read_duration",
     "read_job_action",
     "read_job_definition",

@@ -1,35 +1,22 @@
-"""Job collections: the PUT/PATCH body of a ``JobCollectionDefinition`` and its plan and quota rules."""
+"""Job collections: the PUT/PATCH body of a ``JobCollectionDefinition`` (plans, quotas, states), and the
+canonical ``JobCollectionProperties`` JSON of a collection in both directions, for the stores and the API."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.definitions._json import Fields, enum_value, join, str_map
 from scheduler_core.errors import ValidationError
-from scheduler_core.recurrence import nominal_gap, parse_frequency
+from scheduler_core.model import CollectionState, MaxRecurrence, Quota, Sku
+from scheduler_core.recurrence import Frequency, parse_frequency
 
-__all__ = ["PLANS", "CollectionSpec", "Plan", "parse_collection"]
+__all__ = ["CollectionSpec", "collection_json", "parse_collection", "read_collection_properties"]
 
-
-@dataclass(frozen=True)
-class Plan:
-    """A sku's limits (scheduler-plans-billing.md): the defaults, and the most a quota may allow."""
-
-    max_job_count: int
-    max_recurrence: tuple[str, int]
-
-
-PLANS: dict[str, Plan] = {
-    "Free": Plan(5, ("Hour", 1)),
-    "Standard": Plan(50, ("Minute", 1)),
-    "P10Premium": Plan(50, ("Minute", 1)),
-    "P20Premium": Plan(1000, ("Minute", 1)),
-}
-_SKUS = {name.lower(): name for name in PLANS} | {"premium": "P10Premium"}  # 2014-08-01-preview
-_CLIENT_STATES = {"enabled": "Enabled", "disabled": "Disabled"}
-_ALL_STATES = _CLIENT_STATES | {"suspended": "Suspended", "deleted": "Deleted"}
+_SKUS = {sku.lower(): sku for sku in Sku} | {"premium": Sku.P10_PREMIUM}  # 2014-08-01-preview
+_CLIENT_STATES = {"enabled": CollectionState.ENABLED, "disabled": CollectionState.DISABLED}
+_ALL_STATES = _CLIENT_STATES | {"suspended": CollectionState.SUSPENDED, "deleted": CollectionState.DELETED}
 
 #: Azure Resource Manager's tag limits.
 MAX_TAGS = 50
@@ -41,16 +28,48 @@ _INT32 = 2**31 - 1
 
 @dataclass(frozen=True)
 class CollectionSpec:
-    """A validated job collection. ``properties`` is the canonical ``JobCollectionProperties`` JSON."""
+    """A validated job collection: its location and tags, its plan (``sku``), ``state`` and ``quota``
+    (the plan's limits where the body set none)."""
 
     location: str
     tags: dict[str, str]
-    properties: dict[str, Any]
-    sku: str
-    state: str
-    max_job_count: int
-    max_recurrence: tuple[str, int]
-    max_job_occurrence: int | None = field(default=None)
+    sku: Sku
+    state: CollectionState
+    quota: Quota
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        """The canonical ``JobCollectionProperties`` JSON (:func:`collection_json`)."""
+        return collection_json(self.sku, self.state, self.quota)
+
+
+def collection_json(sku: Sku, state: CollectionState, quota: Quota) -> dict[str, Any]:
+    """A collection's canonical ``JobCollectionProperties``: what the stores keep and the API answers
+    (key order: sku, state, quota; in the quota: maxJobCount, maxRecurrence, then maxJobOccurrence if set)."""
+    quota_json: dict[str, Any] = {
+        "maxJobCount": quota.max_job_count,
+        "maxRecurrence": {"frequency": str(quota.max_recurrence.frequency), "interval": quota.max_recurrence.interval},
+    }
+    if quota.max_job_occurrence is not None:
+        quota_json["maxJobOccurrence"] = quota.max_job_occurrence
+    return {"sku": {"name": str(sku)}, "state": str(state), "quota": quota_json}
+
+
+def read_collection_properties(properties: Mapping[str, Any]) -> tuple[Sku, CollectionState, Quota]:
+    """The plan, state and quota of a stored collection: ``properties`` as :func:`collection_json` wrote
+    them. Trusted: nothing is validated again (the plan's limits were checked when it was written)."""
+    quota = properties["quota"]
+    recurrence = quota["maxRecurrence"]
+    occurrences = quota.get("maxJobOccurrence")
+    return (
+        Sku(properties["sku"]["name"]),
+        CollectionState(properties["state"]),
+        Quota(
+            max_job_count=int(quota["maxJobCount"]),
+            max_recurrence=MaxRecurrence(Frequency(recurrence["frequency"]), int(recurrence["interval"])),
+            max_job_occurrence=None if occurrences is None else int(occurrences),
+        ),
+    )
 
 
 def parse_collection(body: Mapping[str, Any], *, name: str, validate_limits: bool = True) -> CollectionSpec:
@@ -73,57 +92,40 @@ def parse_collection(body: Mapping[str, Any], *, name: str, validate_limits: boo
     props = Fields(
         top.get("properties") if "properties" in top else {}, top.where("properties"), ("sku", "state", "quota")
     )
-    sku = "Standard"
+    sku = Sku.STANDARD
     if "sku" in props:
         sku_fields = Fields(props.get("sku"), props.where("sku"), ("name",))
         if "name" in sku_fields:
             sku = enum_value(sku_fields.get("name"), sku_fields.where("name"), _SKUS)
-    state = "Enabled"
+    state = CollectionState.ENABLED
     if "state" in props:
         where = props.where("state")
         state = enum_value(props.get("state"), where, _ALL_STATES)
         if validate_limits and state not in _CLIENT_STATES.values():
             raise ValidationError(where, f"'{state}' is set by the service; a client may set only Enabled or Disabled")
+    quota = _quota(props, sku) if "quota" in props else sku.limits
+    return CollectionSpec(location=location, tags=tags, sku=sku, state=state, quota=quota)
 
-    plan = PLANS[sku]
+
+def _quota(props: Fields, sku: Sku) -> Quota:
+    """``properties.quota``: each limit at most the plan's; what it does not set, the plan's."""
+    plan = sku.limits
+    quota = Fields(props.get("quota"), props.where("quota"), ("maxJobCount", "maxJobOccurrence", "maxRecurrence"))
     max_job_count = plan.max_job_count
+    count = quota.integer("maxJobCount", 1, _INT32)
+    if count is not None:
+        if count > plan.max_job_count:
+            raise ValidationError(
+                quota.where("maxJobCount"),
+                f"{count} exceeds the {sku} plan, which allows at most {plan.max_job_count} jobs "
+                "(a quota may only be set lower than the plan)",
+            )
+        max_job_count = count
+    max_job_occurrence = quota.integer("maxJobOccurrence", 1, _INT32)
     max_recurrence = plan.max_recurrence
-    max_job_occurrence: int | None = None
-    if "quota" in props:
-        quota = Fields(props.get("quota"), props.where("quota"), ("maxJobCount", "maxJobOccurrence", "maxRecurrence"))
-        count = quota.integer("maxJobCount", 1, _INT32)
-        if count is not None:
-            if count > plan.max_job_count:
-                raise ValidationError(
-                    quota.where("maxJobCount"),
-                    f"{count} exceeds the {sku} plan, which allows at most {plan.max_job_count} jobs "
-                    "(a quota may only be set lower than the plan)",
-                )
-            max_job_count = count
-        max_job_occurrence = quota.integer("maxJobOccurrence", 1, _INT32)
-        if "maxRecurrence" in quota:
-            max_recurrence = _max_recurrence(quota.get("maxRecurrence"), quota.where("maxRecurrence"), sku, plan)
-
-    properties: dict[str, Any] = {
-        "sku": {"name": sku},
-        "state": state,
-        "quota": {
-            "maxJobCount": max_job_count,
-            "maxRecurrence": {"frequency": max_recurrence[0], "interval": max_recurrence[1]},
-        },
-    }
-    if max_job_occurrence is not None:
-        properties["quota"]["maxJobOccurrence"] = max_job_occurrence
-    return CollectionSpec(
-        location=location,
-        tags=tags,
-        properties=properties,
-        sku=sku,
-        state=state,
-        max_job_count=max_job_count,
-        max_recurrence=max_recurrence,
-        max_job_occurrence=max_job_occurrence,
-    )
+    if "maxRecurrence" in quota:
+        max_recurrence = _max_recurrence(quota.get("maxRecurrence"), quota.where("maxRecurrence"), sku)
+    return Quota(max_job_count, max_recurrence, max_job_occurrence)
 
 
 def _tags(value: object, path: str) -> dict[str, str]:
@@ -138,19 +140,18 @@ def _tags(value: object, path: str) -> dict[str, str]:
     return tags
 
 
-def _max_recurrence(value: object, path: str, sku: str, plan: Plan) -> tuple[str, int]:
+def _max_recurrence(value: object, path: str, sku: Sku) -> MaxRecurrence:
+    plan = sku.limits.max_recurrence
     fields = Fields(value, path, ("frequency", "interval"))
-    frequency = plan.max_recurrence[0]
+    frequency = plan.frequency
     if "frequency" in fields:
-        frequency = parse_frequency(fields.get("frequency"), fields.where("frequency")).value
+        frequency = parse_frequency(fields.get("frequency"), fields.where("frequency"))
     interval = fields.integer("interval", 1, _INT32)
-    if interval is None:
-        interval = 1
-    if nominal_gap(frequency, interval) < nominal_gap(*plan.max_recurrence):
-        plan_frequency, plan_interval = plan.max_recurrence
+    limit = MaxRecurrence(frequency, 1 if interval is None else interval)
+    if limit.gap < plan.gap:
         raise ValidationError(
             path,
-            f"every {interval} {frequency} exceeds the {sku} plan, which allows jobs to recur at most "
-            f"every {plan_interval} {plan_frequency} (a quota may only be set lower than the plan)",
+            f"every {limit.interval} {limit.frequency} exceeds the {sku} plan, which allows jobs to recur at most "
+            f"every {plan.interval} {plan.frequency} (a quota may only be set lower than the plan)",
         )
-    return frequency, interval
+    return limit

@@ -13,7 +13,7 @@ from scheduler_core.model.claim import (
     LostAttempt,
     claim_key,
 )
-from scheduler_core.model.collection import JobCollection
+from scheduler_core.model.collection import JobCollection, MaxRecurrence, Quota, Sku
 from scheduler_core.model.due import WATCH, DueEntry
 from scheduler_core.model.history import HistoryEntry
 from scheduler_core.model.job import DueSlot, Job, JobDefinition
@@ -37,5 +37,8 @@ __all__ = [
     "JobDefinition",
     "JobState",
     "LostAttempt",
+    "MaxRecurrence",
+    "Quota",
+    "Sku",
     "claim_key",
 ]

@@ -1,32 +1,89 @@
-"""Job collections: a named group of jobs with a plan (SKU), quotas and a state."""
+"""Job collections: a named group of jobs with a plan (:class:`Sku`), a :class:`Quota` and a state.
+
+The plans' limits (scheduler-plans-billing.md) are the model's: :attr:`Sku.limits` is the quota a
+collection gets when it names none, and the most a quota of that plan may allow. The rules that apply them
+to jobs (recurrence, the Free plan's rules) are in :mod:`scheduler_core.service.plans`; the ARM JSON of a
+collection (``JobCollectionProperties``) is written and read in :mod:`scheduler_core.definitions`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from enum import StrEnum
 
 from scheduler_core.model.states import CollectionState
+from scheduler_core.recurrence import Frequency, nominal_gap
 from scheduler_core.storage.keys import CollectionRef
 
 
 @dataclass(frozen=True)
+class MaxRecurrence:
+    """``quota.maxRecurrence``: a job of the collection may recur at most once every ``interval`` units of
+    ``frequency``."""
+
+    frequency: Frequency
+    interval: int
+
+    @property
+    def gap(self) -> timedelta:
+        """The shortest gap between two occurrences it allows (a month counts as 28 days, a year as 365)."""
+        return nominal_gap(self.frequency, self.interval)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """``quota``: how many jobs the collection may hold (``max_job_count``), how often they may recur
+    (``max_recurrence``), and ``max_job_occurrence`` (kept and answered as written; None: not set)."""
+
+    max_job_count: int
+    max_recurrence: MaxRecurrence
+    max_job_occurrence: int | None = None
+
+
+class Sku(StrEnum):
+    """A collection's plan (``sku.name``). Its limits are :attr:`limits`."""
+
+    FREE = "Free"
+    """At most 5 jobs, recurring at most hourly; no outbound authentication, no retries more often than
+    hourly, and one Free collection per subscription."""
+    STANDARD = "Standard"
+    """At most 50 jobs, recurring at most every minute. The plan of a collection that names none."""
+    P10_PREMIUM = "P10Premium"
+    """At most 50 jobs, recurring at most every minute (2014-08-01-preview's ``Premium``)."""
+    P20_PREMIUM = "P20Premium"
+    """At most 1,000 jobs, recurring at most every minute."""
+
+    @property
+    def limits(self) -> Quota:
+        """The plan's quota: what a collection of this plan gets when it names none, and the most its quota
+        may allow (a quota may only be set lower)."""
+        return _PLAN_LIMITS[self]
+
+
+_PLAN_LIMITS: dict[Sku, Quota] = {
+    Sku.FREE: Quota(5, MaxRecurrence(Frequency.HOUR, 1)),
+    Sku.STANDARD: Quota(50, MaxRecurrence(Frequency.MINUTE, 1)),
+    Sku.P10_PREMIUM: Quota(50, MaxRecurrence(Frequency.MINUTE, 1)),
+    Sku.P20_PREMIUM: Quota(1000, MaxRecurrence(Frequency.MINUTE, 1)),
+}
+
+
+@dataclass(frozen=True)
 class JobCollection:
-    """A stored job collection. ``properties`` is its canonical ``JobCollectionProperties`` JSON (sku,
-    quota, state); ``etag`` is the version it was read at (an ETag-guarded write fails when it changed)."""
+    """A stored job collection: its plan (``sku``), ``state`` and ``quota``, and what the service keeps
+    about it. ``etag`` is the version it was read at (an ETag-guarded write fails when it changed)."""
 
     ref: CollectionRef
     location: str
     tags: dict[str, str]
-    properties: dict[str, Any]  # canonical JobCollectionProperties
+    sku: Sku
+    state: CollectionState
+    quota: Quota
     created_at: datetime
     etag: str = ""
     job_count: int | None = None  # jobs in the collection (None: not known, count them)
     modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
-
-    @property
-    def state(self) -> CollectionState:
-        return CollectionState(str(self.properties.get("state", CollectionState.ENABLED)))
 
     @property
     def deleting(self) -> bool:

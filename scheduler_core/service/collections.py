@@ -73,23 +73,27 @@ class CollectionService:
         def attempt() -> JobCollection:
             existing = self.get(ref)
             check_if_match(existing.etag, if_match, "job collection")
-            current = {"location": existing.location, "tags": existing.tags, "properties": existing.properties}
+            properties = definitions.collection_json(existing.sku, existing.state, existing.quota)
+            current = {"location": existing.location, "tags": existing.tags, "properties": properties}
             spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
             return self._save(ref, spec, existing)
 
         return self.races.retrying(f"job collection '{ref.name}'", if_match, attempt)
 
     def set_state(self, ref: CollectionRef, state: str) -> None:
-        """Enable or disable a collection and every job in it (final jobs stay as they are)."""
+        """Enable or disable a collection and every job in it (final jobs stay as they are). ``state``:
+        ``Enabled`` or ``Disabled``."""
+        new_state = CollectionState(state)
+        if new_state not in (CollectionState.ENABLED, CollectionState.DISABLED):
+            raise ValueError(f"a collection is enabled or disabled, not set to {new_state}")
 
         def attempt() -> JobCollection:
             existing = self.get(ref)
-            properties = {**existing.properties, "state": state}
-            return self.stores.collections.save(replace(existing, properties=properties), create=False)
+            return self.stores.collections.save(replace(existing, state=new_state), create=False)
 
         saved = self.races.retrying(f"job collection '{ref.name}'", None, attempt)
         self.slots.forget(saved.ref)
-        self._set_jobs_state(saved.ref, JobState(state))
+        self._set_jobs_state(saved.ref, JobState(new_state.value))
 
     def delete(self, ref: CollectionRef, if_match: str | None = None) -> None:
         """Delete a collection with its jobs, their due-index entries and their history.
@@ -108,7 +112,7 @@ class CollectionService:
             if existing.deleting:  # a deletion that stopped half-way: finish it
                 return existing, existing.modified_at
             check_if_match(existing.etag, if_match, "job collection")
-            marked = replace(existing, properties={**existing.properties, "state": CollectionState.DELETED})
+            marked = replace(existing, state=CollectionState.DELETED)
             return self.stores.collections.save(marked, create=False), existing.modified_at
 
         existing, last_write = self.races.retrying(f"job collection '{ref.name}'", if_match, mark)
@@ -123,7 +127,7 @@ class CollectionService:
     # ----------------------------------------------------------------------------------------- helpers
 
     def _save(self, ref: CollectionRef, spec: CollectionSpec, existing: JobCollection | None) -> JobCollection:
-        if spec.sku == "Free" and (existing is None or not plans.is_free(existing)):
+        if plans.is_free(spec) and (existing is None or not plans.is_free(existing)):
             plans.check_free_collections(ref, spec, [c for c in self.list(ref.subscription) if plans.is_free(c)])
         if existing is not None:
             self._check_jobs_fit(ref, spec)
@@ -131,7 +135,9 @@ class CollectionService:
             ref=existing.ref if existing else ref,
             location=spec.location,
             tags=spec.tags,
-            properties=spec.properties,
+            sku=spec.sku,
+            state=spec.state,
+            quota=spec.quota,
             created_at=existing.created_at if existing else self.clock(),
             etag=existing.etag if existing else "",
             job_count=existing.job_count if existing else 0,
@@ -143,15 +149,16 @@ class CollectionService:
             and existing.state != spec.state
             and spec.state in (CollectionState.ENABLED, CollectionState.DISABLED)
         ):
-            self._set_jobs_state(saved.ref, JobState(spec.state))
+            self._set_jobs_state(saved.ref, JobState(spec.state.value))
         return saved
 
     def _check_jobs_fit(self, ref: CollectionRef, spec: CollectionSpec) -> None:
         """A collection update must keep every existing job within the new plan and quota."""
         jobs = self.stores.jobs.list(ref)
-        if len(jobs) > spec.max_job_count:
+        limit = spec.quota.max_job_count
+        if len(jobs) > limit:
             raise QuotaExceededError(
-                f"properties.quota.maxJobCount: the collection has {len(jobs)} jobs, more than {spec.max_job_count}"
+                f"properties.quota.maxJobCount: the collection has {len(jobs)} jobs, more than {limit}"
             )
         for job in jobs:
             plans.check_job_fits(job.ref, job.definition, spec)

@@ -114,22 +114,21 @@ class JobService:
             existing = None if optimistic else self.stores.jobs.get(ref)
             check_if_match(existing.etag if existing else None, if_match, "job")
             refuse_final(existing)
-            limits = plans.limits_of(collection)
             try:
                 spec = definitions.parse_job(
                     body,
                     previous=existing.definition if existing else None,
                     identity=self.identity,
-                    default_retry_interval=plans.default_retry_interval(limits),
+                    default_retry_interval=plans.default_retry_interval(collection),
                 )
             except ValidationError:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     raise StartOver from None
                 raise
-            plans.check_job_fits(ref, spec.definition, limits)
+            plans.check_job_fits(ref, spec.definition, collection)
             if existing is not None:
                 return self.writer.write(ref, spec.definition, spec.state, existing), False
-            reserved = self.slots.reserve(collection, limits)
+            reserved = self.slots.reserve(collection)
             if reserved is None:  # the collection changed since this process last saw it: start again
                 collection = live_collection(self.stores, ref.collection)
                 raise StartOver
@@ -137,7 +136,7 @@ class JobService:
                 if optimistic:
                     raise StartOver
                 raise QuotaExceededError(
-                    f"job collection '{ref.collection.name}' already has {limits.max_job_count} jobs, "
+                    f"job collection '{ref.collection.name}' already has {collection.quota.max_job_count} jobs, "
                     f"its quota.maxJobCount"
                 )
             release = functools.partial(self.slots.release, ref.collection)
@@ -149,7 +148,6 @@ class JobService:
         """Merge ``body`` into the stored job (JSON merge semantics) and store the result."""
         collection = live_collection(self.stores, ref.collection)
         ref = JobRef(collection.ref, ref.name)
-        limits = plans.limits_of(collection)
 
         def attempt() -> Job:
             existing = self.stored(ref)
@@ -161,9 +159,9 @@ class JobService:
                 merged,
                 previous=existing.definition,
                 identity=self.identity,
-                default_retry_interval=plans.default_retry_interval(limits),
+                default_retry_interval=plans.default_retry_interval(collection),
             )
-            plans.check_job_fits(ref, spec.definition, limits)
+            plans.check_job_fits(ref, spec.definition, collection)
             return self.writer.write(ref, spec.definition, spec.state, existing)
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)

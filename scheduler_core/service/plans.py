@@ -1,17 +1,20 @@
-"""The plans' rules (``sku``: Free, Standard, P10Premium, P20Premium) and a collection's quotas, applied to
-jobs: how often a job may recur (``quota.maxRecurrence``), what a Free collection forbids (outbound
-authentication, retries more often than hourly), its default retry interval, and how many Free
-collections a subscription may hold. Pure functions over validated definitions."""
+"""The plans' rules (:class:`~scheduler_core.model.Sku`: Free, Standard, P10Premium, P20Premium) and a
+collection's :class:`~scheduler_core.model.Quota`, applied to jobs: how often a job may recur
+(``quota.maxRecurrence``), what a Free collection forbids (outbound authentication, retries more often
+than hourly), its default retry interval, and how many Free collections a subscription may hold. Pure
+functions over typed values (:class:`Terms`); the plans' own limits are
+:attr:`Sku.limits <scheduler_core.model.Sku.limits>`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import Protocol
 
-from scheduler_core import definitions
-from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import QuotaExceededError
-from scheduler_core.model import JobCollection, JobDefinition
+from scheduler_core.model import JobCollection, JobDefinition, Quota, Sku
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
+from scheduler_core.recurrence import validate_against_quota
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 #: Free collections: retries at most hourly (plan limit).
@@ -22,42 +25,48 @@ FREE_DEFAULT_RETRY_INTERVAL = timedelta(hours=1)
 MAX_FREE_COLLECTIONS = 1
 
 
-def limits_of(collection: JobCollection) -> CollectionSpec:
-    """The validated definition of a stored collection: its plan and quotas."""
-    body = {"location": collection.location, "tags": collection.tags, "properties": collection.properties}
-    return definitions.parse_collection(body, name=collection.ref.name)
+class Terms(Protocol):
+    """What the plan rules read of a collection: its plan and its quota. A stored
+    :class:`~scheduler_core.model.JobCollection` has them, and so does a validated
+    :class:`~scheduler_core.definitions.CollectionSpec` (a collection about to be written)."""
+
+    @property
+    def sku(self) -> Sku: ...
+
+    @property
+    def quota(self) -> Quota: ...
 
 
-def is_free(collection: JobCollection) -> bool:
-    return bool(collection.properties["sku"]["name"] == "Free")
+def is_free(collection: Terms) -> bool:
+    return collection.sku is Sku.FREE
 
 
-def check_free_collections(ref: CollectionRef, spec: CollectionSpec, others: list[JobCollection]) -> None:
+def check_free_collections(ref: CollectionRef, collection: Terms, others: Sequence[JobCollection]) -> None:
     """A subscription may hold :data:`MAX_FREE_COLLECTIONS` Free collections: ``others`` are its Free
-    collections other than ``ref`` as stored (call only when ``ref`` becomes Free)."""
-    if spec.sku == "Free" and len(others) >= MAX_FREE_COLLECTIONS:
+    collections other than ``ref`` as stored (call when ``ref`` becomes ``collection``)."""
+    if is_free(collection) and len(others) >= MAX_FREE_COLLECTIONS:
         raise QuotaExceededError(
             f"properties.sku.name: subscription '{ref.subscription}' already has a Free job collection "
             f"(the Free plan allows {MAX_FREE_COLLECTIONS})"
         )
 
 
-def default_retry_interval(limits: CollectionSpec) -> timedelta:
+def default_retry_interval(collection: Terms) -> timedelta:
     """The retry interval of a job that names none: an hour in a Free collection (the plan's minimum, so
     that a job without a retry policy is accepted there), else the usual default."""
-    return FREE_DEFAULT_RETRY_INTERVAL if limits.sku == "Free" else DEFAULT_RETRY_INTERVAL
+    return FREE_DEFAULT_RETRY_INTERVAL if is_free(collection) else DEFAULT_RETRY_INTERVAL
 
 
-def check_job_fits(ref: JobRef, definition: JobDefinition, limits: CollectionSpec) -> None:
+def check_job_fits(ref: JobRef, definition: JobDefinition, collection: Terms) -> None:
     """A job must keep to its collection's ``maxRecurrence`` and its plan's limits (409 QuotaExceeded)."""
     label = f"job '{ref.name}'" if ref.name else "the job"
-    if definitions.recurrence_exceeds_quota(definition.recurrence, limits.max_recurrence):
-        frequency, interval = limits.max_recurrence
+    limit = collection.quota.max_recurrence
+    if not validate_against_quota(definition.recurrence, limit.frequency, limit.interval):
         raise QuotaExceededError(
             f"properties.recurrence: {label} recurs more often than the collection's quota.maxRecurrence "
-            f"allows (at most once every {interval} {frequency.lower()}(s))"
+            f"allows (at most once every {limit.interval} {limit.frequency.lower()}(s))"
         )
-    if limits.sku == "Free":
+    if is_free(collection):
         if definition.action.uses_authentication:
             raise QuotaExceededError(
                 f"properties.action.request.authentication: {label} uses outbound authentication, "

@@ -15,9 +15,9 @@ Two things keep the counter off the hot path of a create:
   :data:`PREFETCH` slots ahead (never more than a quarter of the room left, none when fewer than
   :data:`PREFETCH_MIN_ROOM` remain), which the next creates on this instance use without a write. Such
   slots are only used for :data:`PREFETCH_TTL` after the write that took them, and only by creates that
-  validated against the same collection properties; unused ones are given back when they expire. A
-  create that uses one has therefore seen the collection as it was at most :data:`PREFETCH_TTL` ago
-  (a create without one proves the collection unchanged with its own write).
+  validated against the same plan, state and quota of the collection; unused ones are given back when
+  they expire. A create that uses one has therefore seen the collection as it was at most
+  :data:`PREFETCH_TTL` ago (a create without one proves the collection unchanged with its own write).
 
 Near the limit every create makes its own guarded write, so the count is exact there; far from it, the
 most another instance can see taken but unused is a quarter of the room, for at most
@@ -33,9 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import ConflictError, EtagMismatchError
-from scheduler_core.model import JobCollection
+from scheduler_core.model import CollectionState, JobCollection, Quota, Sku
 from scheduler_core.ports import CollectionStore, Stores
 from scheduler_core.storage.keys import CollectionRef
 
@@ -53,6 +52,13 @@ PREFETCH_MIN_ROOM = 8
 PREFETCH_TTL = 2.0
 
 Clock = Callable[[], datetime]
+#: What a create validates a job against: the collection's plan, state and quota.
+_Terms = tuple[Sku, CollectionState, Quota]
+
+
+def _terms(collection: JobCollection) -> _Terms:
+    """The collection as a create validates against: two rows with equal terms accept the same jobs."""
+    return collection.sku, collection.state, collection.quota
 
 
 def subtract_jobs(
@@ -80,7 +86,6 @@ class _SlotRound:
     ``i < granted``; ``changed`` means the collection is no longer the one they validated against."""
 
     collection: JobCollection
-    limits: CollectionSpec
     members: int = 0
     granted: int = 0
     changed: bool = False
@@ -90,9 +95,9 @@ class _SlotRound:
 
 @dataclass(eq=False)
 class _Prefetched:
-    """Slots reserved ahead by this instance for creates validated against ``properties``."""
+    """Slots reserved ahead by this instance for creates validated against ``terms``."""
 
-    properties: dict[str, object]
+    terms: _Terms
     free: int
     expires: float  # time.monotonic()
 
@@ -114,9 +119,10 @@ class JobSlots:
         reservation write proves it current, or a prefetched slot bounds its age)."""
         return self._records.get(ref.identity)
 
-    def reserve(self, collection: JobCollection, limits: CollectionSpec) -> bool | None:
-        """Take a slot for one new job of ``collection`` (validated against ``limits``): True when taken,
-        False when the collection is full, None when the collection changed (re-read it, check again)."""
+    def reserve(self, collection: JobCollection) -> bool | None:
+        """Take a slot for one new job of ``collection`` (validated against its plan and quota): True when
+        taken, False when the collection is full (``quota.max_job_count``), None when the collection changed
+        (re-read it, check again)."""
         key = collection.ref.identity
         with self._guard:
             ahead = self._prefetched.get(key)
@@ -124,13 +130,13 @@ class JobSlots:
                 ahead is not None
                 and ahead.free > 0
                 and time.monotonic() < ahead.expires
-                and ahead.properties == collection.properties
+                and ahead.terms == _terms(collection)
             ):
                 ahead.free -= 1
                 return True
             round_ = self._rounds.get(key)
-            if round_ is None or round_.collection.properties != collection.properties:
-                round_ = _SlotRound(collection, limits)
+            if round_ is None or _terms(round_.collection) != _terms(collection):
+                round_ = _SlotRound(collection)
                 self._rounds[key] = round_
             member = round_.members
             round_.members += 1
@@ -140,7 +146,7 @@ class JobSlots:
                     if self._rounds.get(key) is round_:
                         del self._rounds[key]  # sealed: later creates start the next round
                 try:
-                    round_.granted, round_.changed = self._reserve(round_.collection, round_.limits, round_.members)
+                    round_.granted, round_.changed = self._reserve(round_.collection, round_.members)
                 except Exception as exc:
                     round_.error = exc
                 finally:
@@ -175,10 +181,11 @@ class JobSlots:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def _reserve(self, collection: JobCollection, limits: CollectionSpec, wanted: int) -> tuple[int, bool]:
+    def _reserve(self, collection: JobCollection, wanted: int) -> tuple[int, bool]:
         """One guarded write that takes ``wanted`` slots (or what is left) plus any prefetch, and returns
         unused prefetched slots: (slots granted to the round, whether the collection changed)."""
         key = collection.ref.identity
+        limit = collection.quota.max_job_count
         with self._guard:
             stale = self._prefetched.pop(key, None)
         returned = stale.free if stale is not None else 0
@@ -187,7 +194,7 @@ class JobSlots:
         for _ in range(COUNTER_ATTEMPTS):
             if current is None:
                 current, fresh = self.stores.collections.get(collection.ref), True
-                if current is None or current.properties != collection.properties:  # the caller re-reads it
+                if current is None or _terms(current) != _terms(collection):  # the caller re-reads it
                     self._records.pop(key, None)
                     if returned:
                         self._give_back(collection.ref, returned)
@@ -195,7 +202,7 @@ class JobSlots:
             count = current.job_count
             try:
                 taken = None if count is None else count - returned
-                if taken is None or taken + wanted > limits.max_job_count:
+                if taken is None or taken + wanted > limit:
                     quiet = current.modified_at is None or self.clock() - current.modified_at > COUNTER_SETTLE
                     if taken is None or quiet:
                         # Repair from an exact count: no reservation of anyone can still be in flight.
@@ -203,7 +210,7 @@ class JobSlots:
                         if exact != count:
                             current = self.stores.collections.set_job_count(current, exact)
                         taken, count, returned = exact, exact, 0
-                room = limits.max_job_count - taken
+                room = limit - taken
                 granted = min(wanted, room)
                 ahead = 0
                 if room - granted >= PREFETCH_MIN_ROOM:
@@ -218,9 +225,7 @@ class JobSlots:
                 returned = 0
                 if ahead:
                     with self._guard:
-                        self._prefetched[key] = _Prefetched(
-                            dict(collection.properties), ahead, time.monotonic() + PREFETCH_TTL
-                        )
+                        self._prefetched[key] = _Prefetched(_terms(collection), ahead, time.monotonic() + PREFETCH_TTL)
                     self._expire_later(collection.ref)
                 return max(granted, 0), False
             except EtagMismatchError:

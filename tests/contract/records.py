@@ -9,6 +9,7 @@ from typing import Any
 from scheduler_core.definitions import parse_job
 from scheduler_core.model import (
     ActionName,
+    CollectionState,
     DueEntry,
     DueSlot,
     HistoryEntry,
@@ -17,7 +18,11 @@ from scheduler_core.model import (
     JobCollection,
     JobDefinition,
     JobState,
+    MaxRecurrence,
+    Quota,
+    Sku,
 )
+from scheduler_core.recurrence import Frequency
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, history_row_key
 
 #: An instant with microseconds, to show that stores keep them.
@@ -34,7 +39,9 @@ def collection(
         ref=ref,
         location="West US",
         tags={"team": "ops", "tier": "1"},
-        properties={"sku": {"name": "Standard"}, "state": "Enabled", "quota": {"maxJobCount": max_jobs}},
+        sku=Sku.STANDARD,
+        state=CollectionState.ENABLED,
+        quota=Quota(max_jobs, MaxRecurrence(Frequency.MINUTE, 1), max_job_occurrence=500),
         created_at=T0,
         etag=etag,
         job_count=job_count,

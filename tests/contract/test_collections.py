@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import threading
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
+from typing import Any
 
 import pytest
 
+from scheduler_core.api import views
+from scheduler_core.definitions import parse_collection
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
+from scheduler_core.model import CollectionState, JobCollection, MaxRecurrence, Quota, Sku
 from scheduler_core.ports import Stores
+from scheduler_core.recurrence import Frequency
 from scheduler_core.service.slots import subtract_jobs
 from scheduler_core.storage.keys import CollectionRef
 from tests.contract.conftest import Backend
-from tests.contract.records import COLLECTION, collection
+from tests.contract.records import COLLECTION, T0, collection
 
 
 def test_a_created_collection_reads_back_whole_with_its_etag(backend: Backend) -> None:
@@ -46,7 +52,7 @@ def test_creating_twice_is_a_write_race(stores: Stores) -> None:
         stores.collections.save(collection(max_jobs=5), create=True)
     assert isinstance(raised.value, WriteRaceError)
     got = stores.collections.get(COLLECTION)
-    assert got is not None and got.properties["quota"]["maxJobCount"] == 10
+    assert got is not None and got.quota.max_job_count == 10
 
 
 def test_a_replace_guarded_by_the_current_etag_succeeds_and_gives_a_new_one(stores: Stores) -> None:
@@ -118,7 +124,14 @@ def test_set_job_count_sets_the_counter_only_and_is_guarded(backend: Backend) ->
     assert counted.modified_at is not None and before <= counted.modified_at <= after + backend.slack
     got = stores.collections.get(COLLECTION)
     assert got is not None
-    assert (got.job_count, got.etag, got.properties, got.tags) == (5, counted.etag, first.properties, first.tags)
+    assert (got.job_count, got.etag, got.sku, got.state, got.quota, got.tags) == (
+        5,
+        counted.etag,
+        first.sku,
+        first.state,
+        first.quota,
+        first.tags,
+    )
     with pytest.raises(EtagMismatchError):
         stores.collections.set_job_count(first, 9)  # stale
     stores.collections.delete(COLLECTION)
@@ -204,9 +217,70 @@ def test_stored_values_are_copies_of_the_callers_dicts(stores: Stores) -> None:
     record = collection()
     stores.collections.save(record, create=True)
     record.tags["team"] = "changed after the write"
-    record.properties["quota"]["maxJobCount"] = 99
     got = stores.collections.get(COLLECTION)
     assert got is not None
-    got.properties["sku"]["name"] = "changed after the read"
+    got.tags["tier"] = "changed after the read"
+    with pytest.raises(FrozenInstanceError):  # the plan and quota cannot be changed in place at all
+        got.quota.max_job_count = 99  # type: ignore[misc]
     again = stores.collections.get(COLLECTION)
-    assert again is not None and again.tags == collection().tags and again.properties == collection().properties
+    assert again is not None and again.tags == collection().tags
+    assert (again.sku, again.state, again.quota) == (collection().sku, collection().state, collection().quota)
+
+
+#: A collection's definition with every field set, as a client may write it (any casing), and the exact
+#: ``properties`` the API answered for it before collections were typed (and the Azure adapter stored).
+FULL_BODY: dict[str, Any] = {
+    "location": "North Europe",
+    "tags": {"team": "ops", "cost-centre": "42"},
+    "properties": {
+        "sku": {"name": "p20premium"},
+        "state": "disabled",
+        "quota": {"maxJobOccurrence": 100, "maxRecurrence": {"interval": 2, "frequency": "hour"}, "maxJobCount": 7},
+    },
+}
+FULL_PROPERTIES = (
+    '{"sku": {"name": "P20Premium"}, "state": "Disabled", '
+    '"quota": {"maxJobCount": 7, "maxRecurrence": {"frequency": "Hour", "interval": 2}, "maxJobOccurrence": 100}}'
+)
+
+
+def test_a_collection_with_every_field_set_reads_back_equal_and_answers_the_same_json(backend: Backend) -> None:
+    spec = parse_collection(FULL_BODY, name="Jobs-One")
+    assert (spec.sku, spec.state, spec.quota) == (
+        Sku.P20_PREMIUM,
+        CollectionState.DISABLED,
+        Quota(7, MaxRecurrence(Frequency.HOUR, 2), max_job_occurrence=100),
+    )
+    record = JobCollection(
+        ref=COLLECTION,
+        location=spec.location,
+        tags=spec.tags,
+        sku=spec.sku,
+        state=spec.state,
+        quota=spec.quota,
+        created_at=T0,
+        job_count=3,
+    )
+    saved = backend.stores.collections.save(record, create=True)
+    got = backend.stores.collections.get(COLLECTION)
+    assert got is not None
+    assert replace(got, modified_at=None) == saved == replace(record, etag=saved.etag)
+    answered = views.collection(got)
+    assert json.dumps(answered["properties"]) == FULL_PROPERTIES
+    assert json.dumps(answered) == json.dumps(
+        {
+            "id": COLLECTION.resource_id,
+            "type": "Microsoft.Scheduler/jobCollections",
+            "name": "Jobs-One",
+            "location": "North Europe",
+            "tags": {"team": "ops", "cost-centre": "42"},
+            "properties": json.loads(FULL_PROPERTIES),
+        }
+    )
+    if backend.name == "azurite":  # the table row keeps the format of the rows written before (they read back)
+        from scheduler_core.adapters.azure.tables import TableCollections
+
+        collections = backend.stores.collections
+        assert isinstance(collections, TableCollections)
+        row = collections.table.get_entity(COLLECTION.partition_key, COLLECTION.row_key)
+        assert row["Properties"] == FULL_PROPERTIES

@@ -18,7 +18,7 @@ from scheduler_core.adapters.memory import MemoryCollections, MemoryStorage, Sim
 from scheduler_core.errors import QuotaExceededError, StorageError
 from scheduler_core.model import JobCollection
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.service import SchedulerService, plans
+from scheduler_core.service import SchedulerService
 from scheduler_core.service import slots as job_slots
 from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -113,13 +113,12 @@ def test_slots_are_reserved_up_to_the_limit_and_released(instances: Instances) -
     record = instances.collections.get(COLLECTION)
     assert record is not None
     slots = JobSlots(instances.first.stores, instances.clock)
-    limits = plans.limits_of(record)
 
-    assert [slots.reserve(record, limits) for _ in range(4)] == [True, True, True, False]
+    assert [slots.reserve(record) for _ in range(4)] == [True, True, True, False]
     assert instances.counter() == 3
     slots.release(COLLECTION)
     assert instances.counter() == 2
-    assert slots.reserve(record, limits) is True
+    assert slots.reserve(record) is True
     assert instances.counter() == 3
 
 
@@ -130,7 +129,7 @@ def test_a_reservation_against_a_collection_changed_meanwhile_asks_for_a_fresh_r
     instances.second.patch_collection(COLLECTION, {"properties": {"quota": {"maxJobCount": 2}}})
     slots = JobSlots(instances.first.stores, instances.clock)
 
-    assert slots.reserve(record, plans.limits_of(record)) is None  # validated against the old properties
+    assert slots.reserve(record) is None  # validated against the old quota
     assert instances.counter() == 0
 
 

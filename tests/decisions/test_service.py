@@ -20,7 +20,7 @@ from scheduler_core.errors import (
     StorageError,
     ValidationError,
 )
-from scheduler_core.model import JobState
+from scheduler_core.model import JobState, Sku
 from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -267,7 +267,7 @@ def test_a_subscription_holds_one_free_collection(deployment: Deployment) -> Non
         service.patch_collection(FREE_B, {"properties": {"sku": {"name": "Free"}}})
     service.put_collection(CollectionRef("another-sub", "rg", "free"), collection_body("Free"))
 
-    assert deployment.storage.collections.get(FREE_B).properties["sku"]["name"] == "Standard"  # type: ignore[union-attr]
+    assert deployment.storage.collections.get(FREE_B).sku is Sku.STANDARD  # type: ignore[union-attr]
     service.delete_collection(FREE_A)
     service.patch_collection(FREE_B, {"properties": {"sku": {"name": "Free"}}})  # the place is free again
 
@@ -303,7 +303,7 @@ def test_a_collection_becomes_free_only_if_its_jobs_keep_the_free_rules(deployme
     deployment.put_job("fast", hourly(retryPolicy=fixed_retries(2, "PT1M")))
     with pytest.raises(QuotaExceededError, match="hourly"):
         deployment.service.patch_collection(COLLECTION, {"properties": {"sku": {"name": "Free"}}})
-    assert deployment.service.get_collection(COLLECTION).properties["sku"]["name"] == "Standard"
+    assert views.collection(deployment.service.get_collection(COLLECTION))["properties"]["sku"]["name"] == "Standard"
 
 
 # ------------------------------------------------------------------------------- collection state

@@ -19,7 +19,7 @@ from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.tables import TableCollections, table_stores
 from scheduler_core.errors import ConflictError, NotFoundError, QuotaExceededError
-from scheduler_core.model import JobCollection
+from scheduler_core.model import CollectionState, JobCollection
 from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.service import slots as job_slots
@@ -188,7 +188,7 @@ def test_a_deletion_stopped_half_way_hides_the_collection_and_is_finished_by_the
         assert try_create(service, name)
     record = service.stores.collections.get(COLLECTION)
     assert record is not None
-    service.stores.collections.save(replace(record, properties={**record.properties, "state": "Deleted"}), create=False)
+    service.stores.collections.save(replace(record, state=CollectionState.DELETED), create=False)
 
     with pytest.raises(NotFoundError):
         service.get_collection(COLLECTION)

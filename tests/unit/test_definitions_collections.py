@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
-from scheduler_core.definitions import CollectionSpec, merge_collection_patch, merge_patch, parse_collection
+from scheduler_core.definitions import (
+    CollectionSpec,
+    collection_json,
+    merge_collection_patch,
+    merge_patch,
+    parse_collection,
+    read_collection_properties,
+)
 from scheduler_core.errors import ValidationError
+from scheduler_core.model import CollectionState, MaxRecurrence, Quota, Sku
+from scheduler_core.recurrence import Frequency
+
+HOUR = Frequency.HOUR
+MINUTE = Frequency.MINUTE
 
 
 def collection(**properties: Any) -> dict[str, Any]:
@@ -32,30 +45,40 @@ def rejects(data: Any, path: str, *words: str) -> ValidationError:
 @pytest.mark.parametrize(
     ("sku", "name", "jobs", "recurrence"),
     [
-        ("Free", "Free", 5, ("Hour", 1)),
-        ("free", "Free", 5, ("Hour", 1)),
-        ("Standard", "Standard", 50, ("Minute", 1)),
-        ("p10premium", "P10Premium", 50, ("Minute", 1)),
-        ("Premium", "P10Premium", 50, ("Minute", 1)),
-        ("P20PREMIUM", "P20Premium", 1000, ("Minute", 1)),
+        ("Free", Sku.FREE, 5, MaxRecurrence(HOUR, 1)),
+        ("free", Sku.FREE, 5, MaxRecurrence(HOUR, 1)),
+        ("Standard", Sku.STANDARD, 50, MaxRecurrence(MINUTE, 1)),
+        ("p10premium", Sku.P10_PREMIUM, 50, MaxRecurrence(MINUTE, 1)),
+        ("Premium", Sku.P10_PREMIUM, 50, MaxRecurrence(MINUTE, 1)),
+        ("P20PREMIUM", Sku.P20_PREMIUM, 1000, MaxRecurrence(MINUTE, 1)),
     ],
 )
-def test_plan_defaults(sku: str, name: str, jobs: int, recurrence: tuple[str, int]) -> None:
+def test_plan_defaults(sku: str, name: Sku, jobs: int, recurrence: MaxRecurrence) -> None:
     spec = parse(collection(sku={"name": sku}))
-    assert (spec.sku, spec.max_job_count, spec.max_recurrence) == (name, jobs, recurrence)
-    assert spec.properties == {
-        "sku": {"name": name},
-        "state": "Enabled",
-        "quota": {"maxJobCount": jobs, "maxRecurrence": {"frequency": recurrence[0], "interval": recurrence[1]}},
-    }
+    assert (spec.sku, spec.quota) == (name, Quota(jobs, recurrence))
+    assert spec.quota == name.limits
+    assert json.dumps(spec.properties) == json.dumps(
+        {
+            "sku": {"name": str(name)},
+            "state": "Enabled",
+            "quota": {
+                "maxJobCount": jobs,
+                "maxRecurrence": {"frequency": str(recurrence.frequency), "interval": recurrence.interval},
+            },
+        }
+    )
 
 
 def test_defaults_without_properties() -> None:
     spec = parse({"location": "westeurope"})
-    assert (spec.sku, spec.state, spec.max_job_count, spec.max_recurrence) == ("Standard", "Enabled", 50, ("Minute", 1))
+    assert (spec.sku, spec.state, spec.quota) == (
+        Sku.STANDARD,
+        CollectionState.ENABLED,
+        Quota(50, MaxRecurrence(MINUTE, 1)),
+    )
     assert spec.tags == {}
     assert spec.location == "westeurope"
-    assert spec.max_job_occurrence is None
+    assert spec.quota.max_job_occurrence is None
 
 
 def test_full_body_round_trips() -> None:
@@ -76,34 +99,47 @@ def test_full_body_round_trips() -> None:
         },
     }
     spec = parse(data, name="jc")
-    assert spec.state == "Disabled"
-    assert spec.max_job_count == 10
-    assert spec.max_job_occurrence == 100
-    assert spec.max_recurrence == ("Hour", 2)
-    assert spec.properties["quota"] == {
-        "maxJobCount": 10,
-        "maxRecurrence": {"frequency": "Hour", "interval": 2},
-        "maxJobOccurrence": 100,
-    }
+    assert spec.state is CollectionState.DISABLED
+    assert spec.quota == Quota(10, MaxRecurrence(HOUR, 2), max_job_occurrence=100)
+    assert json.dumps(spec.properties["quota"]) == json.dumps(
+        {"maxJobCount": 10, "maxRecurrence": {"frequency": "Hour", "interval": 2}, "maxJobOccurrence": 100}
+    )
     again = parse({"location": spec.location, "tags": spec.tags, "properties": spec.properties})
     assert again == spec
+
+
+def test_the_canonical_json_reads_back_as_the_same_values_and_writes_the_same_bytes() -> None:
+    for body in (
+        collection(),
+        collection(sku={"name": "Free"}, state="Disabled"),
+        collection(sku={"name": "P20Premium"}, quota={"maxJobOccurrence": 3, "maxRecurrence": {"frequency": "Week"}}),
+    ):
+        spec = parse(body)
+        stored = json.loads(json.dumps(spec.properties))  # as a store keeps it: JSON text
+        assert read_collection_properties(stored) == (spec.sku, spec.state, spec.quota)
+        assert json.dumps(collection_json(*read_collection_properties(stored))) == json.dumps(spec.properties)
+    stored = collection_json(Sku.FREE, CollectionState.SUSPENDED, Quota(2, MaxRecurrence(Frequency.DAY, 1)))
+    assert read_collection_properties(stored) == (
+        Sku.FREE,
+        CollectionState.SUSPENDED,
+        Quota(2, MaxRecurrence(Frequency.DAY, 1)),
+    )
 
 
 def test_quota_may_be_stricter_than_the_plan() -> None:
     spec = parse(
         collection(sku={"name": "Free"}, quota={"maxJobCount": 1, "maxRecurrence": {"frequency": "Day", "interval": 1}})
     )
-    assert (spec.max_job_count, spec.max_recurrence) == (1, ("Day", 1))
+    assert spec.quota == Quota(1, MaxRecurrence(Frequency.DAY, 1))
     # missing parts of maxRecurrence default to the plan's frequency and interval 1
-    assert parse(collection(sku={"name": "Free"}, quota={"maxRecurrence": {"interval": 3}})).max_recurrence == (
-        "Hour",
-        3,
-    )
-    assert parse(collection(quota={"maxRecurrence": {"frequency": "week"}})).max_recurrence == ("Week", 1)
+    free_every_3 = parse(collection(sku={"name": "Free"}, quota={"maxRecurrence": {"interval": 3}}))
+    assert free_every_3.quota.max_recurrence == MaxRecurrence(HOUR, 3)
+    weekly = parse(collection(quota={"maxRecurrence": {"frequency": "week"}}))
+    assert weekly.quota.max_recurrence == MaxRecurrence(Frequency.WEEK, 1)
     # equal to the plan is fine
     assert parse(
         collection(sku={"name": "Free"}, quota={"maxRecurrence": {"frequency": "Minute", "interval": 60}})
-    ).max_recurrence == ("Minute", 60)
+    ).quota.max_recurrence == MaxRecurrence(MINUTE, 60)
 
 
 @pytest.mark.parametrize(
@@ -164,7 +200,7 @@ def test_body_name_matches_the_url_in_any_casing() -> None:
 
 def test_stored_collections_may_carry_service_states() -> None:
     spec = parse_collection(collection(state="Suspended"), name="jc", validate_limits=False)
-    assert spec.state == "Suspended"
+    assert spec.state is CollectionState.SUSPENDED
 
 
 # ----------------------------------------------------------------------------------- merge patch
@@ -210,7 +246,7 @@ def test_collection_patch_of_state_and_quota() -> None:
     stored = parse(collection(sku={"name": "Standard"}, quota={"maxJobCount": 20}))
     output = {"location": stored.location, "tags": stored.tags, "properties": stored.properties}
     patched = parse(merge_patch(output, {"properties": {"state": "Disabled"}, "tags": {"k": "v"}}))
-    assert (patched.state, patched.max_job_count, patched.tags) == ("Disabled", 20, {"k": "v"})
+    assert (patched.state, patched.quota.max_job_count, patched.tags) == (CollectionState.DISABLED, 20, {"k": "v"})
 
 
 def test_collection_downgrade_through_plain_merge_patch_fails_and_merge_collection_patch_resets_the_quota() -> None:
@@ -220,11 +256,11 @@ def test_collection_downgrade_through_plain_merge_patch_fails_and_merge_collecti
     with pytest.raises(ValidationError):
         parse(merge_patch(output, to_free))
     spec = parse(merge_collection_patch(output, to_free))
-    assert (spec.sku, spec.max_job_count, spec.max_recurrence) == ("Free", 5, ("Hour", 1))
+    assert (spec.sku, spec.quota) == (Sku.FREE, Quota(5, MaxRecurrence(HOUR, 1)))
     # a quota the patch names is kept
     spec = parse(merge_collection_patch(output, {"properties": {"sku": {"name": "Free"}, "quota": {"maxJobCount": 2}}}))
-    assert (spec.max_job_count, spec.max_recurrence) == (2, ("Hour", 1))
+    assert spec.quota == Quota(2, MaxRecurrence(HOUR, 1))
     # without a sku change, the stored quota stays
     stricter = parse(collection(quota={"maxJobCount": 3}))
     output = {"location": stricter.location, "tags": stricter.tags, "properties": stricter.properties}
-    assert parse(merge_collection_patch(output, {"properties": {"sku": {"name": "STANDARD"}}})).max_job_count == 3
+    assert parse(merge_collection_patch(output, {"properties": {"sku": {"name": "STANDARD"}}})).quota.max_job_count == 3

@@ -31,7 +31,7 @@ from azure.data.tables import (
 )
 
 from scheduler_core.adapters.azure.errors import translated
-from scheduler_core.definitions import job_json, read_job_definition
+from scheduler_core.definitions import collection_json, job_json, read_collection_properties, read_job_definition
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import (
     ActionName,
@@ -123,11 +123,14 @@ class TableCollections:
 
     def _record(self, entity: Any) -> JobCollection:
         ref = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
+        sku, state, quota = read_collection_properties(json.loads(entity["Properties"]))
         return JobCollection(
             ref=ref,
             location=entity["Location"],
             tags=json.loads(entity.get("Tags") or "{}"),
-            properties=json.loads(entity["Properties"]),
+            sku=sku,
+            state=state,
+            quota=quota,
             created_at=_aware(entity.get("CreatedAt")) or datetime.now(UTC),
             etag=_etag(entity),
             job_count=entity.get("JobCount"),
@@ -167,7 +170,7 @@ class TableCollections:
             "Name": record.ref.name,
             "Location": record.location,
             "Tags": json.dumps(record.tags),
-            "Properties": json.dumps(record.properties),
+            "Properties": json.dumps(collection_json(record.sku, record.state, record.quota)),
             "CreatedAt": record.created_at,
         }
         if record.job_count is not None:

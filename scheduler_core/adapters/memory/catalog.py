@@ -17,7 +17,7 @@ from scheduler_core.adapters.memory.seam import (
     utc,
     utc_or_none,
 )
-from scheduler_core.definitions import job_json, read_job_definition
+from scheduler_core.definitions import collection_json, job_json, read_collection_properties, read_job_definition
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import DueSlot, Job, JobCollection, JobState
 from scheduler_core.ports import Clock
@@ -38,7 +38,7 @@ class MemoryCollections(FaultSeam):
 
     @staticmethod
     def _copy(record: JobCollection) -> JobCollection:
-        return replace(record, tags=as_stored(record.tags), properties=as_stored(record.properties))
+        return replace(record, tags=as_stored(record.tags))
 
     @faultable
     def get(self, ref: CollectionRef) -> JobCollection | None:
@@ -66,8 +66,15 @@ class MemoryCollections(FaultSeam):
     @faultable
     def save(self, record: JobCollection, *, create: bool) -> JobCollection:
         key = (record.ref.partition_key, record.ref.row_key)
+        # As the Azure adapter stores it: the plan, state and quota as their canonical JSON, read back.
+        sku, state, quota = read_collection_properties(
+            as_stored(collection_json(record.sku, record.state, record.quota))
+        )
         stored = replace(
             self._copy(record),
+            sku=sku,
+            state=state,
+            quota=quota,
             created_at=utc(record.created_at),
             modified_at=None,
             etag="",
