@@ -39,7 +39,7 @@ def client_of(args: argparse.Namespace) -> SchedulerClient:
     return SchedulerClient(connection(args))
 
 
-def group_of(args: argparse.Namespace, client: SchedulerClient) -> str:
+def group_of(client: SchedulerClient) -> str:
     return client.conn.require_resource_group()
 
 
@@ -138,13 +138,22 @@ def describe_recurrence(recurrence: Any) -> str:
 
 
 def _authentication(action: Any) -> str:
-    request = action.get("request") if isinstance(action, dict) else None
+    """How the action authenticates; a secret is write-only, so only whether one is in use shows."""
+    if not isinstance(action, dict):
+        return "none"
+    request = action.get("request")
     auth = request.get("authentication") if isinstance(request, dict) else None
-    if isinstance(auth, dict) and auth.get("type"):
-        return f"{auth['type']} (secret write-only, not shown)"
-    queue = action.get("queueMessage") if isinstance(action, dict) else None
-    if isinstance(queue, dict):
-        return "managed identity, or a SAS token (write-only, not shown)"
+    if isinstance(auth, dict) and auth.get("type") not in (None, "NotSpecified"):
+        return f"{auth['type']} (its secret is write-only: never shown)"
+    if isinstance(action.get("queueMessage"), dict):
+        return "a SAS token if one was given (write-only: never shown), else the function app's identity"
+    for field in ("serviceBusQueueMessage", "serviceBusTopicMessage"):
+        message = action.get(field)
+        sas = message.get("authentication") if isinstance(message, dict) else None
+        if isinstance(sas, dict) and sas.get("type") == "SharedAccessKey":
+            return f"SharedAccessKey '{sas.get('sasKeyName', '')}' (the key is write-only: never shown)"
+        if isinstance(message, dict):
+            return "the function app's identity"
     return "none"
 
 
@@ -239,7 +248,7 @@ def collections_list(args: argparse.Namespace) -> int:
 
 def collections_show(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     item = client.get_collection(group, args.name)
     if args.output == JSON:
         write_json(item)
@@ -281,7 +290,7 @@ def _max_recurrence(text: str) -> dict[str, Any]:
 
 def collections_create(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     body: dict[str, Any] = {}
     if args.file:
         document = read_json_file(args.file)
@@ -320,7 +329,7 @@ def collections_create(args: argparse.Namespace) -> int:
 
 def collections_delete(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     client.get_collection(group, args.name)  # 404 before asking
     confirm(f"Delete job collection '{args.name}' with all its jobs and their history?", args.yes)
     client.delete_collection(group, args.name)
@@ -330,7 +339,7 @@ def collections_delete(args: argparse.Namespace) -> int:
 def collections_state(enable: bool) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         client = client_of(args)
-        client.set_collection_state(group_of(args, client), args.name, enable)
+        client.set_collection_state(group_of(client), args.name, enable)
         return _done(args, "enabled" if enable else "disabled", f"job collection {args.name} and its jobs")
 
     return handler
@@ -349,7 +358,7 @@ def _done(args: argparse.Namespace, verb: str, what: str, extra: Mapping[str, An
 
 def jobs_list(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection = args.collection or os.environ.get(ENV_COLLECTION)
     if not collection:
         raise CliError(f"no job collection: pass --collection (-c) or set {ENV_COLLECTION}")
@@ -363,7 +372,7 @@ def jobs_list(args: argparse.Namespace) -> int:
 
 def jobs_show(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     job = client.get_job(group, collection, name).body
     if args.output == JSON:
@@ -375,7 +384,7 @@ def jobs_show(args: argparse.Namespace) -> int:
 
 def jobs_create(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     body = job_body(read_json_file(args.file), args.file)
     try:
@@ -393,7 +402,7 @@ def jobs_create(args: argparse.Namespace) -> int:
 
 def jobs_update(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     document = read_json_file(args.file)
     current = client.get_job(group, collection, name)  # 404 when it does not exist; the ETag guards the write
@@ -424,7 +433,7 @@ def _written(args: argparse.Namespace, verb: str, job: Any) -> int:
 
 def jobs_delete(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     client.get_job(group, collection, name)  # 404 before asking
     confirm(f"Delete job '{name}' of job collection '{collection}' with its history?", args.yes)
@@ -435,7 +444,7 @@ def jobs_delete(args: argparse.Namespace) -> int:
 def jobs_state(state: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         client = client_of(args)
-        group = group_of(args, client)
+        group = group_of(client)
         collection, name = job_address(args)
         answer = client.patch_job(group, collection, name, {"properties": {"state": state}})
         if args.output == JSON:
@@ -449,7 +458,7 @@ def jobs_state(state: str) -> Handler:
 def jobs_run(args: argparse.Namespace) -> int:
     """``POST .../jobs/{job}/run``: one execution now, outside the schedule (which is not changed)."""
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     seen: set[str] = set()
     if args.wait:
@@ -502,7 +511,7 @@ def _history_row(row: Mapping[str, Any]) -> list[Any]:
 
 def jobs_history(args: argparse.Namespace) -> int:
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     rows = client.history(group, collection, name, args.status, args.top)
     if args.output == JSON:
@@ -519,7 +528,7 @@ def jobs_preview(args: argparse.Namespace) -> int:
     the series ``count`` counts; the series is anchored at the job's ``nextExecutionTime`` (exact for the
     first occurrence, which is the service's own answer), and ``count`` is not applied."""
     client = client_of(args)
-    group = group_of(args, client)
+    group = group_of(client)
     collection, name = job_address(args)
     job = client.get_job(group, collection, name).body
     props = job.get("properties") or {}

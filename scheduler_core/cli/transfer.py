@@ -631,9 +631,9 @@ class Planner:
         if first is not None:
             plans.check_job_fits(ref, first.definition, limits)
             if existing is None:
-                if len(collection.jobs) >= limits.max_job_count:
+                if len(collection.jobs) >= limits.quota.max_job_count:
                     raise QuotaExceededError(
-                        f"job collection '{collection.name}' already has {limits.max_job_count} jobs, "
+                        f"job collection '{collection.name}' already has {limits.quota.max_job_count} jobs, "
                         "its quota.maxJobCount"
                     )
                 return first

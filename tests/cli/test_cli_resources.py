@@ -104,7 +104,7 @@ def test_jobs_create_show_update_pause_resume_preview_delete(cli: Cli, tmp_path:
     fields = dict(line.split(":", 1) for line in shown.out.splitlines())
     assert fields["state"].strip() == "Enabled"
     assert fields["action"].strip() == "Https GET https://example.org/ping"
-    assert fields["authentication"].strip() == "Basic (secret write-only, not shown)"
+    assert fields["authentication"].strip() == "Basic (its secret is write-only: never shown)"
     assert fields["recurrence"].strip() == "every hour"
     as_json = cli("jobs", "show", "jc1/nightly", "-o", "json").json()
     assert PASSWORD not in json.dumps(as_json)
