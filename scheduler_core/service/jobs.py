@@ -118,6 +118,7 @@ class JobService:
                 spec = definitions.parse_job(
                     body,
                     previous=existing.definition if existing else None,
+                    now=self.clock(),
                     identity=self.identity,
                     default_retry_interval=plans.default_retry_interval(collection),
                 )
@@ -158,6 +159,7 @@ class JobService:
             spec = definitions.parse_job(
                 merged,
                 previous=existing.definition,
+                now=self.clock(),
                 identity=self.identity,
                 default_retry_interval=plans.default_retry_interval(collection),
             )

@@ -23,6 +23,7 @@ from scheduler_core.errors import (
 from scheduler_core.model import JobState, Sku
 from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.execute import Outcome
+from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.decisions.conftest import (
     COLLECTION,
@@ -367,6 +368,22 @@ def test_a_job_deleted_after_it_fired_and_created_again_fires_only_on_its_new_sc
     deployment.run_until(new_start - timedelta(minutes=1))
 
     assert [r.path for r in target.received] == ["/old"]  # the new job has not started yet
+
+
+def test_the_time_windows_of_a_job_are_measured_from_the_services_clock(deployment: Deployment) -> None:
+    """A start may be at most 18 months ahead and an end must be in the future, both as of the service's
+    clock (here simulated, three years ahead of the real one), not the machine's."""
+    deployment.clock.set(START + timedelta(days=3 * 365))
+    now = deployment.clock.now
+    job = deployment.put_job("later", job_body(now + timedelta(hours=1), http_action(URL), HOURLY))
+    assert job.next_execution_time == now + timedelta(hours=1)
+    with pytest.raises(ValidationError) as too_far:
+        deployment.put_job("too-far", job_body(now + timedelta(days=19 * 31), http_action(URL), HOURLY))
+    assert too_far.value.path == "properties.startTime"
+    ended = {**HOURLY, "endTime": format_instant(now - timedelta(minutes=1))}
+    with pytest.raises(ValidationError) as past:
+        deployment.service.patch_job(deployment.ref("later"), {"properties": {"recurrence": ended}})
+    assert past.value.path == "properties.recurrence.endTime"
 
 
 # ------------------------------------------------------------------------------------ races and failures
