@@ -394,3 +394,24 @@ def test_the_function_app_does_not_import_the_command_line() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_export_of_one_collection_to_standard_output(cli: Cli) -> None:
+    put(cli, "one", {"location": "westus"})
+    put(cli, "two", {"location": "westus"})
+    put(cli, "one/jobs/j1", {"properties": http_job()})
+    exported = cli("export", "-", "--collection", "one", "--no-progress")
+    assert exported.code == 0, exported.err
+    document = json.loads(exported.out)
+    assert [c["name"] for c in document["collections"]] == ["one"]
+    assert [j["name"] for j in document["collections"][0]["jobs"]] == ["one/j1"]
+    assert (
+        exported.err
+        == "exported 1 collections and 1 jobs to -; 0 secret places to re-enter (0 required): see secretsToReenter\n"
+    )
+    missing = cli("export", "-", "--collection", "three")
+    assert missing.code == 5 and missing.out == ""
+    assert (
+        missing.err
+        == f"error: job collection 'three' was not found in resource group '{RG}' (ResourceNotFound, HTTP 404)\n"
+    )
