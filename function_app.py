@@ -20,8 +20,8 @@ _api = ManagementApi(api_context)
 @app.function_name("management_api")
 @app.route(
     route="subscriptions/{*resource}",
-    # Every method reaches the API, so that HEAD, OPTIONS and the like get an ARM 405 error body too.
-    methods=list(func.HttpMethod),
+    # No method list: the host then limits no method, so HEAD, OPTIONS and the like reach the API and get an
+    # ARM 405 error body too (a list built from func.HttpMethod would differ between azure-functions versions).
 )
 def management_api(req: func.HttpRequest) -> func.HttpResponse:
     """Every Microsoft.Scheduler ARM operation (job collections, jobs, history)."""
@@ -72,8 +72,8 @@ def cleanup(timer: func.TimerRequest) -> None:
 @app.function_name("openapi_document")
 @app.route(
     route="openapi/microsoft-scheduler-2016-03-01.json",  # scheduler_core.api.openapi.ROUTE
-    # Every method reaches the function, so that a write gets an ARM 405 error body rather than a bare 405.
-    methods=list(func.HttpMethod),
+    # No method list: every method reaches the function, so that a write gets an ARM 405 error body rather
+    # than a bare 405.
 )
 def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
     """Microsoft's OpenAPI document of the management API, anonymous (public, no secret in it)."""
