@@ -270,3 +270,15 @@ def test_run_now_executes_the_job_and_waits_for_its_history(running_cli: Cli, tm
     assert table.out.splitlines()[1].split()[1] == "Completed"
     missing = cli("jobs", "run", "jc1/nope")
     assert missing.code == 5 and "job 'nope' was not found" in missing.err
+
+
+def test_the_key_goes_in_x_functions_key_when_asked(cli: Cli) -> None:
+    """Behind App Service Authentication ``Authorization`` carries the Entra ID token, so the key can go in
+    ``x-functions-key`` instead (moved from tests/infra/test_import_jobs.py, now against real servers)."""
+    listed = cli("collections", "list", "--functions-key-header", "--output", "json")
+    assert listed.code == 0, listed.err  # the API reads the key from x-functions-key
+    with http_target([200]) as target:
+        cli("collections", "list", "--functions-key-header", "--endpoint", target.base_url, "--api-key", "K-123")
+        [request] = target.received
+    assert request.headers.get("x-functions-key") == "K-123"
+    assert "Authorization" not in request.headers
