@@ -137,9 +137,15 @@ def add_connection_options(parser: argparse.ArgumentParser, *, resource_group: b
     )
 
 
+def environment() -> Mapping[str, str]:
+    """The user's environment, the one place the command line reads it (the service reads its own settings
+    in :mod:`scheduler_core.settings`; the command line is a client on the user's machine)."""
+    return os.environ
+
+
 def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
     """The connection of a parsed command line: each flag, else its environment variable, else a default."""
-    env = os.environ if environ is None else environ
+    env = environment() if environ is None else environ
     endpoint = (args.endpoint or env.get(ENV_ENDPOINT) or DEFAULT_ENDPOINT).strip().rstrip("/")
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from scheduler_core.cli.common import (
     CliError,
     add_connection_options,
     connection,
+    environment,
     read_json_file,
 )
 from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_table
@@ -60,7 +60,7 @@ def job_address(args: argparse.Namespace) -> tuple[str, str]:
     if "/" in name:
         collection, _, job = name.partition("/")
     else:
-        collection, job = (args.collection or os.environ.get(ENV_COLLECTION) or ""), name
+        collection, job = (args.collection or environment().get(ENV_COLLECTION) or ""), name
     if not collection:
         raise CliError(f"no job collection: write COLLECTION/JOB, pass --collection (-c) or set {ENV_COLLECTION}")
     if not job:
@@ -359,7 +359,7 @@ def _done(args: argparse.Namespace, verb: str, what: str, extra: Mapping[str, An
 def jobs_list(args: argparse.Namespace) -> int:
     client = client_of(args)
     group = group_of(client)
-    collection = args.collection or os.environ.get(ENV_COLLECTION)
+    collection = args.collection or environment().get(ENV_COLLECTION)
     if not collection:
         raise CliError(f"no job collection: pass --collection (-c) or set {ENV_COLLECTION}")
     jobs = client.list_jobs(group, collection, args.state)

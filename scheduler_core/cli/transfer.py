@@ -36,6 +36,7 @@ from scheduler_core.cli.common import (
     Connection,
     add_connection_options,
     connection,
+    environment,
     read_json_file,
 )
 from scheduler_core.cli.output import JSON, Progress, add_output_option, write_json, write_table
@@ -775,7 +776,7 @@ def run_import(
     """Plan (and unless ``dry_run``, carry out) the import of ``document``; ``conn`` None: offline."""
     source = load_source(document, origin, options)
     clients = _clients(conn) if conn is not None else None
-    identity = _identity_scope(os.environ if environ is None else environ)
+    identity = _identity_scope(environment() if environ is None else environ)
     results = plan(source, TargetState(clients), options, identity)
     if dry_run:
         return results, source.warnings
