@@ -37,7 +37,7 @@ if ! "$chromium" --version >/dev/null 2>&1; then
   exit 1
 fi
 
-if ! node -e "require.resolve('playwright-core'); require.resolve('esbuild'); require.resolve('chart.js')" >/dev/null 2>&1; then
+if ! node -e "require.resolve('playwright-core'); require.resolve('esbuild'); require.resolve('chart.js'); require.resolve('axe-core')" >/dev/null 2>&1; then
   echo "Installing playwright-core and the dashboard's build tools from npm (npm ci)..."
   npm ci --no-audit --no-fund --loglevel=error
 fi
