@@ -93,15 +93,16 @@ def assets() -> dict[str, bytes]:
     return found
 
 
-def _etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+@functools.cache
+def _etag(name: str) -> str:
+    return '"' + hashlib.sha256(assets()[name]).hexdigest()[:32] + '"'
 
 
 def _static(name: str, headers: Mapping[str, str]) -> ApiResponse:
     body = assets().get(name)
     if body is None:
         raise NotFoundError(f"the dashboard has no asset '{name[:80]}'")
-    etag = _etag(body)
+    etag = _etag(name)
     content_type = CONTENT_TYPES["." + name.rpartition(".")[2]]
     out = {"Content-Type": content_type, "Cache-Control": "no-cache", "ETag": etag}
     if _header(headers, "If-None-Match") == etag:
