@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 PORT ?=
 AZURITE_PORTS ?= 10000,10001,10002
 
-.PHONY: install run test lint infra-check clean
+.PHONY: install run test lint infra-check clean dashboard browser
 
 # Installs say what they install and how long it took (pip and npm themselves stay quiet).
 NOW = date +%s
@@ -31,14 +31,25 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(VENV)/.installed node_modules/.installed
 
-run: install
+# The dashboard's built assets are committed (scheduler_core/dashboard/static/); `make run` rebuilds them when
+# their sources changed. `make test` does not: tests/browser/test_assets.py must see stale committed assets.
+DASHBOARD_BUILT := scheduler_core/dashboard/static/app.js
+$(DASHBOARD_BUILT): $(shell find dashboard -type f) node_modules/.installed
+	npm run --silent build:dashboard
+dashboard: $(DASHBOARD_BUILT)
+
+# Debian's Chromium (apt) for the browser tests, installed when missing.
+browser: node_modules/.installed
+	@bash scripts/install_browser.sh
+
+run: install $(DASHBOARD_BUILT)
 	@$(PY) -m local_host run --azurite --init $(if $(PORT),--port $(PORT)) --azurite-ports $(AZURITE_PORTS) --option-names make
 
 # The suite runs on parallel workers (pytest-xdist), a test module whole on one worker; `auto` is two workers
 # per CPU, at most 8 (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= auto
 
-test: install
+test: install browser
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 	$(MAKE) lint
 
