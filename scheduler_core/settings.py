@@ -145,7 +145,31 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
 )
 
-_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+#: Observability settings: optional, empty by default, and not set by the Bicep as scheduler settings (the
+#: platform sets APPLICATIONINSIGHTS_CONNECTION_STRING itself; docs/operations.md).
+TELEMETRY_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "",
+        "Application Insights connection string: when set, metrics (and the scheduler's log fields) are "
+        "exported to Azure Monitor. Set by the platform in Azure (infra/modules/appsettings.bicep).",
+    ),
+    SettingSpec(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "",
+        "OTLP/HTTP collector base URL (http://127.0.0.1:4318): when set and no Application Insights "
+        "connection string is, metrics are exported over OTLP (optional packages opentelemetry-sdk and "
+        "opentelemetry-exporter-otlp-proto-http).",
+    ),
+    SettingSpec(
+        "SCHEDULER_LOG_FORMAT",
+        "text",
+        "The local host's console: 'text' (one line per record) or 'json' (one JSON object per line with "
+        "every scheduler_* field).",
+    ),
+)
+
+_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in (*SETTINGS, *TELEMETRY_SETTINGS)}
 
 
 def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -239,6 +263,9 @@ class Settings:
     service_bus_idle_seconds: int = 300
     entra_authority_host: str = "https://login.microsoftonline.com"
     identity_allowed_hosts: tuple[str, ...] = ()
+    appinsights_connection_string: str = ""
+    otlp_endpoint: str = ""
+    log_format: str = "text"
 
     def table_name(self, base: str) -> str:
         """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
@@ -273,4 +300,12 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         service_bus_idle_seconds=_int("SCHEDULER_SERVICE_BUS_IDLE_SECONDS", environ, 1, 86400),
         entra_authority_host=_https_url("SCHEDULER_ENTRA_AUTHORITY_HOST", environ),
         identity_allowed_hosts=_host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
+        appinsights_connection_string=(raw("APPLICATIONINSIGHTS_CONNECTION_STRING", environ) or "").strip(),
+        otlp_endpoint=(raw("OTEL_EXPORTER_OTLP_ENDPOINT", environ) or "").strip(),
+        log_format=log_format(environ),
     )
+
+
+def log_format(environ: Mapping[str, str] | None = None) -> str:
+    """``SCHEDULER_LOG_FORMAT``: 'text' or 'json' (the local host reads it before the other settings)."""
+    return _choice("SCHEDULER_LOG_FORMAT", ("text", "json"), environ)
