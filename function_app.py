@@ -92,3 +92,15 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
 
     response = web.serve(req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_context)
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+
+
+@app.function_name("health")
+# No method list: every method reaches the function, so that a write gets an ARM 405 error body.
+@app.route(route="health")  # scheduler_core.health.ROUTE
+def health(req: func.HttpRequest) -> func.HttpResponse:
+    """Anonymous health answer: 503 when this instance cannot reach its storage, 200 (with warnings) otherwise."""
+    from scheduler_core import health as probe  # imported here, as this block is appended below the wiring above
+    from scheduler_core.context import services
+
+    response = probe.serve(req.method, services)
+    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)

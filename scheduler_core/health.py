@@ -1,0 +1,100 @@
+"""``GET /health`` (anonymous): is this instance able to work, and how is the fleet doing.
+
+- **503** only for a problem of *this instance*: its settings do not load, or its storage cannot be reached
+  (one cheap table query: the dispatch heartbeat row). App Service's health check restarts or replaces an
+  instance that keeps answering 503, which is the cure for exactly these.
+- **200** otherwise, with fleet-wide conditions as ``warnings`` (restarting this instance would not cure
+  them, and restarting every instance would make them worse): the dispatch tick is late (its heartbeat,
+  written by whichever instance ran the timer, is older than :data:`TICK_LATE_AFTER`, or missing), poison
+  messages are present. The alert rules (docs/deploy.md) page a person for those.
+
+The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``checked_at``, ``storage``,
+``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth``, ``poison_queue_length``, ``warnings``,
+``reason`` (503 only). No secret, no connection string, no exception text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from scheduler_core import __version__
+from scheduler_core.recurrence import format_instant
+
+if TYPE_CHECKING:
+    from scheduler_core.context import Services
+
+log = logging.getLogger("scheduler_core.health")
+
+#: The dispatch timer ticks every minute; a heartbeat older than this is a warning (the tick alert fires
+#: after 3 minutes as well).
+TICK_LATE_AFTER = timedelta(minutes=3)
+ROUTE = "health"
+
+
+@dataclass(frozen=True)
+class HealthResponse:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(
+        default_factory=lambda: {"Content-Type": "application/json", "Cache-Control": "no-store"}
+    )
+
+
+def _answer(status: int, body: dict[str, Any]) -> HealthResponse:
+    return HealthResponse(status, json.dumps(body, indent=None).encode())
+
+
+def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
+    """The health status code and body (see the module's docstring)."""
+    body: dict[str, Any] = {"status": "healthy", "version": __version__, "warnings": []}
+    try:
+        s = services()
+    except Exception as exc:  # settings that do not load: this instance cannot work
+        log.warning("health: services not available: %s", type(exc).__name__)
+        body.update(status="unhealthy", reason="configuration: the settings do not load")
+        return 503, body
+    now = s.clock()
+    body["checked_at"] = format_instant(now)
+    from scheduler_core.pipeline.dispatch import last_tick
+
+    try:
+        tick = last_tick(s.stores)  # one query on the due-index table: storage reachable
+    except Exception as exc:
+        log.warning("health: storage not reachable: %s", type(exc).__name__)
+        body.update(status="unhealthy", storage="unreachable", reason="storage: the tables cannot be reached")
+        return 503, body
+    body["storage"] = "reachable"
+    body["last_tick"] = format_instant(tick) if tick is not None else None
+    age = (now - tick).total_seconds() if tick is not None else None
+    body["tick_age_seconds"] = round(age, 1) if age is not None else None
+    if tick is None:
+        body["warnings"].append("dispatch tick: never recorded")
+    elif age is not None and age > TICK_LATE_AFTER.total_seconds():
+        body["warnings"].append(f"dispatch tick: last one {age:.0f} s ago (expected every 60 s)")
+    depths = s.dispatcher.sample_depths()
+    body["execution_queue_depth"] = depths.executions if depths is not None else None
+    body["poison_queue_length"] = depths.poison if depths is not None else None
+    if depths is not None and depths.poison:
+        body["warnings"].append(f"poison queue: {depths.poison} message(s) (see docs/operations.md)")
+    if body["warnings"]:
+        body["status"] = "degraded"
+    return 200, body
+
+
+def serve(method: str, services: Callable[[], Services]) -> HealthResponse:
+    """Answer ``GET``/``HEAD /health``; any other method is an ARM 405 error."""
+    if method.upper() not in ("GET", "HEAD"):
+        return HealthResponse(
+            405,
+            json.dumps(
+                {"error": {"code": "MethodNotAllowed", "message": "/health answers GET and HEAD only"}}
+            ).encode(),
+            {"Content-Type": "application/json", "Allow": "GET, HEAD"},
+        )
+    status, body = check(services)
+    return _answer(status, body)
