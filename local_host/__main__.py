@@ -61,6 +61,15 @@ def _configure_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def _apply_log_format() -> None:
+    """SCHEDULER_LOG_FORMAT=json (from the environment or local.settings.json): JSON lines on the console."""
+    from scheduler_core import settings, telemetry
+
+    if settings.log_format() == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(telemetry.JsonFormatter())
+
+
 def ensure_local_settings(
     path: Path, sample: Path, http_port: int = 7071, azurite: AzuritePorts | None = None
 ) -> str | None:
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     )
     set_by_user = frozenset(os.environ)
     apply_local_settings(settings_file)
+    _apply_log_format()
     azurite: Azurite | None = None
     host: LocalHost | None = None
     signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
