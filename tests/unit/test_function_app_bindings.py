@@ -19,6 +19,7 @@ EXPECTED_HTTP = {
     "management_api": ("subscriptions/{*resource}", EVERY_METHOD),
     "openapi_document": ("openapi/microsoft-scheduler-2016-03-01.json", EVERY_METHOD),
     "dashboard": ("dashboard/{*path}", EVERY_METHOD),
+    "health": ("health", EVERY_METHOD),
 }
 EXPECTED_TIMERS = {
     "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",

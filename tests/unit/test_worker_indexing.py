@@ -108,6 +108,16 @@ EXPECTED_RAW_BINDINGS: dict[str, list[dict[str, Any]]] = {
         },
         _HTTP_OUT,
     ],
+    "health": [
+        {
+            "direction": "IN",
+            "type": "httpTrigger",
+            "name": "req",
+            "authLevel": "ANONYMOUS",
+            "route": "health",
+        },
+        _HTTP_OUT,
+    ],
     "dispatch_tick": [
         {
             "direction": "IN",
@@ -153,6 +163,7 @@ EXPECTED_BINDING_INFO: dict[str, dict[str, tuple[str, str, str]]] = {
     "management_api": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "openapi_document": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "dashboard": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
+    "health": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "dispatch_tick": {"timer": ("timerTrigger", "in", "undefined")},
     "cleanup": {"timer": ("timerTrigger", "in", "undefined")},
     "scan_shard": {"msg": ("queueTrigger", "in", "undefined")},
