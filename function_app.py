@@ -10,11 +10,11 @@ import azure.functions as func
 
 from scheduler_core import triggers
 from scheduler_core.api import ApiRequest, ManagementApi
-from scheduler_core.context import api_context
+from scheduler_core.wiring import api_services
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
-_api = ManagementApi(api_context)
+_api = ManagementApi(api_services)
 
 
 @app.function_name("management_api")
@@ -90,7 +90,9 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
     """The web dashboard: its page and assets (anonymous), and its read-only API (API key, as the management API)."""
     from scheduler_core import dashboard as web  # imported here, as this block is appended below the wiring above
 
-    response = web.serve(req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_context)
+    response = web.serve(
+        req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_services
+    )
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
 
 
@@ -100,7 +102,7 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
 def health(req: func.HttpRequest) -> func.HttpResponse:
     """Anonymous health answer: 503 when this instance cannot reach its storage, 200 (with warnings) otherwise."""
     from scheduler_core import health as probe  # imported here, as this block is appended below the wiring above
-    from scheduler_core.context import services
+    from scheduler_core.wiring import services
 
     response = probe.serve(req.method, services)
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)

@@ -34,7 +34,7 @@ from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue
 
 from bench.common import azurite_settings, table
 from local_host.azurite import DEV_ACCOUNT, DEV_KEY
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.actions import ActionContext, ActionRunner
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.definitions import read_action
@@ -72,7 +72,7 @@ def runner_call(runner: ActionRunner, action: dict[str, Any]) -> Callable[[int],
 
 
 def executor_rate(action: dict[str, Any], name: str, count: int) -> float:
-    services = context.services()
+    services = wiring.services()
     collection = CollectionRef("bench", "rg", "actions")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "P10Premium"}}})
     ref = JobRef(collection, name)
@@ -113,7 +113,7 @@ def main() -> None:
             endpoint = f"http://127.0.0.1:{queue_port}/{{account}}"
             config = dataclasses.replace(loaded, storage_queue_endpoint=endpoint)
             runner = default_runner(config)
-            context.install(context.build(config, runner=runner, send_execution=lambda text, delay: None))
+            wiring.install(wiring.build(config, runner=runner, send_execution=lambda text, delay: None))
             sas = generate_queue_sas(
                 DEV_ACCOUNT,
                 queue_name,

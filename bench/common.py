@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from local_host.azurite import Azurite  # noqa: E402
-from scheduler_core import context, settings  # noqa: E402
+from scheduler_core import settings, wiring  # noqa: E402
 from scheduler_core.adapters.azure.provision import provision  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def azurite_settings(**extra: str) -> Iterator[settings.Settings]:
             **extra,
         }
         os.environ.update(values)
-        context.reset()
+        wiring.reset()
         config = settings.load()
         provision(config)
         yield config

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from bench.common import azurite_settings, table, timed_calls
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import MAX_BATCH, TableDueIndex, TableJobs
 from scheduler_core.definitions import parse_job
@@ -25,7 +25,7 @@ from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shar
 
 
 def seed(jobs: int, due: datetime) -> None:
-    services = context.services()
+    services = wiring.services()
     shards = services.settings.due_shards
     job_store, due_index = services.stores.jobs, services.stores.due
     assert isinstance(job_store, TableJobs) and isinstance(due_index, TableDueIndex)
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
     with azurite_settings() as config:
-        services = context.services()
+        services = wiring.services()
         now = datetime.now(UTC).replace(microsecond=0)
         due = now + timedelta(seconds=30)
         started = time.perf_counter()

@@ -26,7 +26,7 @@ from scheduler_core import __version__
 from scheduler_core.recurrence import format_instant
 
 if TYPE_CHECKING:
-    from scheduler_core.context import Services
+    from scheduler_core.wiring import Services
 
 log = logging.getLogger("scheduler_core.health")
 

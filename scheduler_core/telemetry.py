@@ -4,7 +4,7 @@ log lines, and the JSON lines of the local host's console (docs/operations.md sh
 - **Metrics.** :class:`Instruments` holds every instrument under the names the alert rules query
   (``infra/modules/alerts.bicep``). Only ``opentelemetry-api`` is imported, and only on first use (never when
   ``function_app`` is imported). With no SDK configured the API's instruments do nothing.
-- **Exporter.** :func:`configure` chooses one on the first invocation (``scheduler_core.context``): Azure
+- **Exporter.** :func:`configure` chooses one on the first invocation (``scheduler_core.wiring``): Azure
   Monitor when ``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set, OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is
   set, nothing otherwise (:func:`exporter_for`).
 - **Log fields.** Every fact of a log line is also passed as ``extra=`` under a ``scheduler_*`` key

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from scheduler_core.context import services
 from scheduler_core.pipeline.cleanup import cleanup
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
+from scheduler_core.wiring import services
 
 log = logging.getLogger("scheduler_core.triggers")
 

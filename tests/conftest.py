@@ -105,7 +105,7 @@ def azurite() -> Iterator[Azurite]:
 @pytest.fixture
 def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
     """Environment for one test: the session's Azurite and tables and queues of its own (unique names)."""
-    from scheduler_core import context
+    from scheduler_core import wiring
 
     suffix = uuid.uuid4().hex[:8]
     for name, value in sample_settings().items():
@@ -114,20 +114,20 @@ def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     monkeypatch.setenv("SCHEDULER_TABLE_PREFIX", f"t{suffix}")
     monkeypatch.setenv("SCHEDULER_SCAN_QUEUE", f"scan-{suffix}")
     monkeypatch.setenv("SCHEDULER_EXECUTION_QUEUE", f"exec-{suffix}")
-    context.reset()
+    wiring.reset()
     yield settings.load(os.environ)
-    context.reset()
+    wiring.reset()
 
 
 @pytest.fixture
 def memory_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
     """Settings for a deployment on the memory adapter (no Azurite): the sample settings; the connection
-    string names nothing that is ever called (``context.build(..., storage=memory_storage(...))``)."""
-    from scheduler_core import context
+    string names nothing that is ever called (``wiring.build(..., storage=memory_storage(...))``)."""
+    from scheduler_core import wiring
 
     for name, value in sample_settings().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
-    context.reset()
+    wiring.reset()
     yield settings.load(os.environ)
-    context.reset()
+    wiring.reset()

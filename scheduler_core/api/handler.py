@@ -34,7 +34,7 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_URL_LENGTH = 4096
 
 
-class ApiContext:
+class ApiServices:
     """What the API needs from the process: the service and the API keys."""
 
     def __init__(self, service: SchedulerService, api_keys: tuple[auth.ApiKey, ...]) -> None:
@@ -43,10 +43,10 @@ class ApiContext:
 
 
 class ManagementApi:
-    """The Microsoft.Scheduler management API. ``context`` is called once per request (lazy set-up)."""
+    """The Microsoft.Scheduler management API. ``services`` is called once per request (lazy set-up)."""
 
-    def __init__(self, context: Callable[[], ApiContext]) -> None:
-        self._context = context
+    def __init__(self, services: Callable[[], ApiServices]) -> None:
+        self._services = services
 
     def handle(self, request: ApiRequest) -> ApiResponse:
         request_id = str(uuid.uuid4())
@@ -66,10 +66,10 @@ class ManagementApi:
     def _handle(self, request: ApiRequest) -> ApiResponse:
         if len(request.url) > MAX_URL_LENGTH:
             raise ValidationError("url", f"the request URL is longer than {MAX_URL_LENGTH} characters")
-        context = self._context()
+        services = self._services()
         check_url(request.url)
         path = parse_path(request.path)
-        auth.authenticate(context.api_keys, request.headers, path.subscription)
+        auth.authenticate(services.api_keys, request.headers, path.subscription)
         version = request.query.get("api-version")
         if version is None:
             raise ValidationError("api-version", "the query parameter 'api-version' is required")
@@ -77,7 +77,7 @@ class ManagementApi:
             raise ValidationError(
                 "api-version", f"'{version}' is not supported; use one of {', '.join(sorted(API_VERSIONS))}"
             )
-        return _Operation(context.service, request, path).run()
+        return _Operation(services.service, request, path).run()
 
 
 def _body(request: ApiRequest) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from datetime import datetime
 from importlib import resources
 
 from scheduler_core import auth
-from scheduler_core.api.handler import ApiContext
+from scheduler_core.api.handler import ApiServices
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paths import parse_path
 from scheduler_core.dashboard.insight import job_insight
@@ -124,17 +124,19 @@ def _count(query: Mapping[str, str]) -> int:
     return int(text)
 
 
-def _job_api(route_path: str, query: Mapping[str, str], headers: Mapping[str, str], context: ApiContext) -> ApiResponse:
+def _job_api(
+    route_path: str, query: Mapping[str, str], headers: Mapping[str, str], services: ApiServices
+) -> ApiResponse:
     # The host decoded the route value once; the ARM path parser decodes each name exactly once.
     path = parse_path(ApiRequest.path_from_route(route_path))
-    auth.authenticate(context.api_keys, headers, path.subscription)
+    auth.authenticate(services.api_keys, headers, path.subscription)
     if path.kind != "job" or path.resource_group is None or path.collection is None or path.job is None:
         raise NotFoundError(
             "expected /dashboard/api/job/subscriptions/{sub}/resourceGroups/{rg}/providers/"
             "Microsoft.Scheduler/jobCollections/{jc}/jobs/{job}"
         )
     count = _count(query)
-    service = context.service
+    service = services.service
     job = service.get_job(JobRef(CollectionRef(path.subscription, path.resource_group, path.collection), path.job))
     now: datetime = service.clock()
     return ApiResponse.json(200, job_insight(job, now, count), {"Cache-Control": "no-store"})
@@ -145,11 +147,11 @@ def serve(
     path: str,
     headers: Mapping[str, str] | None = None,
     query: Mapping[str, str] | None = None,
-    context: Callable[[], ApiContext] | None = None,
+    services: Callable[[], ApiServices] | None = None,
 ) -> ApiResponse:
     """The answer to ``method`` on ``/dashboard/<path>`` (``path`` as the host decoded it).
 
-    ``context`` gives the API keys and the service (``scheduler_core.context.api_context``); it is called
+    ``services`` gives the API keys and the service (``scheduler_core.wiring.api_services``); it is called
     only for ``api/...``, so serving the page and its assets connects to nothing."""
     headers = headers or {}
     query = query or {}
@@ -162,8 +164,8 @@ def serve(
             response = _static("index.html", headers)
         elif route_path.startswith(_ASSETS) and "/" not in route_path[len(_ASSETS) :]:
             response = _static(route_path[len(_ASSETS) :], headers)
-        elif route_path.lower().startswith(_JOB_API) and context is not None:
-            response = _job_api(route_path[len(_JOB_API) :], query, headers, context())
+        elif route_path.lower().startswith(_JOB_API) and services is not None:
+            response = _job_api(route_path[len(_JOB_API) :], query, headers, services())
         else:
             raise NotFoundError(f"the dashboard has nothing at '/dashboard/{route_path[:80]}'")
     except Exception as exc:

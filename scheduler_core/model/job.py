@@ -63,7 +63,8 @@ def first_generation(created: datetime) -> int:
 class Job:
     """A stored job: its ``definition`` and ``state``, and what the service keeps about it.
     ``generation`` starts at :func:`first_generation` and grows by one with every write of the definition
-    or state: an execution message or due entry of another generation is stale. ``etag`` is the version it was read at."""
+    or state: an execution message or due entry of another generation is stale. ``etag`` is the version it
+    was read at."""
 
     ref: JobRef
     definition: JobDefinition

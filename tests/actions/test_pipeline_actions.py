@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
@@ -38,10 +38,10 @@ class ActionPipeline(Pipeline):
         self.clock = FakeClock(start)
         self.queue = CapturedQueue(self.clock)
         self.runner = default_runner(settings, credential=credential)
-        self.services = context.build(
+        self.services = wiring.build(
             settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, runner=self.runner
         )
-        context.install(self.services)
+        wiring.install(self.services)
         self.collection = CollectionRef("sub1", "rg", "jc")
         self.services.service.put_collection(
             self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}

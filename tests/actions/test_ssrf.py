@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
@@ -402,10 +402,10 @@ class GuardedPipeline(Pipeline):
         self.clock = FakeClock(start)
         self.queue = CapturedQueue(self.clock)
         runner = default_runner(settings, resolver=dns.resolve)
-        self.services = context.build(
+        self.services = wiring.build(
             settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, runner=runner
         )
-        context.install(self.services)
+        wiring.install(self.services)
         self.collection = CollectionRef("sub1", "rg", "jc")
         self.services.service.put_collection(
             self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}

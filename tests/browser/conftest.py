@@ -21,7 +21,7 @@ import pytest
 
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
-from scheduler_core import auth, context
+from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
 from tests.e2e.conftest import Api
@@ -107,7 +107,7 @@ def dashboard(storage_env: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: 
     node_path()
     key = auth.generate_key()
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
-    context.reset()
+    wiring.reset()
     provision(storage_env)
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as host:
         shots = tmp_path / "screenshots"

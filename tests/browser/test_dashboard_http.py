@@ -20,7 +20,7 @@ import requests
 
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
-from scheduler_core import auth, context
+from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.dashboard import CONTENT_SECURITY_POLICY, assets
 from scheduler_core.recurrence import format_instant
@@ -45,7 +45,7 @@ def web(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
 
     key, scoped = auth.generate_key(), auth.generate_key()
     monkeypatch.setenv("SCHEDULER_API_KEYS", f"{auth.hash_entry(key)};{auth.hash_entry(scoped, [OTHER_SUBSCRIPTION])}")
-    context.reset()
+    wiring.reset()
     provision(storage_env)
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
         yield Api(host.base_url, key, storage_env), scoped

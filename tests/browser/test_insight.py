@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.memory import memory_storage
 from scheduler_core.adapters.memory.clock import SimulatedClock
 from scheduler_core.dashboard.insight import job_insight, write_only_fields
@@ -25,7 +25,7 @@ COLLECTION = CollectionRef("sub", "rg", "jc")
 @pytest.fixture
 def service(memory_env: Settings) -> tuple[Any, SimulatedClock]:
     clock = SimulatedClock(START)
-    services = context.build(memory_env, clock=clock, sleep=clock.advance, storage=memory_storage(clock))
+    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=memory_storage(clock))
     services.service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     return services.service, clock
 

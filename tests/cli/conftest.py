@@ -17,7 +17,7 @@ import pytest
 
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
-from scheduler_core import auth, context
+from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.cli import main
 from scheduler_core.settings import Settings
@@ -113,7 +113,7 @@ def running_api(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     key = auth.generate_key()
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
-    context.reset()
+    wiring.reset()
     provision(storage_env)
     enable = frozenset({"http", "queue"})
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=enable) as host:

@@ -1,6 +1,6 @@
 """Small builders for the decision tests: one deployment on the memory adapter in simulated time.
 
-:class:`Deployment` wires the real services the way the app does (``context.build``) over
+:class:`Deployment` wires the real services the way the app does (``wiring.build``) over
 ``memory_storage(clock)``: the stores are the in-memory adapter (held to the Azure adapter's rules by the
 contract suite in ``tests/contract``), the execution queue is its :class:`MemoryQueue`, time is a
 :class:`SimulatedClock` that moves only when a test moves it (and waits of the service and the executor
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.memory import MemoryStorage, QueuedMessage, SimulatedClock, memory_storage
 from scheduler_core.model import WATCH, DueEntry, Job
 from scheduler_core.pipeline.dispatch import Dispatcher, ScanReport
@@ -67,7 +67,7 @@ class Deployment:
     settings: Settings
     clock: SimulatedClock
     storage: MemoryStorage
-    services: context.Services
+    services: wiring.Services
 
     @property
     def service(self) -> SchedulerService:
@@ -178,7 +178,7 @@ def clock() -> SimulatedClock:
 @pytest.fixture
 def deployment(memory_env: Settings, clock: SimulatedClock) -> Deployment:
     storage = memory_storage(clock)
-    services = context.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
+    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
     services.service.put_collection(COLLECTION, STANDARD)
     return Deployment(memory_env, clock, storage, services)
 

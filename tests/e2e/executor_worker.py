@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from scheduler_core import context, settings
+from scheduler_core import settings, wiring
 from scheduler_core.pipeline.messages import ExecutionMessage
 
 if __name__ == "__main__":
-    services = context.build(settings.load())
+    services = wiring.build(settings.load())
     print("started", flush=True)
     report = services.executor.execute(ExecutionMessage.from_json(sys.argv[1]))
     print(report.outcome.value, flush=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
-from scheduler_core import context, settings
+from scheduler_core import settings, wiring
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def main(lease_seconds: float) -> None:
     import function_app
 
-    context.install(context.build(settings.load(), claim_lease=timedelta(seconds=lease_seconds)))
+    wiring.install(wiring.build(settings.load(), claim_lease=timedelta(seconds=lease_seconds)))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"timer", "queue"})):

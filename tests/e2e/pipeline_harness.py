@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.memory import MemoryStorage, memory_storage
 from scheduler_core.pipeline.execute import ExecutionReport
@@ -82,10 +82,10 @@ class Pipeline:
             self.memory = memory_storage(self.clock)
         else:
             provision(settings)
-        self.services = context.build(
+        self.services = wiring.build(
             settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, storage=self.memory
         )
-        context.install(self.services)
+        wiring.install(self.services)
         self.collection = CollectionRef("sub1", "rg", "jc")
         self.services.service.put_collection(
             self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}

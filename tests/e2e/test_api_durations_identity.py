@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from tests.e2e.conftest import Api
 from tests.support.loopback_guard import resolved
 
@@ -118,7 +118,7 @@ def test_a_host_listed_in_the_setting_may_receive_the_identity(
 ) -> None:
     assert api.call("PUT", f"{collection}/jobs/local", sb_job("127.0.0.1")).status_code == 400
     monkeypatch.setenv("SCHEDULER_IDENTITY_ALLOWED_HOSTS", "127.0.0.1")
-    context.reset()  # settings are read once, when the app builds its services (as after a restart)
+    wiring.reset()  # settings are read once, when the app builds its services (as after a restart)
     response = api.call("PUT", f"{collection}/jobs/local", sb_job("127.0.0.1"))
     assert response.status_code == 201, response.text
     assert api.call("PUT", f"{collection}/jobs/ns", sb_job("contoso")).status_code == 201  # *.servicebus.windows.net

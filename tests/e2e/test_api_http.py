@@ -145,11 +145,11 @@ def test_authentication_is_required_everywhere(api: Api, collection: str) -> Non
 def test_key_scoped_to_another_subscription_learns_nothing(
     api: Api, collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scheduler_core import context
+    from scheduler_core import wiring
 
     other = auth.generate_key()
     monkeypatch.setenv("SCHEDULER_API_KEYS", f"{auth.hash_entry(api.key)};{auth.hash_entry(other, ['sub2'])}")
-    context.reset()
+    wiring.reset()
     existing = api.call("GET", collection, key=other)
     missing = api.call("GET", collection.replace("/jc", "/nope"), key=other)
     assert existing.status_code == missing.status_code == 403

@@ -38,7 +38,7 @@ from schemathesis.specs.openapi.checks import (
 
 from local_host.azurite import Azurite, free_port
 from local_host.runtime import LocalHost
-from scheduler_core import auth, context, settings
+from scheduler_core import auth, settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api import openapi
 from tests.conftest import ROOT, sample_settings
@@ -239,7 +239,7 @@ def service(azurite: Azurite) -> Iterator[Service]:
         env.setenv("SCHEDULER_SCAN_QUEUE", f"scan-{suffix}")
         env.setenv("SCHEDULER_EXECUTION_QUEUE", f"exec-{suffix}")
         env.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
-        context.reset()
+        wiring.reset()
         provision(settings.load(os.environ))
         try:
             with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
@@ -247,7 +247,7 @@ def service(azurite: Azurite) -> Iterator[Service]:
                 _seed(running)
                 yield running
         finally:
-            context.reset()
+            wiring.reset()
 
 
 def _seed(service: Service) -> None:

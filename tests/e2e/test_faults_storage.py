@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from local_host.azurite import Azurite, AzuritePorts
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
@@ -35,7 +35,7 @@ def test_a_storage_outage_mid_execution_yields_no_second_call_no_unrecorded_run_
     storage_env: Settings, azurite: Azurite, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provision(storage_env)
-    services = context.build(storage_env)  # direct to Azurite: setup and checks
+    services = wiring.build(storage_env)  # direct to Azurite: setup and checks
     collection = CollectionRef("sub1", "rg", "jc")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     target.answer([200], delay=2.0)  # each call is at the target for 2 s: the outage starts during calls

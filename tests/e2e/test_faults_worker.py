@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_core import context
+from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.execute import WORKER_LOST
 from scheduler_core.recurrence import format_instant
@@ -47,7 +47,7 @@ def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts
 ) -> None:
     monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
     provision(storage_env)
-    services = context.build(storage_env, claim_lease=timedelta(seconds=LEASE_SECONDS))
+    services = wiring.build(storage_env, claim_lease=timedelta(seconds=LEASE_SECONDS))
     collection = CollectionRef("sub1", "rg", "jc")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     ref = JobRef(collection, "held")

@@ -11,7 +11,7 @@ import requests
 
 from local_host.azurite import Azurite, AzuritePorts, free_port
 from local_host.runtime import LocalHost
-from scheduler_core import __version__, context, triggers
+from scheduler_core import __version__, triggers, wiring
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
@@ -35,10 +35,10 @@ def proxied(
     ):
         ports = AzuritePorts(blob=azurite.ports.blob, queue=queues.port, table=tables.port)
         monkeypatch.setenv("AzureWebJobsStorage", ports.connection_string())
-        context.reset()
+        wiring.reset()
         with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
             yield host.base_url, [tables, queues]
-        context.reset()
+        wiring.reset()
 
 
 def test_health_reports_ticks_queues_and_a_storage_outage(

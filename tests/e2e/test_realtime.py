@@ -13,7 +13,7 @@ import requests
 
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
-from scheduler_core import auth, context
+from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
@@ -31,7 +31,7 @@ def running(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
     key = auth.generate_key()
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
-    context.reset()
+    wiring.reset()
     provision(storage_env)
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as host:
         yield host.base_url, key

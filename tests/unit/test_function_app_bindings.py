@@ -72,12 +72,12 @@ def test_http_functions_are_anonymous_at_the_host_level(function_index: AppIndex
 def test_management_api_function_answers_a_func_http_request(
     function_index: AppIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scheduler_core import auth, context
+    from scheduler_core import auth, wiring
 
     key = auth.generate_key()
     monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key, ["allowed"]))
-    context.reset()
+    wiring.reset()
     handler = next(f.handler for f in function_index.http if f.name == "management_api")
     path = "subscriptions/other/providers/Microsoft.Scheduler/jobCollections"
     request = func.HttpRequest(
@@ -91,7 +91,7 @@ def test_management_api_function_answers_a_func_http_request(
     try:
         response = handler(request)
     finally:
-        context.reset()
+        wiring.reset()
     assert response.status_code == 403  # the key is scoped to another subscription: no storage call made
     assert json.loads(response.get_body())["error"]["code"] == "AuthorizationFailed"
     assert response.headers["x-ms-request-id"]
@@ -161,7 +161,7 @@ def test_a_method_no_sdk_enum_lists_gets_an_arm_405_from_both_functions(
 ) -> None:
     """With no method list every method reaches the functions; each answers one it does not serve with an
     ARM error body (not the host's bare 404 or 405)."""
-    from scheduler_core import auth, context
+    from scheduler_core import auth, wiring
 
     handlers = {f.name: f.handler for f in function_index.http}
     document = handlers["openapi_document"](
@@ -173,7 +173,7 @@ def test_a_method_no_sdk_enum_lists_gets_an_arm_405_from_both_functions(
     key = auth.generate_key()
     monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key, ["s"]))
-    context.reset()
+    wiring.reset()
     path = "subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc"
     try:
         response = handlers["management_api"](
@@ -187,7 +187,7 @@ def test_a_method_no_sdk_enum_lists_gets_an_arm_405_from_both_functions(
             )
         )
     finally:
-        context.reset()
+        wiring.reset()
     assert response.status_code == 405
     error = json.loads(response.get_body())["error"]
     assert error["code"] == "InvalidHttpVerb"

@@ -165,7 +165,7 @@ CORE_FOLDERS = tuple(f"{PACKAGE}/{folder}" for folder in ("model", "storage", "r
 CORE_STANDS_ALONE = Layer(
     "the core imports no HTTP client, adapter, API or composition root",
     lambda path: _inside(path, *CORE_FOLDERS) or path == Path(PACKAGE, "ports.py"),
-    ("azure", "requests", f"{PACKAGE}.adapters", f"{PACKAGE}.api", f"{PACKAGE}.context"),
+    ("azure", "requests", f"{PACKAGE}.adapters", f"{PACKAGE}.api", f"{PACKAGE}.wiring"),
 )
 
 
@@ -198,7 +198,7 @@ def test_the_layers_select_the_modules_they_name() -> None:
     ]
     assert set(core) <= modules
     assert all(CORE_STANDS_ALONE.covers(path) for path in core)
-    for path in (Path(PACKAGE, "context.py"), Path(PACKAGE, "adapters", "memory", "due.py"), Path("function_app.py")):
+    for path in (Path(PACKAGE, "wiring.py"), Path(PACKAGE, "adapters", "memory", "due.py"), Path("function_app.py")):
         assert not CORE_STANDS_ALONE.covers(path)
     assert not AZURE_AT_THE_EDGES.covers(Path("function_app.py"))
     assert not CORE_STANDS_ALONE.covers(Path(PACKAGE, "models.py"))  # a folder's name, not a prefix of a name
@@ -217,7 +217,7 @@ def test_the_import_finder_sees_every_spelling() -> None:
         "    import azure.identity\n"  # 8
         "    importlib.import_module('azure.servicebus')\n"  # 9
         "    __import__('azure')\n"  # 10
-        "from .. import context\n"  # 11
+        "from .. import wiring\n"  # 11
         "from ..adapters.memory import memory_storage\n"  # 12
         "from . import keys\n"  # 13
         "import azurelib, requests_toolbelt\n"  # 14
@@ -226,11 +226,11 @@ def test_the_import_finder_sees_every_spelling() -> None:
     found = imported_modules(source, Path(PACKAGE, "storage", "probe.py"))
     azure = [line for line, name in found if names_any(name, ("azure",))]
     assert sorted(set(azure)) == [1, 2, 3, 6, 8, 9, 10]
-    assert (11, "scheduler_core.context") in found
+    assert (11, "scheduler_core.wiring") in found
     assert (12, "scheduler_core.adapters.memory") in found
     assert (13, "scheduler_core.storage.keys") in found
-    in_a_package = imported_modules("from .. import context\n", Path(PACKAGE, "api", "__init__.py"))
-    assert (1, "scheduler_core.context") in in_a_package
+    in_a_package = imported_modules("from .. import wiring\n", Path(PACKAGE, "api", "__init__.py"))
+    assert (1, "scheduler_core.wiring") in in_a_package
     assert not any(names_any(name, ("azure", "requests")) for line, name in found if line in (14, 15))
     assert names_any("scheduler_core.api_keys", (f"{PACKAGE}.api",)) is None
 
@@ -240,7 +240,7 @@ def test_the_import_finder_sees_every_spelling() -> None:
     [
         (AZURE_AT_THE_EDGES, f"{PACKAGE}/service.py", "import azure.core"),
         (AZURE_AT_THE_EDGES, f"{PACKAGE}/pipeline/dispatch.py", "from azure.data.tables import TableClient"),
-        (AZURE_AT_THE_EDGES, f"{PACKAGE}/context.py", "def f():\n    from azure.identity import X"),
+        (AZURE_AT_THE_EDGES, f"{PACKAGE}/wiring.py", "def f():\n    from azure.identity import X"),
         *(
             (CORE_STANDS_ALONE, path, line)
             for path in (*(f"{folder}/probe.py" for folder in CORE_FOLDERS), f"{PACKAGE}/ports.py")
@@ -248,7 +248,7 @@ def test_the_import_finder_sees_every_spelling() -> None:
                 "import requests",
                 "from scheduler_core.adapters.azure import connect",
                 "from scheduler_core import api",
-                "import scheduler_core.context",
+                "import scheduler_core.wiring",
                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from azure.core import X",
             )
         ),

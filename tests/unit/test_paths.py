@@ -206,12 +206,12 @@ def test_literal_segments_match_case_insensitively_and_other_paths_are_not_found
 def test_management_api_function_refuses_a_bad_name_with_an_arm_error(
     function_index: AppIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scheduler_core import auth, context
+    from scheduler_core import auth, wiring
 
     key = auth.generate_key()
     monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
     monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
-    context.reset()
+    wiring.reset()
     handler = next(f.handler for f in function_index.http if f.name == "management_api")
     try:
         for make in HOSTS.values():
@@ -231,7 +231,7 @@ def test_management_api_function_refuses_a_bad_name_with_an_arm_error(
                 assert error["code"] == "BadRequest"
                 assert error["message"].startswith("jobName: ")
     finally:
-        context.reset()
+        wiring.reset()
 
 
 def test_an_encoded_slash_outside_a_name_is_refused_as_the_url() -> None:

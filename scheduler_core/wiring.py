@@ -16,7 +16,7 @@ from typing import Any
 
 from scheduler_core import auth, settings, telemetry
 from scheduler_core.actions import ActionRunner
-from scheduler_core.api.handler import ApiContext
+from scheduler_core.api.handler import ApiServices
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
 from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
@@ -44,7 +44,7 @@ class Services:
     service: SchedulerService
     dispatcher: Dispatcher
     executor: Executor
-    api: ApiContext
+    api: ApiServices
     clock: Clock
 
 
@@ -114,7 +114,7 @@ def build(
         sleep=sleep,
         identity=IdentityScope.from_settings(config),
     )
-    api = ApiContext(service, auth.parse_keys(config.api_keys))
+    api = ApiServices(service, auth.parse_keys(config.api_keys))
     return Services(config, stores, scans, executions, service, dispatcher, executor, api, clock)
 
 
@@ -156,7 +156,7 @@ def services() -> Services:
     return _current[0]
 
 
-def api_context() -> ApiContext:
+def api_services() -> ApiServices:
     return services().api
 
 
