@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core import telemetry
 from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
+from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
@@ -130,23 +130,13 @@ class Dispatcher:
         heartbeat row (when it ticked) and a sample of the queue depths."""
         for shard in range(self.shards):
             send_scan(ScanMessage(shard=f"{shard:04d}", tick=format_instant(now)).to_json())
-        meters = telemetry.instruments()
-        meters.dispatch_ticks.add(1)
         try:
             self.stores.due.put(heartbeat_row(now))
         except Exception:  # the scans are sent: a lost heartbeat only makes /health warn
             log.warning("dispatch tick: heartbeat not written", exc_info=True)
         depths = self.sample_depths()
-        log.info(
-            "dispatch tick: %d scans sent; execution queue %s, poison queue %s",
-            self.shards,
-            "?" if depths is None or depths.executions is None else depths.executions,
-            "?" if depths is None or depths.poison is None else depths.poison,
-            extra={
-                "scheduler_shards": self.shards,
-                "scheduler_execution_queue_depth": None if depths is None else depths.executions,
-                "scheduler_poison_queue_length": None if depths is None else depths.poison,
-            },
+        reporting.tick(
+            self.shards, None if depths is None else depths.executions, None if depths is None else depths.poison
         )
         return self.shards
 
@@ -159,11 +149,7 @@ class Dispatcher:
         except Exception:
             log.warning("dispatch tick: queue depths not read", exc_info=True)
             return None
-        meters = telemetry.instruments()
-        if depths.executions is not None:
-            meters.execution_queue_depth.set(depths.executions)
-        if depths.poison is not None:
-            meters.poison_queue_length.set(depths.poison)
+        reporting.queue_depths(depths.executions, depths.poison)
         return depths
 
     def scan(self, shard: str, now: datetime) -> ScanReport:
@@ -180,31 +166,8 @@ class Dispatcher:
                 log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
         self._apply(report)
         duration = time.monotonic() - began
-        meters = telemetry.instruments()
-        meters.scan_duration.record(duration, {"shard": shard})
-        meters.scan_rows.add(len(rows), {"shard": shard})
-        busy = report.fired or report.coalesced or report.retries or report.stale or report.rescued
-        log.log(
-            logging.INFO if busy else logging.DEBUG,  # an empty scan (33 of 34 lines when idle) is DEBUG
-            "shard %s scanned in %.3f s: rows=%d fired=%d coalesced=%d retries=%d stale=%d rescued=%d",
-            shard,
-            duration,
-            len(rows),
-            report.fired,
-            report.coalesced,
-            report.retries,
-            report.stale,
-            report.rescued,
-            extra={
-                "scheduler_shard": shard,
-                "scheduler_scan_duration_s": round(duration, 3),
-                "scheduler_rows": len(rows),
-                "scheduler_fired": report.fired,
-                "scheduler_coalesced": report.coalesced,
-                "scheduler_retries": report.retries,
-                "scheduler_stale": report.stale,
-                "scheduler_rescued": report.rescued,
-            },
+        reporting.scan(
+            shard, duration, len(rows), report.fired, report.coalesced, report.retries, report.stale, report.rescued
         )
         return report
 
@@ -260,36 +223,16 @@ class Dispatcher:
         if job is None or row.generation > job.generation:
             written = row.written_at or now
             if now - written > ABANDONED_AFTER:
-                self._log_stale(row, "deleted" if job is None else "abandoned write")
+                reporting.row_dropped(row, "deleted" if job is None else "abandoned write")
                 report.stale += 1
                 report.deleted.append((row.shard, row.row_key))
             return
         if row.generation != job.generation or job.state != JobState.ENABLED:
-            self._log_stale(row, "edited" if row.generation != job.generation else "disabled", job)
+            reporting.row_dropped(row, "edited" if row.generation != job.generation else "disabled", job)
             report.stale += 1
             report.deleted.append((row.shard, row.row_key))
             return
         self._fire(job, row, now, report)
-
-    @staticmethod
-    def _log_stale(row: DueEntry, reason: str, job: Job | None = None) -> None:
-        """A due-index row dropped without firing, and why (deleted, edited, disabled, abandoned write)."""
-        collection = job.ref.collection.name if job is not None else row.job_partition
-        name = job.ref.name if job is not None else row.job_row
-        log.info(
-            "%s/%s: due entry for %s dropped: job %s",
-            collection,
-            name,
-            format_instant(row.due),
-            reason,
-            extra={
-                "scheduler_collection": collection,
-                "scheduler_job": name,
-                "scheduler_occurrence": format_instant(row.due),
-                "scheduler_outcome": "stale",
-                "scheduler_reason": reason,
-            },
-        )
 
     def _fire(self, job: Job, row: DueEntry, now: datetime, report: ScanReport) -> None:
         """Send the row's occurrence, and any following ones that fall inside this scan's window (after a
@@ -306,22 +249,7 @@ class Dispatcher:
             missed = schedule.ordinal(resume) - schedule.ordinal(occurrence) if resume is not None else 0
             following = resume
             report.coalesced += 1
-            telemetry.instruments().coalesced.add(max(missed, 1))
-            log.info(
-                "%s/%s: occurrences from %s up to now were missed; one late run stands for %d; next %s",
-                job.ref.collection.name,
-                job.ref.name,
-                format_instant(occurrence),
-                missed,
-                format_instant(resume) if resume is not None else "none (the schedule ended)",
-                extra={
-                    "scheduler_collection": job.ref.collection.name,
-                    "scheduler_job": job.ref.name,
-                    "scheduler_occurrence": format_instant(occurrence),
-                    "scheduler_missed": missed,
-                    "scheduler_next_occurrence": format_instant(resume) if resume is not None else None,
-                },
-            )
+            reporting.coalesced(job, occurrence, missed, resume)
         while True:
             message = ExecutionMessage(
                 job_partition=job.ref.partition_key,

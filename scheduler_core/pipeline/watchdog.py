@@ -19,17 +19,14 @@ one index write each.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_core.model import WATCH, DueEntry, Job, JobState, claim_key
+from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
-from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import SEPARATOR, due_row_key, shard_of
-
-log = logging.getLogger("scheduler_core.dispatch")
 
 #: A watch entry is due this long after the lease it watches would end (clock skew between instances).
 WATCH_GRACE = timedelta(seconds=5)
@@ -103,23 +100,6 @@ class Watchdog:
         if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
             return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))
         # Claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
-        log.warning(
-            "%s/%s: %s attempt %d of occurrence %s lost with its worker (lease ended %s); sent again",
-            job.ref.collection.name,
-            job.ref.name,
-            message.action,
-            message.attempt + 1,
-            message.occurrence,
-            format_instant(state.lease_until) if state.lease_until is not None else "?",
-            extra={
-                "scheduler_collection": job.ref.collection.name,
-                "scheduler_job": job.ref.name,
-                "scheduler_occurrence": message.occurrence,
-                "scheduler_action": message.action,
-                "scheduler_attempt": message.attempt + 1,
-                "scheduler_outcome": "rescued",
-                "scheduler_next": "sent again",
-            },
-        )
+        reporting.rescued(job, message, state.lease_until)
         self.send(row.message, 0)
         return Look(self.row(job, message, row.shard, now + self.lease + self.grace), rescued=True)

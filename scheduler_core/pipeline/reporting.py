@@ -1,0 +1,359 @@
+"""What the pipeline reports: its log lines (each with the same facts as ``scheduler_*`` fields) and its
+OpenTelemetry metrics (:mod:`scheduler_core.telemetry`). The dispatcher, the watchdog and the executor
+decide; they call one function here per fact they report, with plain values. Nothing here decides, reads
+or writes storage, or logs a secret (an action's target is ``scheme://host[:port]`` or ``account/queue``).
+
+The log lines of dispatch and the watchdog go to ``scheduler_core.dispatch``, those of attempts to
+``scheduler_core.execute`` (the ``logger`` of a JSON line).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime, timedelta
+from enum import Enum
+
+from scheduler_core import telemetry
+from scheduler_core.actions import ActionResult
+from scheduler_core.model import DueEntry, Job, JobState
+from scheduler_core.model.actions import Action, HttpAction, ServiceBusAction, StorageQueueAction
+from scheduler_core.model.retry import RetryPolicy
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.recurrence import format_instant
+from scheduler_core.storage.keys import SEPARATOR
+
+dispatch_log = logging.getLogger("scheduler_core.dispatch")
+execute_log = logging.getLogger("scheduler_core.execute")
+
+
+class Stale(Enum):
+    """Why a message is stale (the ``scheduler_reason`` of its log line)."""
+
+    DELETED = "deleted"  # the job is gone
+    EDITED = "edited"  # the job was changed (PUT, PATCH, enable, disable) since dispatch: a new generation
+    DISABLED = "disabled"  # the job is disabled
+    FINISHED = "finished"  # the job ended (Completed or Faulted)
+
+
+class NextStep(Enum):
+    """What follows an attempt (the ``scheduler_next`` of its log line)."""
+
+    RETRY = "retry"  # retried at ``scheduler_retry_at``
+    ERROR_ACTION = "error_action"  # the last retry failed: the error action is sent
+    COMPLETED = "completed"  # the job ended Completed
+    FAULTED = "faulted"  # the job ended Faulted
+    CONTINUE = "continue"  # the schedule goes on (or, for a run on demand, nothing follows)
+
+
+# ------------------------------------------------------------------------------------------ dispatch
+
+
+def tick(shards: int, executions: int | None, poison: int | None) -> None:
+    """The dispatch timer ticked: ``shards`` scan messages sent; the queue depths it sampled (None: not read)."""
+    telemetry.instruments().dispatch_ticks.add(1)
+    dispatch_log.info(
+        "dispatch tick: %d scans sent; execution queue %s, poison queue %s",
+        shards,
+        "?" if executions is None else executions,
+        "?" if poison is None else poison,
+        extra={
+            "scheduler_shards": shards,
+            "scheduler_execution_queue_depth": executions,
+            "scheduler_poison_queue_length": poison,
+        },
+    )
+
+
+def queue_depths(executions: int | None, poison: int | None) -> None:
+    """Record the sampled queue depths on the gauges (a depth not read is not recorded)."""
+    meters = telemetry.instruments()
+    if executions is not None:
+        meters.execution_queue_depth.set(executions)
+    if poison is not None:
+        meters.poison_queue_length.set(poison)
+
+
+def scan(
+    shard: str, duration: float, rows: int, fired: int, coalesced: int, retries: int, stale: int, rescued: int
+) -> None:
+    """A shard was scanned: its duration and row count as metrics, one line (DEBUG when nothing happened)."""
+    meters = telemetry.instruments()
+    meters.scan_duration.record(duration, {"shard": shard})
+    meters.scan_rows.add(rows, {"shard": shard})
+    busy = fired or coalesced or retries or stale or rescued
+    dispatch_log.log(
+        logging.INFO if busy else logging.DEBUG,  # an empty scan (33 of 34 lines when idle) is DEBUG
+        "shard %s scanned in %.3f s: rows=%d fired=%d coalesced=%d retries=%d stale=%d rescued=%d",
+        shard,
+        duration,
+        rows,
+        fired,
+        coalesced,
+        retries,
+        stale,
+        rescued,
+        extra={
+            "scheduler_shard": shard,
+            "scheduler_scan_duration_s": round(duration, 3),
+            "scheduler_rows": rows,
+            "scheduler_fired": fired,
+            "scheduler_coalesced": coalesced,
+            "scheduler_retries": retries,
+            "scheduler_stale": stale,
+            "scheduler_rescued": rescued,
+        },
+    )
+
+
+def row_dropped(row: DueEntry, reason: str, job: Job | None = None) -> None:
+    """A due-index row dropped without firing, and why (deleted, edited, disabled, abandoned write)."""
+    collection = job.ref.collection.name if job is not None else row.job_partition
+    name = job.ref.name if job is not None else row.job_row
+    dispatch_log.info(
+        "%s/%s: due entry for %s dropped: job %s",
+        collection,
+        name,
+        format_instant(row.due),
+        reason,
+        extra={
+            "scheduler_collection": collection,
+            "scheduler_job": name,
+            "scheduler_occurrence": format_instant(row.due),
+            "scheduler_outcome": "stale",
+            "scheduler_reason": reason,
+        },
+    )
+
+
+def coalesced(job: Job, occurrence: datetime, missed: int, resume: datetime | None) -> None:
+    """Occurrences missed from ``occurrence`` on became one late run standing for ``missed`` of them."""
+    telemetry.instruments().coalesced.add(max(missed, 1))
+    dispatch_log.info(
+        "%s/%s: occurrences from %s up to now were missed; one late run stands for %d; next %s",
+        job.ref.collection.name,
+        job.ref.name,
+        format_instant(occurrence),
+        missed,
+        format_instant(resume) if resume is not None else "none (the schedule ended)",
+        extra={
+            "scheduler_collection": job.ref.collection.name,
+            "scheduler_job": job.ref.name,
+            "scheduler_occurrence": format_instant(occurrence),
+            "scheduler_missed": missed,
+            "scheduler_next_occurrence": format_instant(resume) if resume is not None else None,
+        },
+    )
+
+
+def rescued(job: Job, message: ExecutionMessage, lease_until: datetime | None) -> None:
+    """The watchdog sends an attempt again: its worker died mid-call (its claim's lease ended, not done)."""
+    dispatch_log.warning(
+        "%s/%s: %s attempt %d of occurrence %s lost with its worker (lease ended %s); sent again",
+        job.ref.collection.name,
+        job.ref.name,
+        message.action,
+        message.attempt + 1,
+        message.occurrence,
+        format_instant(lease_until) if lease_until is not None else "?",
+        extra={
+            "scheduler_collection": job.ref.collection.name,
+            "scheduler_job": job.ref.name,
+            "scheduler_occurrence": message.occurrence,
+            "scheduler_action": message.action,
+            "scheduler_attempt": message.attempt + 1,
+            "scheduler_outcome": "rescued",
+            "scheduler_next": "sent again",
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------------ attempts
+
+#: The status code in an HTTP action's history message ("Response from host '...': '200 OK' ...").
+_HTTP_STATUS = re.compile(r"Response from host '[^']*': '(\d{3})\b")
+
+
+def status_code_of(result: ActionResult) -> int | None:
+    """The HTTP status code of an attempt's answer, if it got one."""
+    found = _HTTP_STATUS.search(result.message)
+    return int(found.group(1)) if found else None
+
+
+def describe_action(action: Action | None) -> tuple[str, str]:
+    """An action's type and its target, safe to log: ``scheme://host[:port]`` of a URL (no path, query or
+    user info), ``account/queue`` of a Storage queue, ``namespace/queue`` or ``namespace/topic`` of Service
+    Bus. Never a secret."""
+    match action:
+        case HttpAction():
+            return action.type_name, telemetry.target_of(action.uri)
+        case StorageQueueAction():
+            return "StorageQueue", f"{action.storage_account}/{action.queue_name}"
+        case ServiceBusAction():
+            return action.type_name, f"{action.namespace}/{action.entity}"
+        case _:
+            return "None", ""
+
+
+def _seconds(delta: timedelta) -> float:
+    return round(delta.total_seconds(), 3)
+
+
+def message_fields(message: ExecutionMessage, job: Job | None = None) -> dict[str, object]:
+    """The log fields naming a message's attempt: the job's names (as stored when the job is gone)."""
+    if job is not None:
+        ref = job.ref
+        subscription, group, collection, name = (
+            ref.collection.subscription,
+            ref.collection.resource_group,
+            ref.collection.name,
+            ref.name,
+        )
+    else:
+        parts = message.job_partition.split(SEPARATOR)
+        if len(parts) == 3:
+            subscription, group, collection = parts
+        else:
+            subscription, group, collection = "", "", message.job_partition
+        name = message.job_row
+    return {
+        "scheduler_subscription": subscription,
+        "scheduler_resource_group": group,
+        "scheduler_collection": collection,
+        "scheduler_job": name,
+        "scheduler_occurrence": message.occurrence,
+        "scheduler_action": message.action,
+        "scheduler_attempt": message.attempt + 1,
+        "scheduler_cause": str(message.cause),
+        "scheduler_missed": message.missed,
+    }
+
+
+def attempt_stale(message: ExecutionMessage, outcome: str, reason: Stale, text: str) -> None:
+    """A stale message dropped, and why (one INFO line)."""
+    fields = message_fields(message)
+    execute_log.info(
+        "%s/%s: %s attempt %d of occurrence %s dropped: %s (%s)",
+        fields["scheduler_collection"],
+        fields["scheduler_job"],
+        message.action,
+        message.attempt + 1,
+        message.occurrence,
+        text,
+        reason.value,
+        extra={**fields, "scheduler_outcome": outcome, "scheduler_reason": reason.value},
+    )
+    telemetry.instruments().attempts.add(1, {"outcome": outcome, "action_type": "unknown"})
+
+
+def attempt_skipped(job: Job, message: ExecutionMessage, action: Action | None, outcome: str, why: str) -> None:
+    """An attempt not run by this delivery (it already ran, or another worker runs it), and why."""
+    fields = message_fields(message, job)
+    execute_log.info(
+        "%s/%s: %s attempt %d of occurrence %s not run: %s",
+        job.ref.collection.name,
+        job.ref.name,
+        message.action,
+        message.attempt + 1,
+        message.occurrence,
+        why,
+        extra={**fields, "scheduler_outcome": outcome, "scheduler_reason": why},
+    )
+    action_type, _ = describe_action(action)
+    telemetry.instruments().attempts.add(1, {"outcome": outcome, "action_type": action_type})
+
+
+def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
+    if step is NextStep.RETRY and retry_at is not None:
+        return f"retry at {format_instant(retry_at)}"
+    return {
+        NextStep.RETRY: "retry",
+        NextStep.ERROR_ACTION: "error action sent",
+        NextStep.COMPLETED: "job Completed",
+        NextStep.FAULTED: "job Faulted",
+        NextStep.CONTINUE: "run on demand done" if cause == Cause.MANUAL else "schedule continues",
+    }[step]
+
+
+def attempt_ran(
+    job: Job,
+    message: ExecutionMessage,
+    action: Action | None,
+    policy: RetryPolicy,
+    outcome: str,
+    execution_id: str,
+    result: ActionResult,
+    started: datetime,
+    ended: datetime,
+    step: NextStep,
+    retry_at: datetime | None,
+) -> None:
+    """One INFO line per attempt run with every fact an operator acts on, also as ``scheduler_*`` fields;
+    the attempt counted by outcome and action type, and the lateness of a scheduled first attempt."""
+    action_type, target = describe_action(action)
+    attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
+    status = status_code_of(result)
+    duration = _seconds(ended - started)
+    lateness = _seconds(started - message.occurrence_time)
+    coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
+    fields = {
+        **message_fields(message, job),
+        "scheduler_attempts": attempts,
+        "scheduler_action_type": action_type,
+        "scheduler_target": target,
+        "scheduler_outcome": outcome,
+        "scheduler_status_code": status,
+        "scheduler_duration_s": duration,
+        "scheduler_lateness_s": lateness,
+        "scheduler_next": step.value,
+        "scheduler_retry_at": format_instant(retry_at) if retry_at is not None else None,
+        "scheduler_execution_id": execution_id,
+    }
+    execute_log.info(
+        "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %.3f s late; next: %s",
+        job.ref.collection.name,
+        job.ref.name,
+        message.occurrence,
+        coalesced,
+        message.action,
+        message.attempt + 1,
+        attempts,
+        action_type,
+        target,
+        outcome,
+        f" ({status})" if status is not None else "",
+        duration,
+        lateness,
+        _next_text(step, retry_at, message.cause),
+        extra=fields,
+    )
+    meters = telemetry.instruments()
+    meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
+    if message.attempt == 0 and message.action == "main" and message.cause == Cause.SCHEDULE:
+        meters.lateness.record(max(0.0, lateness), {"action_type": action_type})
+
+
+def worker_lost(job: Job, message: ExecutionMessage, execution_id: str, worker: str) -> None:
+    """An attempt whose worker died before recording it was recorded by the worker that took it over."""
+    execute_log.warning(
+        "job %s: attempt %s of %s lost with worker %s; run again",
+        job.ref.identity,
+        execution_id,
+        message.occurrence,
+        worker,
+    )
+
+
+def retry_sent(action: str) -> None:
+    """A failed attempt of ``action`` (``main`` or ``error``) was sent again to retry."""
+    telemetry.instruments().retries.add(1, {"action": action})
+
+
+def error_action_sent() -> None:
+    """The main action's last retry failed: the error action was sent."""
+    telemetry.instruments().error_actions.add(1)
+
+
+def job_finished(state: JobState) -> None:
+    """The job ended (``Completed`` or ``Faulted``)."""
+    telemetry.instruments().jobs_finished.add(1, {"state": str(state)})
