@@ -6,7 +6,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from scheduler_core.cli.client import ApiError, SchedulerClient
@@ -21,6 +20,7 @@ from scheduler_core.cli.common import (
     read_json_file,
 )
 from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_table
+from scheduler_core.cli.preview import instant_arg, positive
 from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import (
     compile_schedule,
@@ -564,23 +564,6 @@ def jobs_preview(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------------- parser
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
-    return number
-
-
-def _instant(value: str) -> datetime:
-    try:
-        return parse_instant(value, "instant")
-    except ValidationError as exc:
-        raise argparse.ArgumentTypeError(exc.rule) from None
-
-
 def _command(
     commands: Any, name: str, help_text: str, handler: Handler, *, group: bool = True
 ) -> argparse.ArgumentParser:
@@ -608,7 +591,7 @@ def add_resource_commands(commands: Any) -> None:
     p.add_argument("-l", "--location", help="region, e.g. westeurope")
     p.add_argument("--sku", choices=("Free", "Standard", "P10Premium", "P20Premium"), help="plan (default Standard)")
     p.add_argument("--disabled", action="store_true", help="create it Disabled")
-    p.add_argument("--max-job-count", type=_positive, help="quota.maxJobCount (default: the plan's)")
+    p.add_argument("--max-job-count", type=positive, help="quota.maxJobCount (default: the plan's)")
     p.add_argument(
         "--max-recurrence", type=_max_recurrence, metavar="'N UNIT'", help="quota.maxRecurrence, e.g. '5 Minute'"
     )
@@ -658,8 +641,8 @@ def add_resource_commands(commands: Any) -> None:
     p = _command(sub, "history", "a job's history, newest first", jobs_history)
     _job_argument(p)
     p.add_argument("--status", choices=("Completed", "Failed", "Postponed"), help="only entries with this status")
-    p.add_argument("--top", type=_positive, default=20, help="at most this many entries (default 20)")
+    p.add_argument("--top", type=positive, default=20, help="at most this many entries (default 20)")
     p = _command(sub, "preview", "the next occurrences of a stored job", jobs_preview)
     _job_argument(p)
-    p.add_argument("--count", type=_positive, default=10, help="how many occurrences (default 10)")
-    p.add_argument("--after", type=_instant, help="occurrences at or after this instant (default: the next run)")
+    p.add_argument("--count", type=positive, default=10, help="how many occurrences (default 10)")
+    p.add_argument("--after", type=instant_arg, help="occurrences at or after this instant (default: the next run)")

@@ -138,12 +138,23 @@ _PAYLOADS = tuple(dict.fromkeys(kind.payload for kind in ACTION_KINDS.values()))
 
 @dataclass(frozen=True)
 class ParsedAction:
-    """A client's ``action`` parsed: the typed value, its canonical ``output`` and the ``secrets`` split out
-    of it (dotted paths inside the job's ``properties``: ``action.request.authentication.password``)."""
+    """A client's ``action`` parsed: the typed value; its canonical ``output`` and the ``secrets`` split out
+    of it (dotted paths inside the job's ``properties``: ``action.request.authentication.password``) are
+    written from it when asked for (:func:`job_action_json`)."""
 
     action: JobAction
-    output: dict[str, Any]
-    secrets: dict[str, str]
+
+    @functools.cached_property
+    def _json(self) -> tuple[dict[str, Any], dict[str, str]]:
+        return job_action_json(self.action)
+
+    @property
+    def output(self) -> dict[str, Any]:
+        return self._json[0]
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        return self._json[1]
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -175,9 +186,9 @@ def parse_action(
         error, error_retry, _ = _parse_one(
             fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, True
         )
-    action = JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry)
-    output, secrets = job_action_json(action)
-    return ParsedAction(action, output, secrets)
+    return ParsedAction(
+        JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry)
+    )
 
 
 def _parse_one(

@@ -14,9 +14,10 @@ in takes the style of the merged job (so a TimeSpan job stays TimeSpan throughou
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -71,17 +72,28 @@ _DURATION_FIELDS = frozenset({"retryinterval", "maxretryinterval", "timetolive"}
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A validated job: the typed ``definition`` and ``state``, and the same at the wire: ``properties``
-    is the canonical ``JobProperties`` JSON without ``status`` and without secrets, ``secrets`` maps dotted
-    paths inside it (``action.request.authentication.password``) to the write-only values. Secrets are kept
-    out of ``repr`` so that a logged spec leaks nothing."""
+    """A validated job: the typed ``definition`` and ``state``. The same at the wire is written from them
+    when asked for (:func:`job_json`): ``properties`` is the canonical ``JobProperties`` JSON without
+    ``status`` and without secrets, ``secrets`` maps dotted paths inside it
+    (``action.request.authentication.password``) to the write-only values. Neither is in ``repr``, so a
+    logged spec leaks nothing."""
 
     definition: JobDefinition
     state: JobState
-    properties: dict[str, Any]
-    secrets: dict[str, str] = field(repr=False)
     #: The style of the durations the service fills in (see the module's docstring).
     duration_style: DurationStyle = ISO
+
+    @functools.cached_property
+    def _json(self) -> tuple[dict[str, Any], dict[str, str]]:
+        return job_json(self.definition, self.state)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self._json[0]
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        return self._json[1]
 
     @property
     def start_time(self) -> datetime | None:
@@ -196,7 +208,7 @@ def parse_job(
         _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
 
     definition = JobDefinition(action.action, start_time, recurrence)
-    return JobSpec(definition, state, _properties(definition, action.output, state), action.secrets, style)
+    return JobSpec(definition, state, style)
 
 
 def _properties(definition: JobDefinition, action: dict[str, Any], state: JobState) -> dict[str, Any]:

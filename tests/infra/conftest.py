@@ -35,6 +35,8 @@ from typing import Any
 
 import pytest
 
+from tests.infra.bicep_eval import Template
+
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 VENV = ROOT / ".venv-infra"
@@ -236,6 +238,21 @@ def bicep(pycep_results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
             pytest.fail(f"{name} does not parse with pycep-parser: {entry['error']}")
         parsed[Path(name).relative_to("infra").as_posix()] = entry["result"]
     return parsed
+
+
+@pytest.fixture(scope="module")
+def main(bicep: dict[str, dict[str, Any]]) -> Template:
+    return Template(bicep["main.bicep"])
+
+
+@pytest.fixture(scope="module")
+def app_settings_module(bicep: dict[str, dict[str, Any]]) -> Template:
+    return Template(bicep["modules/appsettings.bicep"])
+
+
+@pytest.fixture(scope="module")
+def function_app(bicep: dict[str, dict[str, Any]]) -> Template:
+    return Template(bicep["modules/functionapp.bicep"])
 
 
 @pytest.fixture(scope="session")

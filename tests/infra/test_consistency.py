@@ -55,21 +55,6 @@ REQUIRED_ROLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def main(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["main.bicep"])
-
-
-@pytest.fixture(scope="module")
-def app_settings_module(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["modules/appsettings.bicep"])
-
-
-@pytest.fixture(scope="module")
-def function_app(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["modules/functionapp.bicep"])
-
-
 def _default_settings() -> settings_module.Settings:
     """The settings the code runs with when nothing but the (required) storage account is set."""
     return settings_module.load({"AzureWebJobsStorage__accountName": "account"})

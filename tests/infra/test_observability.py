@@ -57,23 +57,8 @@ NUMERIC = {"real", "long", "int", "decimal"}
 
 
 @pytest.fixture(scope="module")
-def main(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["main.bicep"])
-
-
-@pytest.fixture(scope="module")
 def alerts(bicep: dict[str, dict[str, Any]]) -> Template:
     return Template(bicep["modules/alerts.bicep"])
-
-
-@pytest.fixture(scope="module")
-def app_settings_module(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["modules/appsettings.bicep"])
-
-
-@pytest.fixture(scope="module")
-def function_app(bicep: dict[str, dict[str, Any]]) -> Template:
-    return Template(bicep["modules/functionapp.bicep"])
 
 
 def _accessor(node: Any) -> list[str]:

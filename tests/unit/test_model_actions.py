@@ -346,7 +346,7 @@ def _free_plan_rule_on_json(spec: JobSpec, body: Mapping[str, Any]) -> JobSpec:
     if not changed:
         return spec
     properties = {**spec.properties, "action": action}
-    return dataclasses.replace(spec, properties=properties, definition=read_job_definition(properties, spec.secrets))
+    return dataclasses.replace(spec, definition=read_job_definition(properties, spec.secrets))
 
 
 @pytest.mark.parametrize("name", sorted(PLAN_BODIES))
