@@ -28,9 +28,21 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that are free right now.
+
+    Every socket stays bound until all are chosen: two separate :func:`free_port` calls may return the same
+    port (the kernel hands a closed ephemeral port out again), which is not free for two servers at once."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 @dataclass(frozen=True)
@@ -43,7 +55,8 @@ class AzuritePorts:
 
     @classmethod
     def free(cls) -> AzuritePorts:
-        return cls(blob=free_port(), queue=free_port(), table=free_port())
+        blob, queue, table = free_ports(3)
+        return cls(blob=blob, queue=queue, table=table)
 
     @classmethod
     def parse(cls, text: str) -> AzuritePorts:

@@ -24,7 +24,7 @@ import pytest
 import requests
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
-from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite, AzuritePorts, free_port
+from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite, AzuritePorts, free_port, free_ports
 from local_host.hostjson import HostConfig, QueueOptions
 from local_host.ports import is_free
 from local_host.runtime import LocalHost
@@ -249,9 +249,10 @@ def test_make_run_on_a_busy_http_port_is_one_line_naming_port(busy_port: int) ->
 
 @pytest.mark.parametrize("service", ["blob", "queue", "table"])
 def test_make_run_on_a_busy_azurite_port_is_one_line_naming_azurite_ports(busy_port: int, service: str) -> None:
-    ports = AzuritePorts(**{**AzuritePorts.free().by_service(), service: busy_port})
+    http_port, blob, queue, table = free_ports(4)
+    ports = AzuritePorts(**{**AzuritePorts(blob, queue, table).by_service(), service: busy_port})
     before = settings_file_state()
-    line = only_error_line(make_run(f"PORT={free_port()}", f"AZURITE_PORTS={ports}"))
+    line = only_error_line(make_run(f"PORT={http_port}", f"AZURITE_PORTS={ports}"))
     match = re.fullmatch(
         rf"error: port {busy_port} on 127\.0\.0\.1 \(Azurite {service}\) is already in use; "
         r"choose others: make run AZURITE_PORTS=(\d+),(\d+),(\d+)",
@@ -277,7 +278,8 @@ def test_custom_azurite_ports_reach_the_storage_queue_endpoint(azurite: Azurite,
     (here the session's, which answers). The host started on AZURITE_PORTS sends its actions to its own
     Azurite; the HTTP port comes from Host.LocalHttpPort and the thread count from the file's Values."""
     key = auth.generate_key()
-    http_port, ports = free_port(), AzuritePorts.free()
+    http_port, blob, queue, table = free_ports(4)  # four different ports: see free_ports
+    ports = AzuritePorts(blob, queue, table)
     values = {
         **sample_settings(),
         "SCHEDULER_API_KEYS": auth.hash_entry(key),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from local_host.azurite import free_port
+from local_host.azurite import free_port, free_ports
 from local_host.runtime import LocalHost
 from scheduler_core import auth
 from scheduler_core.adapters.azure.provision import provision
@@ -82,7 +82,7 @@ def test_unknown_path_is_an_arm_404(service: str, api_key: str) -> None:
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key: str, stop_signal: int) -> None:
-    port, ports = free_port(), [free_port() for _ in range(3)]
+    port, *ports = free_ports(4)
     env = {
         **os.environ,
         **sample_settings(),

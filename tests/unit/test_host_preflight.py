@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from local_host.__main__ import KEY_FILE, check_ports, ensure_local_settings
-from local_host.azurite import AzuritePorts, free_port
+from local_host.azurite import AzuritePorts, free_port, free_ports
 from local_host.http_server import HttpHost, RequestHead
 from local_host.local_settings import STORAGE_QUEUE_ENDPOINT, follow_azurite, local_http_port
 from local_host.ports import PortInUseError, ensure_free, is_free, suggest_azurite_ports, suggest_port
@@ -90,14 +90,15 @@ def test_the_http_server_on_a_busy_port_raises_the_same_error_not_an_oserror(bus
 
 
 def test_check_ports_finds_a_busy_http_or_azurite_port_and_a_port_given_twice(busy_port: int) -> None:
-    trio = AzuritePorts.free()
-    check_ports("127.0.0.1", free_port(), trio)  # all free: passes
+    http_port, blob, queue, table = free_ports(4)
+    trio = AzuritePorts(blob, queue, table)
+    check_ports("127.0.0.1", http_port, trio)  # all free: passes
     with pytest.raises(PortInUseError, match=r"\(HTTP\) is already in use"):
         check_ports("127.0.0.1", busy_port, trio)
     for service in ("blob", "queue", "table"):
         ports = AzuritePorts(**{**trio.by_service(), service: busy_port})
         with pytest.raises(PortInUseError, match=rf"\(Azurite {service}\) is already in use"):
-            check_ports("127.0.0.1", free_port(), ports)
+            check_ports("127.0.0.1", http_port, ports)
     with pytest.raises(PortInUseError, match=r"\(HTTP\) is also the Azurite queue port"):
         check_ports("127.0.0.1", trio.queue, trio)
 
@@ -190,3 +191,12 @@ def test_queue_functions_get_python_threadpool_thread_count_threads_as_many_as_i
     for bad in ("0", "-2", "many", "2.5"):
         with pytest.raises(ConfigurationError, match=THREAD_COUNT_SETTING):
             worker_thread_count({THREAD_COUNT_SETTING: bad})
+
+
+def test_free_ports_are_different_ports_each_free() -> None:
+    """What CI once tripped on: two separate free_port() calls returned the same port for HTTP and Azurite."""
+    ports = free_ports(64)
+    assert len(set(ports)) == 64
+    assert all(is_free(port) for port in ports)
+    trio = AzuritePorts.free()
+    assert len(set(trio.by_service().values())) == 3
