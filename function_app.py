@@ -55,11 +55,27 @@ def scan_shard(msg: func.QueueMessage) -> None:
     triggers.on_scan(msg.get_body())
 
 
-@app.function_name("execute_occurrence")
-@app.queue_trigger(arg_name="msg", queue_name="%SCHEDULER_EXECUTION_QUEUE%", connection="AzureWebJobsStorage")
-def execute_occurrence(msg: func.QueueMessage) -> None:
-    """Run one attempt of one occurrence of a job's action."""
-    triggers.on_execution(msg.get_body())
+def _declare_execution_function(function: triggers.ExecutionFunction) -> None:
+    """One queue-triggered function per execution queue (SCHEDULER_EXECUTION_QUEUE_COUNT, read when the
+    app is indexed): execute_occurrence on %SCHEDULER_EXECUTION_QUEUE%, execute_occurrence_<i> on
+    %SCHEDULER_EXECUTION_QUEUE%-<i>. Each is a function of its own, so the scale controller scales each
+    queue's consumers on their own."""
+
+    def execute_occurrence(msg: func.QueueMessage) -> None:
+        """Run one attempt of one occurrence of a job's action."""
+        triggers.on_execution(msg.get_body())
+
+    execute_occurrence.__name__ = execute_occurrence.__qualname__ = function.name
+    app.function_name(function.name)(
+        app.queue_trigger(arg_name="msg", queue_name=function.queue_binding, connection="AzureWebJobsStorage")(
+            execute_occurrence
+        )
+    )
+
+
+for _function in triggers.execution_functions():
+    _declare_execution_function(_function)
+del _function
 
 
 @app.function_name("cleanup")

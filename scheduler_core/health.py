@@ -9,8 +9,9 @@
   messages are present. The alert rules (docs/deploy.md) page a person for those.
 
 The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``checked_at``, ``storage``,
-``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth``, ``poison_queue_length``, ``warnings``,
-``reason`` (503 only). No secret, no connection string, no exception text.
+``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth`` and ``poison_queue_length`` (over every
+execution queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and
+poison length), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception text.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from scheduler_core import __version__
 from scheduler_core.recurrence import format_instant
 
 if TYPE_CHECKING:
+    from scheduler_core.pipeline.dispatch import QueueDepths
     from scheduler_core.wiring import Services
 
 log = logging.getLogger("scheduler_core.health")
@@ -76,7 +78,7 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         body["warnings"].append("dispatch tick: never recorded")
     elif age is not None and age > TICK_LATE_AFTER.total_seconds():
         body["warnings"].append(f"dispatch tick: last one {age:.0f} s ago (expected every 60 s)")
-    depths = s.dispatcher.sample_depths()
+    depths = _queue_depths(s, body)
     body["execution_queue_depth"] = depths.executions if depths is not None else None
     body["poison_queue_length"] = depths.poison if depths is not None else None
     if depths is not None and depths.poison:
@@ -84,6 +86,22 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     if body["warnings"]:
         body["status"] = "degraded"
     return 200, body
+
+
+def _queue_depths(s: Services, body: dict[str, Any]) -> QueueDepths | None:
+    """The execution queues' depths, all queues together; with several queues, ``execution_queues`` in the
+    body lists each (name, depth, poison) so that one queue falling behind shows."""
+    from scheduler_core.wiring import total_depths
+
+    if s.execution_depths is None:
+        return s.dispatcher.sample_depths()
+    try:
+        queues = s.execution_depths()
+    except Exception as exc:
+        log.warning("health: queue depths not read: %s", type(exc).__name__)
+        return None
+    body["execution_queues"] = [{"name": q.name, "depth": q.depth, "poison": q.poison} for q in queues]
+    return total_depths(queues)
 
 
 def serve(method: str, services: Callable[[], Services]) -> HealthResponse:

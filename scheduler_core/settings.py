@@ -69,6 +69,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Queue of execution attempts. Referenced by the executor's trigger as %SCHEDULER_EXECUTION_QUEUE%.",
     ),
     SettingSpec(
+        "SCHEDULER_EXECUTION_QUEUE_COUNT",
+        "1",
+        "Number of execution queues K (1 to 32), each consumed by a queue-triggered function of its own, so "
+        "that the Functions scale controller scales them independently and no single queue's 2,000 "
+        "messages/s caps the deployment. Queue 0 is SCHEDULER_EXECUTION_QUEUE (function execute_occurrence); "
+        "queue i is SCHEDULER_EXECUTION_QUEUE-i (function execute_occurrence_i, trigger "
+        "%SCHEDULER_EXECUTION_QUEUE%-i). A job's attempts (first tries, retries, error actions, runs on "
+        "demand) always go to the queue of a stable hash of the job. Read when the app is indexed: a change "
+        "restarts the app. Raise it freely; lower it only once queues K..old K-1 are empty "
+        "(docs/capacity.md).",
+    ),
+    SettingSpec(
         "SCHEDULER_DISPATCH_SCHEDULE",
         "45 * * * * *",
         "NCRONTAB schedule (6 fields, seconds first) of the dispatch timer. Referenced by the timer "
@@ -136,6 +148,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "https://login.microsoftonline.com",
         "Entra ID authority of ActiveDirectoryOAuth HTTP authentication (https://login.chinacloudapi.cn, "
         "https://login.microsoftonline.us for sovereign clouds).",
+    ),
+    SettingSpec(
+        "PYTHON_THREADPOOL_THREAD_COUNT",
+        "40",
+        "Threads of the Python worker that run the app's (sync) function invocations on one instance; read "
+        "by the Python worker, and by the local host for its queue functions. 40 = host.json's queues "
+        "batchSize (16) + newBatchThreshold (24): the executions the host hands one instance at once, each "
+        "mostly waiting on storage or its HTTP target. The Bicep sets the same (pythonThreadpoolThreadCount); "
+        "unset, the worker sizes its pool by the instance's CPUs (docs/deploy.md).",
     ),
     SettingSpec(
         "SCHEDULER_LOOKAHEAD_SECONDS",
@@ -243,6 +264,52 @@ def _https_url(name: str, environ: Mapping[str, str] | None) -> str:
     return text
 
 
+#: The most execution queues a deployment may have (``SCHEDULER_EXECUTION_QUEUE_COUNT``): one storage account
+#: serves about 20,000 operations/s, which a handful of queues at 2,000 messages/s each already reach
+#: (docs/capacity.md); more only adds functions to index and queues to poll.
+MAX_EXECUTION_QUEUES = 32
+#: Azure Storage queue names: 3-63 lowercase letters, digits and single hyphens, starting and ending with a
+#: letter or digit.
+_QUEUE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
+#: What the host appends to a queue's name for its poison queue.
+_POISON_SUFFIX = "-poison"
+
+
+def execution_queue_name(base: str, index: int) -> str:
+    """The name of execution queue ``index``: ``base`` for queue 0 (today's single queue, so an existing
+    deployment keeps its queue), ``base-<index>`` for the others (``scheduler-executions-2``)."""
+    return base if index == 0 else f"{base}-{index}"
+
+
+def execution_queue_binding(index: int) -> str:
+    """The queue-trigger binding of execution queue ``index``: ``%SCHEDULER_EXECUTION_QUEUE%`` for queue 0,
+    ``%SCHEDULER_EXECUTION_QUEUE%-<index>`` for the others (the Functions host resolves every ``%NAME%``
+    inside a binding value, as :func:`execution_queue_name` builds the name)."""
+    return execution_queue_name("%SCHEDULER_EXECUTION_QUEUE%", index)
+
+
+def execution_queue_count(environ: Mapping[str, str] | None = None) -> int:
+    """``SCHEDULER_EXECUTION_QUEUE_COUNT``, checked (raises :class:`ConfigurationError` naming it)."""
+    return _int("SCHEDULER_EXECUTION_QUEUE_COUNT", environ, 1, MAX_EXECUTION_QUEUES)
+
+
+def _queue_names(environ: Mapping[str, str] | None) -> tuple[str, str, int]:
+    """The scan queue, the execution queue's base name and the number of execution queues, every name
+    (poison queues included) checked against the Storage rules."""
+    scan = raw("SCHEDULER_SCAN_QUEUE", environ) or "scheduler-scan"
+    base = raw("SCHEDULER_EXECUTION_QUEUE", environ) or "scheduler-executions"
+    count = execution_queue_count(environ)
+    checks = [("SCHEDULER_SCAN_QUEUE", scan), ("SCHEDULER_EXECUTION_QUEUE", base)]
+    checks += [("SCHEDULER_EXECUTION_QUEUE", execution_queue_name(base, count - 1))]
+    for name, queue in checks:
+        if not _QUEUE_NAME.match(queue + _POISON_SUFFIX) or not _QUEUE_NAME.match(queue):
+            raise ConfigurationError(
+                f"setting {name} must be a Storage queue name (lowercase letters, digits and single hyphens) "
+                f"short enough for its '-<n>' and '{_POISON_SUFFIX}' suffixes (63 characters), got {queue!r}"
+            )
+    return scan, base, count
+
+
 @dataclass(frozen=True)
 class Settings:
     """The parsed settings the service runs with."""
@@ -266,6 +333,13 @@ class Settings:
     appinsights_connection_string: str = ""
     otlp_endpoint: str = ""
     log_format: str = "text"
+    execution_queue_count: int = 1
+    python_threadpool_thread_count: int = 40
+
+    @property
+    def execution_queues(self) -> tuple[str, ...]:
+        """Every execution queue, queue 0 (``execution_queue``) first (``SCHEDULER_EXECUTION_QUEUE_COUNT``)."""
+        return tuple(execution_queue_name(self.execution_queue, i) for i in range(self.execution_queue_count))
 
     def table_name(self, base: str) -> str:
         """The real name of one of the service's tables (``base`` is e.g. ``"Jobs"``)."""
@@ -281,13 +355,16 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     account = raw("AzureWebJobsStorage__accountName", environ) or ""
     if not connection and not account:
         raise ConfigurationError("set AzureWebJobsStorage (connection string) or AzureWebJobsStorage__accountName")
+    scan_queue, execution_queue, queue_count = _queue_names(environ)
     return Settings(
         storage_connection_string=connection or None,
         storage_account_name=account,
         api_keys=raw("SCHEDULER_API_KEYS", environ) or "",
         table_prefix=prefix,
-        scan_queue=raw("SCHEDULER_SCAN_QUEUE", environ) or "scheduler-scan",
-        execution_queue=raw("SCHEDULER_EXECUTION_QUEUE", environ) or "scheduler-executions",
+        scan_queue=scan_queue,
+        execution_queue=execution_queue,
+        execution_queue_count=queue_count,
+        python_threadpool_thread_count=_int("PYTHON_THREADPOOL_THREAD_COUNT", environ, 1, 1024),
         due_shards=_int("SCHEDULER_DUE_SHARDS", environ, 1, 1000),
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),
         http_timeout_seconds=_int("SCHEDULER_HTTP_TIMEOUT_SECONDS", environ, 1, 600),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+from scheduler_core import settings
+from scheduler_core.errors import ConfigurationError
 from scheduler_core.pipeline.cleanup import cleanup
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
 from scheduler_core.wiring import services
@@ -36,3 +39,37 @@ def on_cleanup() -> None:
     """Timer (daily): trim history and claims, remove long-finished jobs."""
     s = services()
     cleanup(s.stores, s.clock(), s.executor.claims)
+
+
+#: The function of execution queue 0 (the one queue of a deployment with ``SCHEDULER_EXECUTION_QUEUE_COUNT``
+#: 1); queue ``i`` is consumed by ``execute_occurrence_<i>``.
+EXECUTION_FUNCTION = "execute_occurrence"
+
+
+@dataclass(frozen=True)
+class ExecutionFunction:
+    """One queue-triggered execution function: its name and its queue binding (a ``%SETTING%`` expression)."""
+
+    index: int
+    name: str
+    queue_binding: str
+
+
+def execution_functions() -> list[ExecutionFunction]:
+    """The execution functions ``function_app.py`` declares: one per execution queue.
+
+    Read when the app is indexed (the Functions worker imports ``function_app.py`` with the app settings in
+    its environment; a change of setting restarts the app, which indexes it again). A count that does not
+    load declares queue 0's function alone and logs the error: the app still indexes, its first invocation
+    fails on the same error (``settings.load``) and ``GET /health`` answers 503."""
+    try:
+        count = settings.execution_queue_count()
+    except ConfigurationError as exc:
+        log.error("%s; declaring the function of execution queue 0 only", exc.message)
+        count = 1
+    return [ExecutionFunction(i, execution_function_name(i), settings.execution_queue_binding(i)) for i in range(count)]
+
+
+def execution_function_name(index: int) -> str:
+    """The name of the function consuming execution queue ``index``."""
+    return EXECUTION_FUNCTION if index == 0 else f"{EXECUTION_FUNCTION}_{index}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import ExecutionQueue, MessageSender, Storage, Stores
+from scheduler_core.queue_router import ExecutionRouter
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 
@@ -36,16 +37,44 @@ def utcnow() -> datetime:
 
 
 @dataclass(frozen=True)
+class ExecutionQueueDepth:
+    """Approximate message counts of one execution queue and of its poison queue (None: not readable)."""
+
+    name: str
+    depth: int | None
+    poison: int | None
+
+
+#: Reads the depth of every execution queue, queue 0 first (``/health`` shows them one by one).
+ExecutionDepths = Callable[[], list[ExecutionQueueDepth]]
+
+
+def total_depths(queues: list[ExecutionQueueDepth]) -> QueueDepths:
+    """The depths of all execution queues together (None when any one could not be read)."""
+
+    def total(values: list[int | None]) -> int | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    return QueueDepths(total([q.depth for q in queues]), total([q.poison for q in queues]))
+
+
+@dataclass(frozen=True)
 class Services:
     settings: settings.Settings
     stores: Stores
     scans: MessageSender
-    executions: MessageSender
+    executions: MessageSender  # execution queue 0 (the only one when SCHEDULER_EXECUTION_QUEUE_COUNT is 1)
     service: SchedulerService
     dispatcher: Dispatcher
     executor: Executor
     api: ApiServices
     clock: Clock
+    #: Every execution queue, queue 0 first (``settings.execution_queues``).
+    execution_queues: tuple[MessageSender, ...] = ()
+    #: What the pipeline sends execution messages through: the router over ``execution_queues``.
+    send_execution: ExecutionQueue | None = None
+    #: The depth of each execution queue and its poison queue (None: not available).
+    execution_depths: ExecutionDepths | None = None
 
 
 def build(
@@ -57,22 +86,35 @@ def build(
     claim_lease: timedelta = CLAIM_LEASE,
     storage: Storage | None = None,
     depths: DepthProbe | None = None,
+    execution_queues: Sequence[MessageSender] | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
     ``storage`` replaces the Azure adapters (``scheduler_core.adapters.memory.memory_storage``); ``depths``
     reads the execution and poison queues' depths for the tick's gauges and ``/health`` (default: the Azure
-    queues' approximate counts, or the length of an in-memory execution queue)."""
+    queues' approximate counts, or the length of an in-memory execution queue).
+
+    Execution messages go through an :class:`~scheduler_core.queue_router.ExecutionRouter` over the
+    deployment's ``SCHEDULER_EXECUTION_QUEUE_COUNT`` queues (``settings.execution_queues``; with the Azure
+    adapters, one Storage queue each), unless ``send_execution`` replaces it. ``execution_queues`` gives the
+    queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue."""
+    execution_depths: ExecutionDepths | None = None
     if storage is None:
         from scheduler_core.adapters.azure import connect  # the deployed adapters (Azure SDKs: loaded on first use)
 
         storage = connect(config)
-        depths = depths or azure_queue_depths(config)
+        if execution_queues is None:
+            execution_queues = azure_execution_queues(config, storage.executions)
+        execution_depths = azure_execution_depths(config)
     elif depths is None and hasattr(storage.executions, "__len__"):
         memory_queue: Any = storage.executions
         depths = lambda: QueueDepths(len(memory_queue), None)  # noqa: E731
     stores, claims, scans, executions = storage.stores, storage.claims, storage.scans, storage.executions
-    send_execution = send_execution or executions.send
+    queues = tuple(execution_queues) if execution_queues else (executions,)
+    if depths is None and execution_depths is not None:
+        probe = execution_depths
+        depths = lambda: total_depths(probe())  # noqa: E731
+    send_execution = send_execution or ExecutionRouter([queue.send for queue in queues])
     dispatcher = Dispatcher(
         stores,
         send_execution,
@@ -115,7 +157,20 @@ def build(
         identity=IdentityScope.from_settings(config),
     )
     api = ApiServices(service, auth.parse_keys(config.api_keys))
-    return Services(config, stores, scans, executions, service, dispatcher, executor, api, clock)
+    return Services(
+        config,
+        stores,
+        scans,
+        queues[0],
+        service,
+        dispatcher,
+        executor,
+        api,
+        clock,
+        execution_queues=queues,
+        send_execution=send_execution,
+        execution_depths=execution_depths,
+    )
 
 
 def poison_queue_name(execution_queue: str) -> str:
@@ -123,13 +178,24 @@ def poison_queue_name(execution_queue: str) -> str:
     return f"{execution_queue}-poison"
 
 
-def azure_queue_depths(config: settings.Settings) -> DepthProbe:
-    """Approximate message counts of the execution queue and its poison queue (a missing queue counts 0;
+def azure_execution_queues(config: settings.Settings, first: MessageSender) -> tuple[MessageSender, ...]:
+    """The senders of every execution queue: ``first`` (the adapters' own, queue 0), then one Storage queue
+    per further name of ``config.execution_queues``, on the same pooled transport."""
+    from scheduler_core.adapters.azure.clients import queue_client
+    from scheduler_core.adapters.azure.queues import MessageQueue
+
+    return (first, *(MessageQueue(queue_client(config, name)) for name in config.execution_queues[1:]))
+
+
+def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
+    """Approximate message counts of every execution queue and its poison queue (a missing queue counts 0;
     a count that cannot be read is None). One cheap properties call per queue."""
     from scheduler_core.adapters.azure.clients import queue_client
 
-    executions = queue_client(config, config.execution_queue)
-    poison = queue_client(config, poison_queue_name(config.execution_queue))
+    clients = [
+        (name, queue_client(config, name), queue_client(config, poison_queue_name(name)))
+        for name in config.execution_queues
+    ]
 
     def count(client: Any) -> int | None:
         try:
@@ -139,7 +205,13 @@ def azure_queue_depths(config: settings.Settings) -> DepthProbe:
                 return 0  # no poison message ever: the host creates the queue with the first one
             return None
 
-    return lambda: QueueDepths(count(executions), count(poison))
+    return lambda: [ExecutionQueueDepth(name, count(queue), count(poison)) for name, queue, poison in clients]
+
+
+def azure_queue_depths(config: settings.Settings) -> DepthProbe:
+    """The depths of all execution queues and of all their poison queues together."""
+    probe = azure_execution_depths(config)
+    return lambda: total_depths(probe())
 
 
 _current: list[Services] = []  # at most one element: the services of this process
