@@ -191,7 +191,7 @@ def test_function_app_declares_one_function_per_queue(monkeypatch: pytest.Monkey
     environ = {**BASE, "SCHEDULER_EXECUTION_QUEUE": "exec-x", "SCHEDULER_EXECUTION_QUEUE_COUNT": "3"}
     names = [resolve_setting_references(execution[f.name], environ) for f in triggers.execution_functions()]
     assert tuple(names) == settings.load(environ).execution_queues
-    others = {f.name for f in (*index.http, *index.timers)} | {"scan_shard"}
+    others = {f.name for f in index.http} | {t.name for t in index.timers} | {"scan_shard"}
     assert others == {
         "management_api",
         "openapi_document",
