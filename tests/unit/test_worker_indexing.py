@@ -55,7 +55,7 @@ from typing import Any
 
 import pytest
 
-from local_host.app_index import AppIndex
+from local_host.app_index import AppIndex, index_app
 from local_host.http_server import STANDARD_METHODS
 from tests.conftest import ROOT, sample_settings
 
@@ -587,9 +587,11 @@ class WorkerReport:
         return {function["name"]: function for function in self.raw["functions"]}
 
 
-@pytest.fixture(scope="module")
-def worker_report(worker_environment: Path, tmp_path_factory: pytest.TempPathFactory) -> WorkerReport:
-    """What the library worker reports after starting on the deployment package."""
+def run_worker_probe(
+    worker_environment: Path, tmp_path_factory: pytest.TempPathFactory, **app_settings: str
+) -> WorkerReport:
+    """What the library worker reports after starting on the deployment package with the sample app
+    settings, changed by ``app_settings``."""
     app_dir = copy_deployment_package(tmp_path_factory.mktemp("wwwroot"))
     out = tmp_path_factory.mktemp("worker") / "report.json"
     source = "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in (_worker_protos_double, _worker_probe))
@@ -597,6 +599,7 @@ def worker_report(worker_environment: Path, tmp_path_factory: pytest.TempPathFac
     # The worker's environment holds the app settings (here the sample ones), not the test session's.
     env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
     env.update(sample_settings())
+    env.update(app_settings)
     env.update({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsScriptRoot": str(app_dir)})
     done = subprocess.run(
         [str(worker_environment), "-c", script, str(app_dir), str(out)],
@@ -610,6 +613,22 @@ def worker_report(worker_environment: Path, tmp_path_factory: pytest.TempPathFac
     if done.returncode != 0 or not out.is_file():
         pytest.fail(f"the worker probe failed (rc={done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
     return WorkerReport(app_dir, json.loads(out.read_text()))
+
+
+@pytest.fixture(scope="module")
+def worker_report(worker_environment: Path, tmp_path_factory: pytest.TempPathFactory) -> WorkerReport:
+    """What the library worker reports after starting on the deployment package (the sample settings)."""
+    return run_worker_probe(worker_environment, tmp_path_factory)
+
+
+#: Execution queues of the deployment indexed by :func:`worker_report_k_queues`.
+K_QUEUES = 3
+
+
+@pytest.fixture(scope="module")
+def worker_report_k_queues(worker_environment: Path, tmp_path_factory: pytest.TempPathFactory) -> WorkerReport:
+    """The same, in a deployment with SCHEDULER_EXECUTION_QUEUE_COUNT = :data:`K_QUEUES`."""
+    return run_worker_probe(worker_environment, tmp_path_factory, SCHEDULER_EXECUTION_QUEUE_COUNT=str(K_QUEUES))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -828,3 +847,54 @@ def test_the_worker_runs_the_sdk_that_requirements_txt_gives_python_3_13(worker_
     assert (int(major), int(minor)) >= WORKER_MIN_PYTHON
     assert sdk.split(".")[0] == "2"  # requirements.txt: azure-functions 2.x from Python 3.13 on
     assert worker.split(".")[0] == "1"
+
+
+# --------------------------------------------------------------------------------------------------------
+# K execution queues: the function list is read from the app settings when the worker indexes the app
+
+
+def test_the_worker_indexes_one_execution_function_per_queue(worker_report_k_queues: WorkerReport) -> None:
+    report = worker_report_k_queues.raw
+    assert report["init"] == {"status": "Success", "exception": ""}, report["init"]["exception"]
+    assert report["metadata"] == {"status": "Success", "exception": ""}
+    functions = worker_report_k_queues.functions
+    assert len(report["functions"]) == len(functions)  # no name twice
+    execution = {name: f for name, f in functions.items() if name.startswith("execute_occurrence")}
+    assert set(execution) == {"execute_occurrence", *(f"execute_occurrence_{i}" for i in range(1, K_QUEUES))}
+    assert set(functions) - set(execution) == set(EXPECTED_RAW_BINDINGS) - {"execute_occurrence"}
+    for name, function in execution.items():
+        index = 0 if name == "execute_occurrence" else int(name.rsplit("_", 1)[1])
+        assert function["load"] == {"status": "Success", "exception": ""}, name
+        assert function["entry_point"] == name
+        queue_name = "%SCHEDULER_EXECUTION_QUEUE%" + (f"-{index}" if index else "")
+        assert function["raw_bindings"] == [
+            {
+                "direction": "IN",
+                "type": "queueTrigger",
+                "name": "msg",
+                "queueName": queue_name,
+                "connection": "AzureWebJobsStorage",
+            }
+        ], name
+        assert function["bindings"] == {"msg": ["queueTrigger", "in", "undefined"]}, name
+    assert len({f["function_id"] for f in report["functions"]}) == len(functions)  # the host keys them by id
+    raw = {name: f["raw_bindings"] for name, f in functions.items()}
+    errors = [
+        f"{name}: {error}" for name, bindings in raw.items() for error in HostChecks.function_errors(name, bindings)
+    ]
+    assert errors + HostChecks.http_errors(raw) == []
+
+
+def test_the_worker_indexes_the_execution_functions_the_local_host_runs(
+    worker_report_k_queues: WorkerReport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local host, given the same app setting, indexes the same functions with the same queue bindings."""
+    from tests.unit.test_execution_queues import load_function_app
+
+    local = index_app(load_function_app(monkeypatch, K_QUEUES))
+    worker = {
+        name: f["raw_bindings"][0]["queueName"]
+        for name, f in worker_report_k_queues.functions.items()
+        if f["raw_bindings"][0]["type"] == "queueTrigger"
+    }
+    assert worker == {q.name: q.queue_name for q in local.queues}
