@@ -92,6 +92,15 @@ def literal_address(host: str) -> IPAddress | None:
         return None
 
 
+def spelling(address: IPAddress) -> str:
+    """``address`` as text, the same on every Python: an IPv4-mapped IPv6 address as ``::ffff:a.b.c.d``
+    (Python 3.13 writes it so, earlier versions as ``::ffff:a9fe:a9fe``)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        zone = f"%{address.scope_id}" if address.scope_id else ""
+        return f"::ffff:{address.ipv4_mapped}{zone}"
+    return str(address)
+
+
 def canonical(address: IPAddress) -> IPAddress:
     """One form per destination: no IPv6 zone, and IPv4-mapped, IPv4-compatible and NAT64 addresses
     unwrapped to their IPv4 address."""
@@ -160,7 +169,7 @@ class OutboundPolicy:
         for address in found:
             if self.refused(address):
                 judged = canonical(address)
-                spelled = str(judged) if judged == address else f"{address} ({judged})"
+                spelled = str(judged) if judged == address else f"{spelling(address)} ({judged})"
                 where = "is" if literal is not None else "resolves to"
                 message = f"'{host}' {where} {spelled}, a cloud metadata or link-local address"
                 raise OutboundRefused(message, host, str(judged))
