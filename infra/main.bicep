@@ -131,6 +131,11 @@ param scanQueueName string = 'scheduler-scan'
 @description('SCHEDULER_EXECUTION_QUEUE: queue of execution attempts.')
 param executionQueueName string = 'scheduler-executions'
 
+@description('SCHEDULER_EXECUTION_QUEUE_COUNT: execution queues K, each with a function of its own (execute_occurrence, execute_occurrence_1...) that Flex Consumption scales on its own. Queue 0 is executionQueueName, queue i executionQueueName-i (docs/capacity.md). Raise it freely; lower it only once the queues above the new count are empty.')
+@minValue(1)
+@maxValue(32)
+param executionQueueCount int = 1
+
 @description('SCHEDULER_DISPATCH_SCHEDULE: NCRONTAB of the dispatch timer.')
 param dispatchSchedule string = '45 * * * * *'
 
@@ -205,13 +210,16 @@ var tableNames = [
   'Executions'
 ]
 
+// The execution queues (scheduler_core/settings.py execution_queue_name): queue 0 keeps the one name a
+// deployment had before SCHEDULER_EXECUTION_QUEUE_COUNT, queue i is '<name>-i'.
+var executionQueues = [for i in range(0, executionQueueCount): (i == 0) ? executionQueueName : '${executionQueueName}-${i}']
+var executionPoisonQueues = [for queue in executionQueues: '${queue}-poison']
+
 // Queues: scan and execution, and the -poison queues the host moves failed messages to.
-var queueNames = [
+var queueNames = concat([
   scanQueueName
-  executionQueueName
   '${scanQueueName}-poison'
-  '${executionQueueName}-poison'
-]
+], executionQueues, executionPoisonQueues)
 
 // Every setting of scheduler_core/settings.py SETTINGS. AzureWebJobsStorage (a connection string with
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName; FUNCTIONS_WORKER_RUNTIME
@@ -222,6 +230,7 @@ var schedulerSettings = {
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName
   SCHEDULER_EXECUTION_QUEUE: executionQueueName
+  SCHEDULER_EXECUTION_QUEUE_COUNT: string(executionQueueCount)
   SCHEDULER_DISPATCH_SCHEDULE: dispatchSchedule
   SCHEDULER_CLEANUP_SCHEDULE: cleanupSchedule
   SCHEDULER_DUE_SHARDS: string(dueShards)

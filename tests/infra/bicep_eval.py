@@ -1,10 +1,12 @@
 """A small evaluator of pycep-parser's view of Bicep expressions, enough for the consistency checks.
 
 pycep renders an identifier and a string literal the same way (``scanQueueName`` vs ``'scanQueueName'``),
-so a bare string that names a parameter or variable of the template is read as a reference to it; any
-other string is a literal, with ``${...}`` interpolations resolved. Parameters take their default values.
-What cannot be known before deployment (``uniqueString``, module outputs...) evaluates to
-:data:`UNKNOWN`, which spreads through interpolations.
+so a bare string that names a parameter, variable or loop variable of the template is read as a reference
+to it; any other string is a literal, with ``${...}`` interpolations resolved. Parameters take their
+default values, or the values a test gives (``Template(parsed, parameters={...})``, as a deployment's
+parameters would). ``[for i in range(a, n): ...]`` and ``[for x in array: ...]`` loops, ``concat``,
+``string``, ``union``, ``==`` and ``? :`` are evaluated. What cannot be known before deployment
+(``uniqueString``, module outputs...) evaluates to :data:`UNKNOWN`, which spreads through interpolations.
 """
 
 from __future__ import annotations
@@ -27,35 +29,47 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class Template:
     """One parsed Bicep file (pycep result) with its parameters' defaults and variables."""
 
-    def __init__(self, parsed: dict[str, Any]) -> None:
+    def __init__(self, parsed: dict[str, Any], parameters: dict[str, Any] | None = None) -> None:
         self.parsed = parsed
         self.parameters: dict[str, Any] = parsed.get("parameters") or {}
         self.variables: dict[str, Any] = parsed.get("variables") or {}
         self.resources: dict[str, Any] = parsed.get("resources") or {}
         self.modules: dict[str, Any] = parsed.get("modules") or {}
+        unknown = set(parameters or {}) - set(self.parameters)
+        if unknown:
+            raise KeyError(f"the template has no parameters {sorted(unknown)}")
+        self.given: dict[str, Any] = dict(parameters or {})
 
     def variable(self, name: str) -> Any:
         """A variable's raw (unevaluated) value."""
         return self.variables[name]["value"]
 
-    def evaluate(self, node: Any, depth: int = 0) -> Any:
+    def evaluate(self, node: Any, depth: int = 0, scope: dict[str, Any] | None = None) -> Any:
+        """The value of ``node``; ``scope`` holds the loop variables in force."""
         if depth > 50:
             raise RecursionError("Bicep expression too deep")
+        scope = scope or {}
         if isinstance(node, bool | int | float) or node is None:
             return node
         if isinstance(node, list):
-            return [self.evaluate(item, depth + 1) for item in node]
+            return [self.evaluate(item, depth + 1, scope) for item in node]
         if isinstance(node, str):
-            return self._string(node, depth)
+            return self._string(node, depth, scope)
         if isinstance(node, dict):
             if "function" in node:
-                return self._function(node["function"], depth)
+                return self._function(node["function"], depth, scope)
             if "operator" in node:
-                return self._operator(node["operator"], depth)
-            return {key: self.evaluate(value, depth + 1) for key, value in node.items()}
+                return self._operator(node["operator"], depth, scope)
+            if "loop_type" in node:
+                return self._loop(node, depth, scope)
+            return {key: self.evaluate(value, depth + 1, scope) for key, value in node.items()}
         return UNKNOWN
 
-    def _reference(self, name: str, depth: int) -> Any:
+    def _reference(self, name: str, depth: int, scope: dict[str, Any]) -> Any:
+        if name in scope:
+            return scope[name]
+        if name in self.given:
+            return self.given[name]
         if name in self.parameters:
             parameter = self.parameters[name]
             return self.evaluate(parameter["default"], depth + 1) if "default" in parameter else UNKNOWN
@@ -63,16 +77,16 @@ class Template:
             return self.evaluate(self.variables[name]["value"], depth + 1)
         return None  # not a reference
 
-    def _string(self, text: str, depth: int) -> Any:
+    def _string(self, text: str, depth: int, scope: dict[str, Any]) -> Any:
         if _IDENTIFIER.match(text):
-            value = self._reference(text, depth)
+            value = self._reference(text, depth, scope)
             return text if value is None else value
         parts: list[str] = []
         position = 0
         for match in _INTERPOLATION.finditer(text):
             parts.append(text[position : match.start()])
             inner = match.group(1).strip()
-            value = self._reference(inner, depth) if _IDENTIFIER.match(inner) else UNKNOWN
+            value = self._reference(inner, depth, scope) if _IDENTIFIER.match(inner) else UNKNOWN
             if value is None or value is UNKNOWN or isinstance(value, dict | list):
                 return UNKNOWN
             parts.append(_to_text(value))
@@ -80,8 +94,34 @@ class Template:
         parts.append(text[position:])
         return "".join(parts)
 
-    def _function(self, function: dict[str, Any], depth: int) -> Any:
-        arguments = [self.evaluate(value, depth + 1) for value in (function.get("parameters") or {}).values()]
+    def _loop(self, node: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
+        """``[for i in range(start, count): body]`` or ``[for item in array: body]`` (no filter)."""
+        loop = node["loop_type"]
+        detail = loop.get("detail") or {}
+        if node.get("condition") is not None:
+            return UNKNOWN
+        if loop.get("type") == "range":
+            start = self.evaluate(detail.get("start_index"), depth + 1, scope)
+            count = self.evaluate(detail.get("count"), depth + 1, scope)
+            if not isinstance(start, int) or not isinstance(count, int):
+                return UNKNOWN
+            bindings = [{detail["index_name"]: i} for i in range(start, start + count)]
+        elif loop.get("type") == "array":
+            items = self.evaluate(detail.get("array_name"), depth + 1, scope)
+            if not isinstance(items, list):
+                return UNKNOWN
+            index_name = detail.get("index_name")
+            bindings = [
+                {detail["item_name"]: item, **({index_name: i} if index_name else {})} for i, item in enumerate(items)
+            ]
+        else:
+            return UNKNOWN
+        values = [self.evaluate(node["config"], depth + 1, {**scope, **binding}) for binding in bindings]
+        return UNKNOWN if any(value is UNKNOWN for value in values) else values
+
+    def _function(self, function: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
+        parameters = (function.get("parameters") or {}).values()
+        arguments = [self.evaluate(value, depth + 1, scope) for value in parameters]
         if any(argument is UNKNOWN for argument in arguments):
             return UNKNOWN
         kind = function.get("type")
@@ -92,15 +132,25 @@ class Template:
             for argument in arguments:
                 merged.update(argument)
             return merged
+        if kind == "concat" and arguments and all(isinstance(a, list) for a in arguments):
+            return [item for argument in arguments for item in argument]
+        if kind == "concat" and all(isinstance(a, str | int | bool) for a in arguments):
+            return "".join(_to_text(a) for a in arguments)
         return UNKNOWN
 
-    def _operator(self, operator: dict[str, Any], depth: int) -> Any:
+    def _operator(self, operator: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
         operands = operator.get("operands") or {}
         if operator.get("type") == "conditional":
-            condition = self.evaluate(operands.get("condition"), depth + 1)
+            condition = self.evaluate(operands.get("condition"), depth + 1, scope)
             if isinstance(condition, bool):
                 branch = "true_value" if condition else "false_value"
-                return self.evaluate(operands.get(branch), depth + 1)
+                return self.evaluate(operands.get(branch), depth + 1, scope)
+        if operator.get("type") in ("equals", "not_equals"):
+            left = self.evaluate(operands.get("operand_1"), depth + 1, scope)
+            right = self.evaluate(operands.get("operand_2"), depth + 1, scope)
+            if left is UNKNOWN or right is UNKNOWN:
+                return UNKNOWN
+            return (left == right) == (operator["type"] == "equals")
         return UNKNOWN
 
 

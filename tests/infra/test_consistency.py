@@ -188,11 +188,52 @@ def test_every_queue_is_created(main: Template, bicep: dict[str, dict[str, Any]]
 def test_queue_names_follow_the_queue_settings(main: Template) -> None:
     """The queues are created from the same parameters as the settings the triggers read."""
     settings_ = main.variable("schedulerSettings")
-    queues = main.variable("queueNames")
     for setting in ("SCHEDULER_SCAN_QUEUE", "SCHEDULER_EXECUTION_QUEUE"):
-        parameter = settings_[setting]
-        assert parameter in main.parameters
-        assert parameter in queues and f"${{{parameter}}}{names.POISON_SUFFIX}" in queues
+        assert settings_[setting] in main.parameters
+    assert settings_["SCHEDULER_EXECUTION_QUEUE_COUNT"] == {
+        "function": {"type": "string", "parameters": {"value_to_convert": "executionQueueCount"}}
+    }
+    renamed = Template(main.parsed, parameters={"scanQueueName": "scan-x", "executionQueueName": "exec-x"})
+    assert set(renamed.evaluate(renamed.variable("queueNames"))) == {
+        "scan-x",
+        "scan-x-poison",
+        "exec-x",
+        "exec-x-poison",
+    }
+
+
+@pytest.mark.parametrize("count", [1, 3, 32])
+def test_every_execution_queue_is_created(main: Template, count: int) -> None:
+    """With executionQueueCount K the Bicep creates the K queues (and their poison queues) that the app,
+    given the settings the Bicep sets, sends to and declares functions for."""
+    deployed = Template(main.parsed, parameters={"executionQueueCount": count, "executionQueueName": "exec-q"})
+    values = deployed.evaluate(deployed.variable("schedulerSettings"))
+    assert values["SCHEDULER_EXECUTION_QUEUE_COUNT"] == str(count)
+    environ = {k: v for k, v in values.items() if isinstance(v, str) and k not in COMPUTED}
+    environ["AzureWebJobsStorage__accountName"] = "account"
+    loaded = settings_module.load(environ)
+    assert len(loaded.execution_queues) == count
+    expected = {loaded.scan_queue, *loaded.execution_queues}
+    expected |= {queue + names.POISON_SUFFIX for queue in set(expected)}
+    created = deployed.evaluate(deployed.variable("queueNames"))
+    assert len(created) == len(set(created)), "a queue is created twice"
+    assert set(created) == expected
+    assert set(names.queue_names(loaded)) <= set(created)  # what provisioning creates, the Bicep creates too
+
+
+def test_the_queue_count_parameter_has_the_settings_bounds(main: Template) -> None:
+    decorators = {d["type"]: d["argument"] for d in main.parameters["executionQueueCount"]["decorators"]}
+    assert (decorators["min_value"], decorators["max_value"]) == (1, settings_module.MAX_EXECUTION_QUEUES)
+    assert main.evaluate("executionQueueCount") == int(_declared()["SCHEDULER_EXECUTION_QUEUE_COUNT"].default or "")
+
+
+def test_the_worker_thread_count_is_the_code_default(main: Template, app_settings_module: Template) -> None:
+    """PYTHON_THREADPOOL_THREAD_COUNT: the Bicep's default (a platform setting) is the declared one."""
+    declared = _declared()["PYTHON_THREADPOOL_THREAD_COUNT"].default
+    assert str(main.evaluate("pythonThreadpoolThreadCount")) == declared == "40"
+    assert main.modules["appSettings"]["config"]["params"]["pythonThreadCount"] == "pythonThreadpoolThreadCount"
+    given = Template(app_settings_module.parsed, parameters={"pythonThreadCount": int(declared)})
+    assert given.evaluate(given.variable("platformSettings"))["PYTHON_THREADPOOL_THREAD_COUNT"] == declared
 
 
 def _minimum_python(requires: str) -> str:
