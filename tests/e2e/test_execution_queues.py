@@ -134,8 +134,8 @@ def test_jobs_fire_through_their_queues_and_a_retry_stays_on_its_queue(running: 
                 action = {"type": "Http", "request": {"uri": f"{target.base_url}/{name}", "method": "GET"}}
                 _put_job(running, name, {"properties": {"startTime": format_instant(due), "action": action}})
         retry = {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 2}
-        action = {"type": "Http", "request": {"uri": f"{flaky_target.base_url}/{flaky}"}, "retryPolicy": retry}
-        action["request"]["method"] = "GET"
+        request = {"uri": f"{flaky_target.base_url}/{flaky}", "method": "GET"}
+        action = {"type": "Http", "request": request, "retryPolicy": retry}
         _put_job(running, flaky, {"properties": {"startTime": format_instant(due), "action": action}})
 
         received = target.wait_for(2 * K, timeout=40)
