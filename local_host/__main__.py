@@ -183,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
             preflight=preflight,
         )
         host.start()
+        if config.execution_queue_count > 1:
+            queues = ", ".join(config.execution_queues)
+            print(f"Execution queues ({config.execution_queue_count}, SCHEDULER_EXECUTION_QUEUE_COUNT): {queues}")
         _banner(host, key, config.storage_queue_endpoint if azurite is not None else None, started)
         host.wait()
     except KeyboardInterrupt:
