@@ -5,8 +5,13 @@ log lines, and the JSON lines of the local host's console (docs/operations.md sh
   (``infra/modules/alerts.bicep``). Only ``opentelemetry-api`` is imported, and only on first use (never when
   ``function_app`` is imported). With no SDK configured the API's instruments do nothing.
 - **Exporter.** :func:`configure` chooses one on the first invocation (``scheduler_core.wiring``): Azure
-  Monitor when ``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set, OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is
-  set, nothing otherwise (:func:`exporter_for`).
+  Monitor when ``APPLICATIONINSIGHTS_CONNECTION_STRING`` is set (``scheduler_core.adapters.azure.monitor``,
+  with the app's managed identity), OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, nothing otherwise
+  (:func:`exporter_for`); metrics and spans alike.
+- **Spans.** :func:`tracer` is the scheduler's tracer (``opentelemetry-api``, imported on first use): one
+  span per attempt (``scheduler_core.pipeline.reporting.attempt_span``) and, inside it, one client span per
+  HTTP call, whose context goes to the target as a W3C ``traceparent`` header (:func:`inject_trace_context`).
+  With no SDK configured they are the API's non-recording spans and no header is sent.
 - **Log fields.** Every fact of a log line is also passed as ``extra=`` under a ``scheduler_*`` key
   (:data:`FIELD_PREFIX`), which Application Insights shows as custom dimensions; :class:`JsonFormatter` writes
   them as JSON lines (``SCHEDULER_LOG_FORMAT=json``).
@@ -17,13 +22,14 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter, Histogram, MeterProvider, _Gauge
+    from opentelemetry.trace import Tracer, TracerProvider
 
 log = logging.getLogger("scheduler_core.telemetry")
 
@@ -42,6 +48,7 @@ DISPATCH_TICKS = "scheduler.dispatch.ticks"
 EXECUTION_QUEUE_DEPTH = "scheduler.execution_queue.depth"
 POISON_QUEUE_LENGTH = "scheduler.poison_queue.length"
 API_REQUESTS = "scheduler.api.requests"
+API_DURATION = "scheduler.api.duration"
 
 #: Every instrument's name (the alert rules and docs/operations.md name them).
 METRIC_NAMES = (
@@ -57,6 +64,7 @@ METRIC_NAMES = (
     EXECUTION_QUEUE_DEPTH,
     POISON_QUEUE_LENGTH,
     API_REQUESTS,
+    API_DURATION,
 )
 
 
@@ -102,6 +110,9 @@ class Instruments:
         self.api_requests: Counter = meter.create_counter(
             API_REQUESTS, unit="{request}", description="Management API requests, by operation and status"
         )
+        self.api_duration: Histogram = meter.create_histogram(
+            API_DURATION, unit="s", description="Time to answer a management API request, by operation and status"
+        )
 
 
 _lock = threading.Lock()
@@ -125,17 +136,80 @@ def use_meter_provider(provider: MeterProvider | None) -> Instruments:
         return _current[0]
 
 
-def record_api_request(operation: str, status: int) -> None:
-    """Count one management API request (``operation``: e.g. ``jobs.put``; ``status``: the HTTP status)."""
-    instruments().api_requests.add(1, {"operation": operation, "status": str(status)})
+#: Methods named as such in the ``operation`` attribute; any other is ``OTHER`` (a client chooses the method,
+#: and an attribute's values must stay few).
+API_METHODS = frozenset({"GET", "PUT", "PATCH", "POST", "DELETE", "HEAD", "OPTIONS"})
+
+
+def api_operation(method: str, route_kind: str) -> str:
+    """The ``operation`` attribute of an API request: ``<route kind>.<METHOD>``, e.g. ``job.PUT``,
+    ``collection_action.POST``, ``invalid.GET`` (the route kind is the path's, as the handler parsed it)."""
+    upper = method.upper()
+    return f"{route_kind}.{upper if upper in API_METHODS else 'OTHER'}"
+
+
+def record_api_request(method: str, route_kind: str, status: int, seconds: float | None = None) -> None:
+    """One management API request answered: counted by operation (:func:`api_operation`) and status, and
+    its duration (``seconds``, when measured) recorded under the same attributes."""
+    attributes = {"operation": api_operation(method, route_kind), "status": str(status)}
+    meters = instruments()
+    meters.api_requests.add(1, attributes)
+    if seconds is not None:
+        meters.api_duration.record(max(0.0, seconds), attributes)
+
+
+# ------------------------------------------------------------------------------------------------ traces
+
+#: The tracer's name (the instrumentation scope of every span of the scheduler).
+TRACER_NAME = METER_NAME
+
+_tracers: list[Tracer] = []
+
+
+def tracer() -> Tracer:
+    """The scheduler's tracer (created on first use, importing ``opentelemetry-api`` then). Until a tracer
+    provider is set it is the API's proxy, which follows the global provider once one is set."""
+    if not _tracers:
+        with _lock:
+            if not _tracers:
+                from opentelemetry import trace
+
+                _tracers.append(trace.get_tracer(TRACER_NAME))
+    return _tracers[0]
+
+
+def use_tracer_provider(provider: TracerProvider | None) -> Tracer:
+    """Trace into ``provider`` from now on (tests pass an SDK provider with an in-memory exporter); None goes
+    back to the global provider."""
+    from opentelemetry import trace
+
+    with _lock:
+        _tracers[:] = [trace.get_tracer(TRACER_NAME, tracer_provider=provider)]
+        return _tracers[0]
+
+
+def inject_trace_context(headers: MutableMapping[str, str]) -> None:
+    """Add the current span's context to outgoing ``headers`` with the process's propagator (by default
+    W3C trace context: ``traceparent``, and ``tracestate`` when there is one; ``OTEL_PROPAGATORS`` chooses
+    others). Nothing is added outside a recording span. A header the caller already set is kept (the job's
+    own ``traceparent`` wins)."""
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    present = {name.lower() for name in headers}
+    for name, value in carrier.items():
+        if name.lower() not in present:
+            headers[name] = value
 
 
 # ----------------------------------------------------------------------------------------------- exporter
 
 Exporter = Literal["azure_monitor", "otlp", "none"]
-#: Configures the Azure Monitor exporter from a connection string (``azure-monitor-opentelemetry``'s
-#: ``configure_azure_monitor``); supplied by the composition root, as only adapters import Azure SDKs.
-AzureMonitorSetup = Callable[[str], None]
+#: Sets up the Azure Monitor exporter from a connection string. By default
+#: :func:`scheduler_core.adapters.azure.monitor.configure_azure_monitor` (the app's managed identity); the
+#: composition root may pass its own (only adapters import Azure SDKs).
+AzureMonitorSetup = Callable[[str], object]
 
 _configured: list[Exporter] = []
 
@@ -150,8 +224,9 @@ def exporter_for(connection_string: str, otlp_endpoint: str) -> Exporter:
 
 
 def configure(connection_string: str, otlp_endpoint: str, azure_monitor: AzureMonitorSetup | None = None) -> Exporter:
-    """Set up the chosen exporter once per process (later calls return the first choice). A missing
-    optional package is logged, never raised: the scheduler runs on without metrics."""
+    """Set up the chosen exporter, for metrics and spans, once per process (later calls return the first
+    choice). A missing optional package or an exporter that fails to start (a malformed connection string)
+    is logged, never raised: the scheduler runs on without telemetry."""
     with _lock:
         if _configured:
             return _configured[0]
@@ -159,30 +234,44 @@ def configure(connection_string: str, otlp_endpoint: str, azure_monitor: AzureMo
         _configured.append(choice)
     try:
         if choice == "azure_monitor":
-            if azure_monitor is None:
-                log.warning("APPLICATIONINSIGHTS_CONNECTION_STRING is set but no Azure Monitor exporter is wired")
-            else:
-                azure_monitor(connection_string)
+            (azure_monitor or _configure_azure_monitor)(connection_string)
         elif choice == "otlp":
             _configure_otlp()
     except ImportError as exc:
-        log.warning("metrics exporter %s not available (%s); metrics are not exported", choice, exc.name)
+        log.warning("telemetry exporter %s not available (%s); nothing is exported", choice, exc.name)
+    except Exception as exc:  # telemetry must never stop the scheduler (the exception may quote the setting)
+        log.warning("telemetry exporter %s failed to start (%s); nothing is exported", choice, type(exc).__name__)
     else:
-        log.info("metrics exporter: %s", choice, extra={"scheduler_exporter": choice})
+        log.info("telemetry exporter: %s", choice, extra={"scheduler_exporter": choice})
     return choice
 
 
+def _configure_azure_monitor(connection_string: str) -> None:
+    """The Azure Monitor exporter with the app's managed identity (imported here: never at app import)."""
+    from scheduler_core.adapters.azure.monitor import configure_azure_monitor
+
+    configure_azure_monitor(connection_string)
+
+
 def _configure_otlp() -> None:
-    """An SDK meter provider exporting over OTLP/HTTP to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (read by the exporter;
-    optional packages ``opentelemetry-sdk`` and ``opentelemetry-exporter-otlp-proto-http``)."""
-    from opentelemetry import metrics
+    """SDK meter and tracer providers exporting over OTLP/HTTP to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (read by the
+    exporters; optional packages ``opentelemetry-sdk`` and ``opentelemetry-exporter-otlp-proto-http``)."""
+    from opentelemetry import metrics, trace
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[import-not-found,unused-ignore]
         OTLPMetricExporter,
     )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found,unused-ignore]
+        OTLPSpanExporter,
+    )
     from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     metrics.set_meter_provider(SdkMeterProvider(metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())]))
+    tracer_provider = SdkTracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(tracer_provider)
 
 
 def reset_configuration() -> None:

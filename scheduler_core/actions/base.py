@@ -41,10 +41,13 @@ class ActionContext:
 
 @dataclass(frozen=True)
 class ActionResult:
-    """The outcome of one attempt: success, and the history message (never quoting a secret)."""
+    """The outcome of one attempt: success, the history message (never quoting a secret), and the HTTP status
+    code of the answer when the target gave one (the final answer after redirects; None for a call that got
+    no answer and for actions other than HTTP)."""
 
     succeeded: bool
     message: str
+    status_code: int | None = None
 
 
 class Sender(Protocol[A_contra]):

@@ -3,7 +3,11 @@
 Every connection, on every redirect hop, goes through the outbound policy (``outbound.py``): redirects are
 followed (as Azure Scheduler did), at most :data:`~scheduler_core.actions.outbound.MAX_REDIRECTS` of them,
 each hop's host resolved and checked when it is connected to. A refused connection is a failed attempt
-whose message says which host was refused and why."""
+whose message says which host was refused and why.
+
+Each call is a client span (OpenTelemetry), the child of the attempt's span, and the target receives its
+context as a W3C ``traceparent`` header (when tracing is configured: :mod:`scheduler_core.telemetry`), so
+that it can join the trace. The result carries the answer's status code (``ActionResult.status_code``)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from scheduler_core import __version__
+from scheduler_core import __version__, telemetry
 from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
 from scheduler_core.actions.http_auth import (
     AuthenticationProblem,
@@ -94,15 +98,32 @@ class HttpSender:
                 assert_never(authentication)
 
     def send(self, action: HttpAction, context: ActionContext) -> ActionResult:
+        """Send the request and read the answer's head; in a client span (a child of the attempt's span)
+        whose context the target receives as ``traceparent``. Success is a 2xx answer after redirects."""
+        from opentelemetry.trace import SpanKind, StatusCode
+
         uri = action.uri
         host = urlsplit(uri).hostname or ""
+        method = action.method.upper()
+        with telemetry.tracer().start_as_current_span(
+            method, kind=SpanKind.CLIENT, attributes=client_span_attributes(method, uri)
+        ) as span:
+            result = self._send(action, context, method, uri, host)
+            if result.status_code is not None:
+                span.set_attribute("http.response.status_code", result.status_code)
+            if not result.succeeded:
+                span.set_status(StatusCode.ERROR, "no answer" if result.status_code is None else "not a 2xx answer")
+            return result
+
+    def _send(self, action: HttpAction, context: ActionContext, method: str, uri: str, host: str) -> ActionResult:
         request = OutboundRequest(
-            method=action.method.upper(),
+            method=method,
             uri=uri,
             headers={**scheduler_headers(context), **(action.headers or {})},
             body=action.body.encode() if action.body is not None else None,
             session=self.session,
         )
+        telemetry.inject_trace_context(request.headers)  # a traceparent of the job's own headers is kept
         auth = self.authenticator(action.authentication)
         if auth is not None:
             try:
@@ -134,7 +155,27 @@ class HttpSender:
         except requests.RequestException as exc:
             reason = type(exc).__name__
             return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
-        return ActionResult(200 <= response.status_code < 300, describe_response(host, response, head))
+        status = response.status_code
+        return ActionResult(200 <= status < 300, describe_response(host, response, head), status)
+
+
+def client_span_attributes(method: str, uri: str) -> dict[str, str | int]:
+    """The attributes of an HTTP call's client span (OpenTelemetry's HTTP conventions): method, scheme,
+    server address and port, never the URL's path, query string or user info (they may hold secrets)."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return {"http.request.method": method}
+    attributes: dict[str, str | int] = {
+        "http.request.method": method,
+        "url.scheme": parts.scheme,
+        "server.address": parts.hostname or "",
+    }
+    default_port = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    if port is not None or default_port is not None:
+        attributes["server.port"] = port if port is not None else default_port or 0
+    return attributes
 
 
 def trusted_cas(session: requests.Session) -> bool | str | None:

@@ -1,7 +1,8 @@
-"""What the pipeline reports: its log lines (each with the same facts as ``scheduler_*`` fields) and its
-OpenTelemetry metrics (:mod:`scheduler_core.telemetry`). The dispatcher, the watchdog and the executor
-decide; they call one function here per fact they report, with plain values. Nothing here decides, reads
-or writes storage, or logs a secret (an action's target is ``scheme://host[:port]`` or ``account/queue``).
+"""What the pipeline reports: its log lines (each with the same facts as ``scheduler_*`` fields), its
+OpenTelemetry metrics and the span of each attempt (:mod:`scheduler_core.telemetry`). The dispatcher, the
+watchdog and the executor decide; they call one function here per fact they report, with plain values.
+Nothing here decides, reads or writes storage, or logs a secret (an action's target is
+``scheme://host[:port]`` or ``account/queue``).
 
 The log lines of dispatch and the watchdog go to ``scheduler_core.dispatch``, those of attempts to
 ``scheduler_core.execute`` (the ``logger`` of a JSON line).
@@ -10,9 +11,12 @@ The log lines of dispatch and the watchdog go to ``scheduler_core.dispatch``, th
 from __future__ import annotations
 
 import logging
-import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from scheduler_core import telemetry
 from scheduler_core.actions import ActionResult
@@ -22,6 +26,9 @@ from scheduler_core.model.retry import RetryPolicy
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import SEPARATOR
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 dispatch_log = logging.getLogger("scheduler_core.dispatch")
 execute_log = logging.getLogger("scheduler_core.execute")
@@ -170,15 +177,6 @@ def rescued(job: Job, message: ExecutionMessage, lease_until: datetime | None) -
 
 # ------------------------------------------------------------------------------------------ attempts
 
-#: The status code in an HTTP action's history message ("Response from host '...': '200 OK' ...").
-_HTTP_STATUS = re.compile(r"Response from host '[^']*': '(\d{3})\b")
-
-
-def status_code_of(result: ActionResult) -> int | None:
-    """The HTTP status code of an attempt's answer, if it got one."""
-    found = _HTTP_STATUS.search(result.message)
-    return int(found.group(1)) if found else None
-
 
 def describe_action(action: Action | None) -> tuple[str, str]:
     """An action's type and its target, safe to log: ``scheme://host[:port]`` of a URL (no path, query or
@@ -292,7 +290,7 @@ def attempt_ran(
     the attempt counted by outcome and action type, and the lateness of a scheduled first attempt."""
     action_type, target = describe_action(action)
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
-    status = status_code_of(result)
+    status = result.status_code
     duration = _seconds(ended - started)
     lateness = _seconds(started - message.occurrence_time)
     coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
@@ -331,6 +329,62 @@ def attempt_ran(
     meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
     if message.attempt == 0 and message.action == "main" and message.cause == Cause.SCHEDULE:
         meters.lateness.record(max(0.0, lateness), {"action_type": action_type})
+
+
+@dataclass(frozen=True)
+class AttemptSpan:
+    """The span of an attempt being run (:func:`attempt_span`)."""
+
+    span: Span
+
+    def record(self, result: ActionResult) -> ActionResult:
+        """Put the attempt's result on its span (outcome, status code; an error status when it failed) and
+        return ``result``."""
+        from opentelemetry.trace import StatusCode
+
+        self.span.set_attribute("scheduler.outcome", "succeeded" if result.succeeded else "failed")
+        if result.status_code is not None:
+            self.span.set_attribute("scheduler.status_code", result.status_code)
+        if not result.succeeded:
+            self.span.set_status(StatusCode.ERROR, "the action failed")
+        return result
+
+
+@contextmanager
+def attempt_span(job: Job, message: ExecutionMessage, action: Action | None) -> Iterator[AttemptSpan]:
+    """One span per attempt run (``scheduler.attempt``, kind consumer: it consumes an execution message),
+    current while the action runs, so that an HTTP call is its child and sends its context to the target
+    (``traceparent``). Attributes: ``scheduler.subscription``, ``scheduler.resource_group``,
+    ``scheduler.collection``, ``scheduler.job``, ``scheduler.occurrence``, ``scheduler.action`` (main|error),
+    ``scheduler.attempt`` (from 1), ``scheduler.cause``, ``scheduler.action_type``, ``scheduler.target``
+    (``scheme://host[:port]``, never a path, query or secret), ``scheduler.execution_id`` (the
+    ``x-ms-scheduler-execution-id`` the target receives), and from :meth:`AttemptSpan.record`
+    ``scheduler.outcome`` and ``scheduler.status_code``. The executor runs the action inside it::
+
+        with reporting.attempt_span(job, message, action) as span:
+            outcome = span.record(self.runner.run(action, context))
+    """
+    from opentelemetry.trace import SpanKind
+
+    action_type, target = describe_action(action)
+    ref = job.ref
+    attributes: dict[str, str | int] = {
+        "scheduler.subscription": ref.collection.subscription,
+        "scheduler.resource_group": ref.collection.resource_group,
+        "scheduler.collection": ref.collection.name,
+        "scheduler.job": ref.name,
+        "scheduler.occurrence": message.occurrence,
+        "scheduler.action": message.action,
+        "scheduler.attempt": message.attempt + 1,
+        "scheduler.cause": str(message.cause),
+        "scheduler.action_type": action_type,
+        "scheduler.target": target,
+        "scheduler.execution_id": message.stable_execution_id(),
+    }
+    with telemetry.tracer().start_as_current_span(
+        "scheduler.attempt", kind=SpanKind.CONSUMER, attributes=attributes
+    ) as span:
+        yield AttemptSpan(span)
 
 
 def worker_lost(job: Job, message: ExecutionMessage, execution_id: str, worker: str) -> None:

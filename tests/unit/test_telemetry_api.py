@@ -1,0 +1,84 @@
+"""``telemetry.record_api_request``: management API requests counted by operation and status, with their
+duration, read through the OpenTelemetry SDK's in-memory reader; and an exporter that cannot start never
+stops the app."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from scheduler_core import telemetry
+
+
+@pytest.fixture
+def reader() -> Iterator[InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    telemetry.use_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield reader
+    telemetry.use_meter_provider(None)
+
+
+def points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
+    """Data points of metric ``name`` by their sorted attributes: a sum's value, a histogram's point."""
+    found: dict[tuple[tuple[str, Any], ...], Any] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        found[tuple(sorted((point.attributes or {}).items()))] = point
+    return found
+
+
+def test_requests_are_counted_by_operation_and_status_with_their_duration(reader: InMemoryMetricReader) -> None:
+    telemetry.record_api_request("PUT", "job", 201, 0.05)
+    telemetry.record_api_request("put", "job", 201, 0.15)
+    telemetry.record_api_request("GET", "jobs", 200, 0.01)
+    telemetry.record_api_request("DELETE", "job", 404)
+
+    counts = {key: point.value for key, point in points(reader, telemetry.API_REQUESTS).items()}
+    assert counts == {
+        (("operation", "job.PUT"), ("status", "201")): 2,
+        (("operation", "jobs.GET"), ("status", "200")): 1,
+        (("operation", "job.DELETE"), ("status", "404")): 1,
+    }
+    durations = points(reader, telemetry.API_DURATION)
+    put = durations[(("operation", "job.PUT"), ("status", "201"))]
+    assert put.count == 2 and put.sum == pytest.approx(0.2)
+    assert (("operation", "job.DELETE"), ("status", "404")) not in durations  # not measured, not recorded
+
+
+def test_a_method_a_client_made_up_is_other(reader: InMemoryMetricReader) -> None:
+    for method in ("BREW", "X-" + "A" * 50, "QUERY"):
+        telemetry.record_api_request(method, "invalid", 405, 0.001)
+    counts = {key: point.value for key, point in points(reader, telemetry.API_REQUESTS).items()}
+    assert counts == {(("operation", "invalid.OTHER"), ("status", "405")): 3}
+
+
+def test_every_instrument_is_named_in_the_list_the_docs_and_alerts_use() -> None:
+    assert telemetry.API_REQUESTS in telemetry.METRIC_NAMES and telemetry.API_DURATION in telemetry.METRIC_NAMES
+    assert len(set(telemetry.METRIC_NAMES)) == len(telemetry.METRIC_NAMES) == 13
+
+
+def test_an_exporter_that_cannot_start_is_logged_and_the_app_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    telemetry.reset_configuration()
+    meters, tracers = metrics.get_meter_provider(), trace.get_tracer_provider()
+    try:
+        with caplog.at_level(logging.WARNING, logger="scheduler_core.telemetry"):
+            secret = "InstrumentationKey=not-a-guid-s3cr3t"
+            assert telemetry.configure(secret, "") == "azure_monitor"
+        [record] = caplog.records
+        expected = "telemetry exporter azure_monitor failed to start (ValueError); nothing is exported"
+        assert record.getMessage() == expected
+        assert "s3cr3t" not in caplog.text
+        assert telemetry.configure("", "http://127.0.0.1:4318") == "azure_monitor"  # chosen once per process
+    finally:
+        telemetry.reset_configuration()
+    assert (metrics.get_meter_provider(), trace.get_tracer_provider()) == (meters, tracers)  # nothing installed
