@@ -2,7 +2,8 @@
 # Both install what they need first (a virtual environment in .venv, Azurite in node_modules).
 
 PYTHON ?= python3
-VENV := .venv
+# `VENV=.venv-3.13 PYTHON=python3.13 make test` runs the suite on another Python (.ci/run does, for the highest).
+VENV ?= .venv
 PY := $(VENV)/bin/python
 # `make run PORT=7072` for one run; without PORT, Host.LocalHttpPort of local.settings.json (first written
 # from PORT, else 7071), as for `func start`. AZURITE_PORTS are blob,queue,table.
@@ -62,4 +63,4 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) .venv-infra node_modules .azurite .run .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.13 .venv-infra node_modules .azurite .run .pytest_cache .mypy_cache .ruff_cache
