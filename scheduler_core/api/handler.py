@@ -1,11 +1,16 @@
-"""Dispatch of management API requests: authentication, api-version, paths, bodies, paging, errors."""
+"""Dispatch of management API requests: authentication, authorization, api-version, paths, bodies, paging,
+errors.
+
+Order of the checks: URL and path (400/404 for what names no resource), credentials (401), api-version
+(400), method (405), then the principal's role over the subscription (403), all before anything is read
+or written, so a refusal is the same whether or not the resource exists and changes nothing."""
 
 from __future__ import annotations
 
 import json
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler_core import auth
@@ -14,6 +19,7 @@ from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paging import Page, paginate, parse_filter, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
 from scheduler_core.errors import (
+    AuthenticationError,
     MethodNotAllowedError,
     PayloadTooLargeError,
     SchedulerError,
@@ -34,12 +40,47 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_URL_LENGTH = 4096
 
 
-class ApiServices:
-    """What the API needs from the process: the service and the API keys."""
+def scope_of(path: ResourcePath) -> str:
+    """The ARM scope an operation on ``path`` acts over (as a refusal names it): the subscription or
+    resource group of a list of collections, the collection (its enable and disable too), the collection's
+    jobs for a list of jobs, the job (its run and history too)."""
+    scope = f"/subscriptions/{path.subscription}"
+    if path.resource_group is None:
+        return scope
+    scope += f"/resourceGroups/{path.resource_group}"
+    if path.collection is None:
+        return scope
+    scope += f"/providers/Microsoft.Scheduler/jobCollections/{path.collection}"
+    if path.job is not None:
+        return f"{scope}/jobs/{path.job}"
+    return f"{scope}/jobs" if path.kind == "jobs" else scope
 
-    def __init__(self, service: SchedulerService, api_keys: tuple[auth.ApiKey, ...]) -> None:
+
+class ApiServices:
+    """What the API needs from the process: the service, the API keys and the gate (keys, Entra ID tokens,
+    roles; by default the keys alone)."""
+
+    def __init__(
+        self, service: SchedulerService, api_keys: tuple[auth.ApiKey, ...], gate: auth.Gate | None = None
+    ) -> None:
         self.service = service
         self.api_keys = api_keys
+        self.gate = gate or auth.Gate(api_keys)
+
+    def authenticate(self, headers: Mapping[str, str]) -> auth.Principal:
+        """The principal of a request (401 otherwise)."""
+        return self.gate.authenticate(headers)
+
+    def authorize(self, principal: auth.Principal, path: ResourcePath, method: str) -> None:
+        """Allow ``method`` on ``path`` for ``principal`` (403 otherwise)."""
+        operation = auth.operation_for(path.kind, method, path.action)
+        self.gate.authorize(principal, operation, path.subscription, scope_of(path))
+
+    def check(self, headers: Mapping[str, str], path: ResourcePath, method: str) -> auth.Principal:
+        """Both steps, for a route that has nothing to check in between (the dashboard's read-only API)."""
+        principal = self.authenticate(headers)
+        self.authorize(principal, path, method)
+        return principal
 
 
 class ManagementApi:
@@ -55,6 +96,8 @@ class ManagementApi:
         except Exception as exc:
             if isinstance(exc, SchedulerError) and not isinstance(exc, StorageError):
                 response = ApiResponse.error(exc)
+                if isinstance(exc, AuthenticationError):  # raised once the services were built
+                    response.headers["WWW-Authenticate"] = self._services().gate.challenge(exc)
             else:  # a bug, or storage that failed: logged with its cause, answered without details
                 log.exception("request %s: %s failed", request_id, request.method)
                 response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
@@ -69,7 +112,7 @@ class ManagementApi:
         services = self._services()
         check_url(request.url)
         path = parse_path(request.path)
-        auth.authenticate(services.api_keys, request.headers, path.subscription)
+        principal = services.authenticate(request.headers)
         version = request.query.get("api-version")
         if version is None:
             raise ValidationError("api-version", "the query parameter 'api-version' is required")
@@ -77,7 +120,10 @@ class ManagementApi:
             raise ValidationError(
                 "api-version", f"'{version}' is not supported; use one of {', '.join(sorted(API_VERSIONS))}"
             )
-        return _Operation(services.service, request, path).run()
+        operation = _Operation(services.service, request, path)
+        run = operation.handler()
+        services.authorize(principal, path, operation.method)
+        return run()
 
 
 def _body(request: ApiRequest) -> dict[str, Any]:
@@ -104,7 +150,8 @@ class _Operation:
         self.method = request.method.upper()
         self.if_match = request.header("If-Match")
 
-    def run(self) -> ApiResponse:
+    def handler(self) -> Callable[[], ApiResponse]:
+        """What runs this request (405 for a method the path does not support)."""
         handlers: dict[tuple[str, str], Callable[[], ApiResponse]] = {
             ("subscription_collections", "GET"): self.list_collections,
             ("group_collections", "GET"): self.list_collections,
@@ -125,7 +172,7 @@ class _Operation:
         if handler is None:
             allowed = sorted(m for (kind, m) in handlers if kind == self.path.kind)
             raise MethodNotAllowedError(f"{self.method} is not supported here; use {' or '.join(allowed)}")
-        return handler()
+        return handler
 
     # --------------------------------------------------------------------------------------- references
 
