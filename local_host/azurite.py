@@ -121,6 +121,11 @@ class Azurite:
     def connection_string(self) -> str:
         return self.ports.connection_string()
 
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running Azurite (benchmarks read its CPU time), None when stopped."""
+        return self._process.pid if self._process is not None else None
+
     def start(self, timeout: float = 30.0) -> None:
         for service, port in self.ports.by_service().items():
             ensure_free("127.0.0.1", port, f"Azurite {service}")
