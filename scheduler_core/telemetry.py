@@ -67,6 +67,12 @@ METRIC_NAMES = (
     API_DURATION,
 )
 
+#: Bucket bounds (seconds) of the lateness histogram: the SDK's default bounds (0, 5, 10, 25, ... 10,000)
+#: would put every on-time call in one bucket. 10 s is the default of the lateness alert.
+LATENESS_BUCKETS = (0.0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+#: Bucket bounds (seconds) of the duration histograms (a shard scan, an API request).
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
 
 class Instruments:
     """Every instrument, created from ``provider`` (default: the process's global meter provider, whose
@@ -80,7 +86,10 @@ class Instruments:
             ATTEMPTS, unit="{attempt}", description="Action attempts, by outcome and action_type"
         )
         self.lateness: Histogram = meter.create_histogram(
-            LATENESS, unit="s", description="Start of an occurrence's first call minus its due time"
+            LATENESS,
+            unit="s",
+            description="Start of an occurrence's first call minus its due time",
+            explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
         )
         self.retries: Counter = meter.create_counter(RETRIES, unit="{retry}", description="Retries scheduled")
         self.error_actions: Counter = meter.create_counter(
@@ -93,7 +102,10 @@ class Instruments:
             COALESCED, unit="{occurrence}", description="Occurrences missed and folded into one late run"
         )
         self.scan_duration: Histogram = meter.create_histogram(
-            SCAN_DURATION, unit="s", description="Duration of one due-index shard scan"
+            SCAN_DURATION,
+            unit="s",
+            description="Duration of one due-index shard scan",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
         self.scan_rows: Counter = meter.create_counter(
             SCAN_ROWS, unit="{row}", description="Due-index rows a shard scan read"
@@ -111,7 +123,10 @@ class Instruments:
             API_REQUESTS, unit="{request}", description="Management API requests, by operation and status"
         )
         self.api_duration: Histogram = meter.create_histogram(
-            API_DURATION, unit="s", description="Time to answer a management API request, by operation and status"
+            API_DURATION,
+            unit="s",
+            description="Time to answer a management API request, by operation and status",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
 
 

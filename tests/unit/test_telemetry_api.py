@@ -82,3 +82,13 @@ def test_an_exporter_that_cannot_start_is_logged_and_the_app_goes_on(caplog: pyt
     finally:
         telemetry.reset_configuration()
     assert (metrics.get_meter_provider(), trace.get_tracer_provider()) == (meters, tracers)  # nothing installed
+
+
+def test_lateness_buckets_tell_on_time_from_late(reader: InMemoryMetricReader) -> None:
+    meters = telemetry.instruments()
+    for seconds in (0.004, 0.02, 0.02, 3.0, 45.0):
+        meters.lateness.record(seconds, {"action_type": "Http"})
+    [point] = points(reader, telemetry.LATENESS).values()
+    assert tuple(point.explicit_bounds) == telemetry.LATENESS_BUCKETS
+    counts = dict(zip([*telemetry.LATENESS_BUCKETS, float("inf")], point.bucket_counts, strict=True))
+    assert (counts[0.01], counts[0.025], counts[5.0], counts[60.0]) == (1, 2, 1, 1)
