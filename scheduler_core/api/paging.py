@@ -1,7 +1,9 @@
 """``$top``, ``$skip``, ``$filter`` and absolute ``nextLink`` URLs for list operations.
 
 The SDK follows ``nextLink`` verbatim, so the link carries every query parameter of the request
-(``api-version``, ``$top``, ``$filter``) with ``$skip`` advanced by one page.
+(``api-version``, ``$top``, ``$filter``) with ``$skip`` advanced by one page. A job's occurrences (an
+endless list) page by instant instead: ``$top`` and ``after``, the link's ``after`` being the last one
+answered (:func:`parse_occurrence_query`, :func:`link_after`).
 """
 
 from __future__ import annotations
@@ -9,15 +11,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Generic, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.recurrence import format_instant, parse_instant
 
 T = TypeVar("T")
 
 MAX_TOP = 100
 DEFAULT_PAGE = 100
+#: Occurrences answered when ``$top`` is not given.
+DEFAULT_OCCURRENCES = 10
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
 _FILTER = re.compile(r"^\s*(?P<field>[A-Za-z]+)\s+eq\s+(?P<quote>'?)(?P<value>[A-Za-z]+)(?P=quote)\s*$", re.IGNORECASE)
@@ -77,3 +83,21 @@ def paginate(items: Sequence[T], paging: Paging, url: str) -> Page[T]:
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "$skip"]
     query.append(("$skip", str(paging.skip + size)))
     return Page(window, urlunsplit(parts._replace(query=urlencode(query, safe="$',"))))
+
+
+def parse_occurrence_query(query: Mapping[str, str]) -> tuple[int, datetime | None]:
+    """``$top`` (1 to :data:`MAX_TOP`, default :data:`DEFAULT_OCCURRENCES`) and ``after`` (an ISO 8601
+    instant; without an offset, UTC) of a job's occurrences. ``$skip`` does not apply (follow ``nextLink``)."""
+    if query.get("$skip") is not None:
+        raise ValidationError("$skip", "is not supported for occurrences; page with 'after' (the nextLink does)")
+    top = _integer(query, "$top", 1, MAX_TOP) or DEFAULT_OCCURRENCES
+    after_text = query.get("after")
+    return top, parse_instant(after_text, "after") if after_text is not None else None
+
+
+def link_after(url: str, after: datetime) -> str:
+    """``url`` with its ``after`` parameter set to ``after`` (the next page of occurrences)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "after"]
+    query.append(("after", format_instant(after)))
+    return urlunsplit(parts._replace(query=urlencode(query, safe="$',:")))

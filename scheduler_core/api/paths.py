@@ -21,8 +21,10 @@ SUBSCRIPTION = "subscriptionId"
 RESOURCE_GROUP = "resourceGroupName"
 COLLECTION = "jobCollectionName"
 JOB = "jobName"
+#: A collection's calendar (api-version 2026-12-01-preview); its names follow the rule of job names.
+CALENDAR = "calendarName"
 
-_FIELDS = {"sub": SUBSCRIPTION, "rg": RESOURCE_GROUP, "jc": COLLECTION, "job": JOB}
+_FIELDS = {"sub": SUBSCRIPTION, "rg": RESOURCE_GROUP, "jc": COLLECTION, "job": JOB, "cal": CALENDAR}
 _NAME = r"(?P<{}>[^/]+)"
 _PATTERNS: tuple[tuple[str, str], ...] = (
     ("subscription_collections", r"subscriptions/{sub}/providers/microsoft\.scheduler/jobcollections"),
@@ -36,14 +38,19 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("job", r"{jc_path}/jobs/{job}"),
     ("job_run", r"{jc_path}/jobs/{job}/run"),
     ("job_history", r"{jc_path}/jobs/{job}/history"),
+    ("job_occurrences", r"{jc_path}/jobs/{job}/occurrences"),
+    ("calendars", r"{jc_path}/calendars"),
+    ("calendar", r"{jc_path}/calendars/{cal}"),
 )
+#: The kinds of path that exist with api-version 2026-12-01-preview only.
+PREVIEW_KINDS = frozenset({"job_occurrences", "calendars", "calendar"})
 _JC = r"subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft\.scheduler/jobcollections/{jc}"
-#: Where each name sits (segments after the ``subscriptions`` segment) and the literal segment before it.
-_SEGMENT_FIELDS = {
-    1: ("subscriptions", SUBSCRIPTION),
-    3: ("resourcegroups", RESOURCE_GROUP),
-    7: ("jobcollections", COLLECTION),
-    9: ("jobs", JOB),
+#: Where each name sits (segments after the ``subscriptions`` segment): the literal segment before it -> its field.
+_SEGMENT_FIELDS: dict[int, dict[str, str]] = {
+    1: {"subscriptions": SUBSCRIPTION},
+    3: {"resourcegroups": RESOURCE_GROUP},
+    7: {"jobcollections": COLLECTION},
+    9: {"jobs": JOB, "calendars": CALENDAR},
 }
 
 
@@ -69,6 +76,12 @@ class ResourcePath:
     collection: str | None = None
     job: str | None = None
     action: str | None = None
+    calendar: str | None = None
+
+    @property
+    def preview_only(self) -> bool:
+        """Whether the path exists with api-version 2026-12-01-preview only (calendars, occurrences)."""
+        return self.kind in PREVIEW_KINDS
 
 
 # ------------------------------------------------------------------------------------------- the name rule
@@ -119,7 +132,7 @@ def name_problem(field: str, name: str) -> str | None:
         return "must not be '.' or '..'"
     if name.endswith((".", " ")):
         return "must not end with a dot or a space"
-    units, limit = name_units(name), MAX_NAME_UNITS[field]
+    units, limit = name_units(name), MAX_NAME_UNITS.get(field, MAX_NAME_UNITS[JOB])
     if units > limit:
         return (
             f"is too long: {units} units where at most {limit} are allowed (a character counts 1, a character "
@@ -170,6 +183,7 @@ def parse_path(path: str) -> ResourcePath:
             collection=names.get("jc"),
             job=names.get("job"),
             action=match.group("action").lower() if "action" in pattern.groupindex else None,
+            calendar=names.get("cal"),
         )
     raise NotFoundError(f"no Microsoft.Scheduler resource or operation at path '/{clean}'")
 
@@ -195,7 +209,6 @@ def check_url(url: str) -> None:
                 continue
             except UnicodeDecodeError:
                 problem = "it is not valid percent-encoded UTF-8"
-        literal, field = _SEGMENT_FIELDS.get(index - start, ("", "url")) if start is not None else ("", "url")
-        if lowered[index - 1] != literal:
-            field = "url"
+        fields = _SEGMENT_FIELDS.get(index - start, {}) if start is not None else {}
+        field = fields.get(lowered[index - 1], "url") if index > 0 else "url"
         raise ValidationError(field, f"'{segment[:60]}' is not a valid name: {problem}")

@@ -1,17 +1,47 @@
-"""The JSON shapes the API answers with (ARM resources: id, type, name, properties)."""
+"""The JSON shapes the API answers with (ARM resources: id, type, name, properties), in the request's wire.
+
+A job is answered as its api-version's wire shows it (:func:`scheduler_core.definitions.job_wire`): a
+2016-03-01 client never sees a preview property. Calendars and occurrences exist in 2026-12-01-preview only
+(:func:`require_preview`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from scheduler_core import definitions
+from scheduler_core.api.paths import ResourcePath
+from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire
+from scheduler_core.errors import ValidationError
 from scheduler_core.model import HistoryEntry, HistoryStatus, Job, JobCollection, JobState
+from scheduler_core.model.collection import Calendar
 from scheduler_core.recurrence import format_instant
-from scheduler_core.storage.keys import JobRef
+from scheduler_core.storage.keys import CollectionRef, JobRef
+
+__all__ = [
+    "API_VERSIONS",
+    "CALENDAR_TYPE",
+    "COLLECTION_TYPE",
+    "EXECUTION_STATUSES",
+    "HISTORY_TYPE",
+    "JOB_STATES",
+    "JOB_TYPE",
+    "OCCURRENCE_TYPE",
+    "calendar",
+    "collection",
+    "history",
+    "job",
+    "occurrences",
+    "require_preview",
+]
 
 COLLECTION_TYPE = "Microsoft.Scheduler/jobCollections"
 JOB_TYPE = "Microsoft.Scheduler/jobCollections/jobs"
 HISTORY_TYPE = "Microsoft.Scheduler/jobCollections/jobs/history"
+CALENDAR_TYPE = "Microsoft.Scheduler/jobCollections/calendars"
+OCCURRENCE_TYPE = "Microsoft.Scheduler/jobCollections/jobs/occurrences"
 
 JOB_STATES = (JobState.ENABLED, JobState.DISABLED, JobState.FAULTED, JobState.COMPLETED)
 EXECUTION_STATUSES = tuple(HistoryStatus)
@@ -28,13 +58,45 @@ def collection(record: JobCollection) -> dict[str, Any]:
     }
 
 
-def job(record: Job) -> dict[str, Any]:
+def job(record: Job, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
+    """A job as ``wire`` shows it (the classic wire: exactly as 2016-03-01 always answered)."""
+    properties = definitions.job_wire(record.definition, record.state, wire)
     return {
         "id": record.ref.resource_id,
         "type": JOB_TYPE,
         "name": f"{record.ref.collection.name}/{record.ref.name}",
-        "properties": definitions.job_output(definitions.job_json(record.definition, record.state)[0], record.status()),
+        "properties": definitions.job_output(properties, record.status()),
     }
+
+
+def require_preview(wire: Wire, path: ResourcePath) -> None:
+    """Refuse (400, naming api-version) a path that exists with the preview api-version only."""
+    if path.preview_only and not wire.preview:
+        what = "a job's occurrences" if path.kind == "job_occurrences" else "calendars"
+        raise ValidationError("api-version", f"{what} need api-version {PREVIEW_VERSION}")
+
+
+def calendar(ref: CollectionRef, record: Calendar) -> dict[str, Any]:
+    """A collection's calendar (``{"properties": {"dates": [...]}}`` and its ARM identity)."""
+    return {
+        "id": f"{ref.resource_id}/calendars/{record.name}",
+        "type": CALENDAR_TYPE,
+        "name": f"{ref.name}/{record.name}",
+        "properties": definitions.calendar_json(record),
+    }
+
+
+def occurrences(items: Sequence[tuple[datetime, datetime]], next_link: str | None) -> dict[str, Any]:
+    """A page of a job's occurrences: each its ``scheduledTime`` and the ``fireTime`` it fires at (its
+    jitter added; excluded occurrences are not listed)."""
+    payload: dict[str, Any] = {
+        "value": [
+            {"scheduledTime": format_instant(scheduled), "fireTime": format_instant(fire)} for scheduled, fire in items
+        ]
+    }
+    if next_link is not None:
+        payload["nextLink"] = next_link
+    return payload
 
 
 def history(ref: JobRef, row: HistoryEntry) -> dict[str, Any]:

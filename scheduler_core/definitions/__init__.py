@@ -12,7 +12,11 @@ Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
   stores), :func:`job_output` to shape a GET response's ``properties``;
 * :func:`read_job_action` / :func:`job_action_json` for one ``action`` alone, :func:`restore_secrets` (the
   definition with its secrets put back);
-* :func:`recurrence_exceeds_quota` for collection and plan checks.
+* :func:`recurrence_exceeds_quota` for collection and plan checks;
+* the api-versions and their wires (:class:`Wire`, :data:`API_VERSIONS`, :func:`wire_of`): :func:`parse_job`
+  takes the request's wire and :func:`job_wire` answers in it;
+* a collection's calendars (preview): :func:`parse_calendar`, :func:`calendar_json`, and for the stores
+  :func:`calendars_json` / :func:`read_calendars`.
 
 Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
 TimeSpan; output uses the swagger's PascalCase enums, camelCase fields, and each duration in the style it
@@ -26,6 +30,16 @@ from scheduler_core.definitions._actions import (
     job_action_json,
     read_action,
     read_job_action,
+)
+from scheduler_core.definitions._calendars import (
+    MAX_CALENDAR_DATES,
+    MAX_CALENDARS,
+    calendar_json,
+    calendars_json,
+    format_local_date,
+    parse_calendar,
+    parse_local_date,
+    read_calendars,
 )
 from scheduler_core.definitions._collection import (
     CollectionSpec,
@@ -49,6 +63,7 @@ from scheduler_core.definitions._job import (
     JobSpec,
     job_json,
     job_output,
+    job_wire,
     parse_job,
     read_job_definition,
     recurrence_exceeds_quota,
@@ -56,6 +71,7 @@ from scheduler_core.definitions._job import (
     written_style,
 )
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
+from scheduler_core.definitions._preview import keep_preview
 from scheduler_core.definitions._retry import (
     MAX_RETRY_COUNT,
     MAX_RETRY_INTERVAL,
@@ -63,13 +79,18 @@ from scheduler_core.definitions._retry import (
     read_retry_policy,
     retry_policy_json,
 )
+from scheduler_core.definitions._versions import API_VERSIONS, CLASSIC_VERSION, PREVIEW_VERSION, Wire, wire_of
 from scheduler_core.model.retry import DEFAULT_RETRY_COUNT, DEFAULT_RETRY_INTERVAL
 
 __all__ = [
+    "API_VERSIONS",
+    "CLASSIC_VERSION",
     "DEFAULT_RETRY_COUNT",
     "DEFAULT_RETRY_INTERVAL",
     "ISO",
     "MAX_BODY",
+    "MAX_CALENDARS",
+    "MAX_CALENDAR_DATES",
     "MAX_DURATION",
     "MAX_HEADERS",
     "MAX_HEADER_CHARS",
@@ -78,23 +99,33 @@ __all__ = [
     "MAX_RETRY_INTERVAL",
     "MAX_URI",
     "MIN_RETRY_INTERVAL",
+    "PREVIEW_VERSION",
     "TIMESPAN",
     "CollectionSpec",
     "DurationStyle",
     "JobSpec",
+    "Wire",
     "action_json",
+    "calendar_json",
+    "calendars_json",
     "collection_json",
     "duration_style",
     "format_duration",
+    "format_local_date",
     "job_action_json",
     "job_json",
     "job_output",
+    "job_wire",
+    "keep_preview",
     "merge_collection_patch",
     "merge_patch",
+    "parse_calendar",
     "parse_collection",
     "parse_duration",
     "parse_job",
+    "parse_local_date",
     "read_action",
+    "read_calendars",
     "read_collection_properties",
     "read_duration",
     "read_job_action",
@@ -103,5 +134,6 @@ __all__ = [
     "recurrence_exceeds_quota",
     "restore_secrets",
     "retry_policy_json",
+    "wire_of",
     "written_style",
 ]

@@ -77,12 +77,14 @@ __all__ = [
 class ParseOptions:
     """How a client's action is read: ``limits`` (the size limits, off for a stored job read back),
     ``identity`` (where the app's identity may go; None: not checked), and what the service fills in: the
-    ``style`` of its durations and the ``default_retry_interval``."""
+    ``style`` of its durations and the ``default_retry_interval``; ``preview``: the preview wire's fields."""
 
     limits: bool
     identity: IdentityScope | None
     style: DurationStyle = ISO
     default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL
+    #: The preview wire (api-version 2026-12-01-preview): its fields are known.
+    preview: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def _service_bus_kind(kind: type[S], payload: str) -> ActionKind:
 
 def _http_kind(type_name: str, https: bool) -> ActionKind:
     def parse(data: object, path: str, prior: Prior | None, options: ParseOptions) -> Action:
-        return parse_http(data, path, prior, https=https, limits=options.limits)
+        return parse_http(data, path, prior, https=https, limits=options.limits, preview=options.preview)
 
     return ActionKind(type_name, "request", ("Http", "Https"), parse, functools.partial(read_http, https=https))
 
@@ -174,20 +176,23 @@ def parse_action(
     style: DurationStyle = ISO,
     identity: IdentityScope | None = None,
     default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL,
+    preview: bool = False,
 ) -> ParsedAction:
     """Parse a job's ``action`` (and its ``errorAction``). ``prior`` is the stored ``action`` (a secret the
     body omits is kept from it while its identity is unchanged); ``style`` is the style of the durations
     the service fills in; ``identity``, when given, is where the app's identity may go;
-    ``default_retry_interval`` is the ``retryInterval`` of a policy that gives none (a plan's default)."""
-    options = ParseOptions(limits, identity, style, default_retry_interval)
+    ``default_retry_interval`` is the ``retryInterval`` of a policy that gives none (a plan's default);
+    ``preview``: the preview wire (``expandPlaceholders``, request signing, ManagedServiceIdentity)."""
+    options = ParseOptions(limits, identity, style, default_retry_interval, preview)
     main, retry, fields = _parse_one(data, path, prior, options, error_action=False)
     error = error_retry = None
     if "errorAction" in fields:
         error, error_retry, _ = _parse_one(
             fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, True
         )
+    expand = bool(fields.boolean("expandPlaceholders")) if "expandPlaceholders" in fields else False
     return ParsedAction(
-        JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry)
+        JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry, expand)
     )
 
 
@@ -196,6 +201,8 @@ def _parse_one(
 ) -> tuple[Action, RetryPolicy | None, Fields]:
     """One action object: the action, its retry policy when written, and its fields."""
     known = ("type", *_PAYLOADS, "retryPolicy") + (() if error_action else ("errorAction",))
+    if options.preview and not error_action:
+        known += ("expandPlaceholders",)
     hint = "; an error action cannot have an errorAction of its own" if error_action else ""
     fields = Fields(data, path, known, hint=hint)
     if "type" not in fields:
@@ -258,18 +265,20 @@ def read_job_action(properties: Mapping[str, Any], secrets: Mapping[str, str]) -
         retry_policy=read_retry_policy(action.get("retryPolicy")),
         error=read_action(error) if error else None,
         error_retry_policy=read_retry_policy(error["retryPolicy"]) if error and error.get("retryPolicy") else None,
+        expand_placeholders=bool(action.get("expandPlaceholders")),
     )
 
 
 # ------------------------------------------------------------------------------------------- write
 
 
-def action_json(action: Action) -> tuple[dict[str, Any], dict[str, str]]:
-    """One action object (``type`` and its payload) and its secrets by dotted path inside it."""
+def action_json(action: Action, *, preview: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """One action object (``type`` and its payload) and its secrets by dotted path inside it.
+    ``preview=False``: as the classic wire answers it (without the preview parts)."""
     payload: tuple[dict[str, Any], dict[str, str]]
     match action:
         case HttpAction():
-            payload = http_json(action)
+            payload = http_json(action, preview=preview)
         case StorageQueueAction():
             payload = storage_queue_json(action)
         case ServiceBusQueueAction() | ServiceBusTopicAction():
@@ -281,14 +290,17 @@ def action_json(action: Action) -> tuple[dict[str, Any], dict[str, str]]:
     return {"type": action.type_name, field: output}, {f"{field}.{key}": value for key, value in secrets.items()}
 
 
-def job_action_json(action: JobAction) -> tuple[dict[str, Any], dict[str, str]]:
+def job_action_json(action: JobAction, *, preview: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
     """The canonical ``action`` of a job and its secrets by dotted path inside the job's ``properties``
     (``action.request.authentication.password``). The main action always has its ``retryPolicy``; the
-    error action has one only when it was written."""
-    output, secrets = action_json(action.main)
+    error action has one only when it was written. ``preview=False``: as the classic wire answers it
+    (``expandPlaceholders``, request signing and ManagedServiceIdentity authentication left out)."""
+    output, secrets = action_json(action.main, preview=preview)
     output["retryPolicy"] = retry_policy_json(action.retry_policy)
+    if action.expand_placeholders and preview:
+        output["expandPlaceholders"] = True
     if action.error is not None:
-        error, error_secrets = action_json(action.error)
+        error, error_secrets = action_json(action.error, preview=preview)
         if action.error_retry_policy is not None:
             error["retryPolicy"] = retry_policy_json(action.error_retry_policy)
         output["errorAction"] = error

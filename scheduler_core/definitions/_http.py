@@ -1,13 +1,17 @@
 """HTTP(S) actions at the wire (``request``): parse a client's, read a stored one, write the canonical one;
 and their authentication (``request.authentication``: NotSpecified, Basic, ActiveDirectoryOAuth,
-ClientCertificate).
+ClientCertificate, and with api-version 2026-12-01-preview ManagedServiceIdentity) and, with the preview
+wire, their signing (``request.signing``: StandardWebhooks).
 
-A stored secret (password, OAuth secret, certificate) is kept when a PUT or PATCH omits it only while the
-authentication type, its identity (username; tenant + clientId; certificate thumbprint) and the URI's
-scheme, host and port are unchanged."""
+A stored secret (password, OAuth secret, certificate, signing secret) is kept when a PUT or PATCH omits it
+only while the authentication type (or signing scheme), its identity (username; tenant + clientId;
+certificate thumbprint) and the URI's scheme, host and port are unchanged."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, assert_never
@@ -23,7 +27,10 @@ from scheduler_core.model.actions import (
     ClientCertificateAuthentication,
     HttpAction,
     HttpAuthentication,
+    ManagedServiceIdentityAuthentication,
+    RequestSigning,
     Secret,
+    SigningScheme,
 )
 from scheduler_core.recurrence import format_instant, parse_instant
 
@@ -49,12 +56,19 @@ HTTP_AUTH_TYPES = {
     "activedirectoryoauth": "ActiveDirectoryOAuth",
     "basic": "Basic",
 }
+#: The authentication types of the preview wire only.
+PREVIEW_AUTH_TYPES = {"managedserviceidentity": "ManagedServiceIdentity"}
 _AUTH_FIELDS = {
     "NotSpecified": ("type",),
     "Basic": ("type", "username", "password"),
     "ActiveDirectoryOAuth": ("type", "tenant", "audience", "clientId", "secret"),
     "ClientCertificate": ("type", "pfx", "password", "certificateThumbprint"),
+    "ManagedServiceIdentity": ("type", "audience"),
 }
+_SIGNING_SCHEMES = {scheme.value.lower(): scheme for scheme in SigningScheme}
+#: A Standard Webhooks secret: ``whsec_`` and the base64 of 24 to 64 bytes.
+SIGNING_KEY_BYTES = (24, 64)
+MAX_AUDIENCE = 256
 #: Derived, read-only: echoed back by clients that GET, modify and PUT; ignored on input.
 _CERT_READ_ONLY = ("certificateSubjectName", "certificateExpirationDate", "certificateExpiration")
 
@@ -117,10 +131,14 @@ def _parse_headers(value: object, where: str, limits: bool) -> dict[str, str]:
     return headers
 
 
-def parse_http(data: object, path: str, prior: Prior | None, *, https: bool, limits: bool) -> HttpAction:
+def parse_http(
+    data: object, path: str, prior: Prior | None, *, https: bool, limits: bool, preview: bool = False
+) -> HttpAction:
     """Parse a client's ``request`` (``https``: the action's type is ``Https``). ``prior`` is the stored
-    ``request`` (its secrets kept while allowed, see the module's docstring)."""
-    fields = Fields(data, path, ("uri", "method", "body", "headers", "authentication"))
+    ``request`` (its secrets kept while allowed, see the module's docstring). ``preview``: the preview wire
+    (``signing``, ManagedServiceIdentity authentication)."""
+    known = ("uri", "method", "body", "headers", "authentication") + (("signing",) if preview else ())
+    fields = Fields(data, path, known)
     uri = _parse_uri(fields, https, limits)
     method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
     assert method is not None
@@ -133,11 +151,18 @@ def parse_http(data: object, path: str, prior: Prior | None, *, https: bool, lim
     if "headers" in fields:
         headers = _parse_headers(fields.get("headers"), fields.where("headers"), limits)
     authentication: HttpAuthentication | None = None
+    same_origin = prior is not None and _origin(prior.output.get("uri")) == _origin(uri)
     if "authentication" in fields:
-        auth_prior = sub(prior, "authentication")
-        if prior is not None and _origin(prior.output.get("uri")) != _origin(uri):
-            auth_prior = None  # a secret never follows the job to another host
-        authentication = _parse_http_auth(fields.get("authentication"), fields.where("authentication"), auth_prior)
+        # a secret never follows the job to another host
+        auth_prior = sub(prior, "authentication") if same_origin else None
+        authentication = _parse_http_auth(
+            fields.get("authentication"), fields.where("authentication"), auth_prior, uri if preview else None
+        )
+    signing = None
+    if "signing" in fields:
+        signing = _parse_signing(
+            fields.get("signing"), fields.where("signing"), sub(prior, "signing") if same_origin else None
+        )
     return HttpAction(
         uri=uri,
         method=method.upper(),
@@ -146,17 +171,83 @@ def parse_http(data: object, path: str, prior: Prior | None, *, https: bool, lim
         body=body,
         authentication=authentication,
         not_specified_written="authentication" in fields and authentication is None,
+        signing=signing,
     )
 
 
-def _parse_http_auth(data: object, path: str, prior: Prior | None) -> HttpAuthentication | None:
-    """The authentication a client wrote; None for NotSpecified."""
+def _parse_signing(data: object, path: str, prior: Prior | None) -> RequestSigning:
+    """``request.signing``: the scheme and its write-only secret (kept from ``prior`` when omitted)."""
+    fields = Fields(data, path, ("scheme", "secret"))
+    if "scheme" not in fields:
+        raise ValidationError(fields.where("scheme"), "is required (StandardWebhooks)")
+    scheme = enum_value(fields.get("scheme"), fields.where("scheme"), _SIGNING_SCHEMES)
+    secret = fields.text("secret")
+    if secret is None and prior is not None and prior.output.get("scheme") == scheme.value:
+        secret = prior.secrets.get("secret")
+    if secret is None:
+        raise ValidationError(
+            fields.where("secret"),
+            "is required (whsec_ and the base64 of 24 to 64 random bytes; a stored secret is kept only while "
+            "the scheme and the URI's scheme, host and port stay the same)",
+        )
+    _check_signing_secret(secret, fields.where("secret"))
+    return RequestSigning(Secret(secret), scheme)
+
+
+def _check_signing_secret(secret: str, where: str) -> None:
+    low, high = SIGNING_KEY_BYTES
+    rule = f"must be whsec_ followed by the base64 of {low} to {high} random bytes (Standard Webhooks)"
+    if not secret.startswith("whsec_"):
+        raise ValidationError(where, rule)
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValidationError(where, f"{rule}; the part after whsec_ is not base64") from None
+    if not low <= len(key) <= high:
+        raise ValidationError(where, f"{rule}, not {len(key)} bytes")
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _managed_identity(fields: Fields, uri: str) -> ManagedServiceIdentityAuthentication:
+    audience = fields.text(
+        "audience", required=True, rule="is required: the resource the app's token is for (https://...)"
+    )
+    assert audience is not None
+    where = fields.where("audience")
+    if not audience.strip() or len(audience) > MAX_AUDIENCE or _CONTROL.search(audience):
+        raise ValidationError(
+            where, f"must be a resource URI or app ID URI of at most {MAX_AUDIENCE} characters, without spaces"
+        )
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "https" and not _loopback(parts.hostname or ""):
+        raise ValidationError(
+            fields.where("type"),
+            "ManagedServiceIdentity needs an https URI (the app's token is never sent in clear text, except to a "
+            "loopback address)",
+        )
+    return ManagedServiceIdentityAuthentication(audience)
+
+
+def _parse_http_auth(
+    data: object, path: str, prior: Prior | None, preview_uri: str | None
+) -> HttpAuthentication | None:
+    """The authentication a client wrote; None for NotSpecified. ``preview_uri``: the request's URI when the
+    preview wire is spoken (None: the classic types only)."""
     if not isinstance(data, Mapping):
         raise ValidationError(path, "must be a JSON object with a type")
+    types = HTTP_AUTH_TYPES | (PREVIEW_AUTH_TYPES if preview_uri is not None else {})
     type_value = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "type"), None)
     if type_value is None:
-        raise ValidationError(join(path, "type"), f"is required (one of {', '.join(_AUTH_FIELDS)})")
-    auth_type = enum_value(type_value, join(path, "type"), HTTP_AUTH_TYPES)
+        raise ValidationError(join(path, "type"), f"is required (one of {', '.join(types.values())})")
+    auth_type = enum_value(type_value, join(path, "type"), types)
     ignored = _CERT_READ_ONLY if auth_type == "ClientCertificate" else ()
     fields = Fields(data, path, _AUTH_FIELDS[auth_type], ignored=ignored, hint=f" for {auth_type} authentication")
     if prior is not None and prior.output.get("type") != auth_type:
@@ -167,6 +258,8 @@ def _parse_http_auth(data: object, path: str, prior: Prior | None) -> HttpAuthen
         return _oauth(fields, prior)
     if auth_type == "ClientCertificate":
         return _client_certificate(fields, prior)
+    if auth_type == "ManagedServiceIdentity" and preview_uri is not None:
+        return _managed_identity(fields, preview_uri)
     return None
 
 
@@ -260,7 +353,14 @@ def read_http(request: Mapping[str, Any], *, https: bool) -> HttpAction:
         body=request.get("body"),
         authentication=_read_http_auth(auth) if auth is not None else None,
         not_specified_written=auth is not None and auth.get("type") == "NotSpecified",
+        signing=_read_signing(request.get("signing")),
     )
+
+
+def _read_signing(signing: Mapping[str, Any] | None) -> RequestSigning | None:
+    if not signing:
+        return None
+    return RequestSigning(_secret(signing, "secret"), SigningScheme(signing.get("scheme", "StandardWebhooks")))
 
 
 def _secret(data: Mapping[str, Any], name: str) -> Secret:
@@ -287,27 +387,35 @@ def _read_http_auth(auth: Mapping[str, Any]) -> HttpAuthentication | None:
             subject_name=str(auth.get("certificateSubjectName", "")),
             expiration=parse_instant(auth.get("certificateExpirationDate"), "certificateExpirationDate"),
         )
+    if kind == "ManagedServiceIdentity":
+        return ManagedServiceIdentityAuthentication(str(auth.get("audience") or ""))
     return None
 
 
 # -------------------------------------------------------------------------------------------- write
 
 
-def http_json(action: HttpAction) -> tuple[dict[str, Any], dict[str, str]]:
-    """The canonical ``request`` and its secrets by dotted path inside it."""
+def http_json(action: HttpAction, *, preview: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """The canonical ``request`` and its secrets by dotted path inside it. ``preview=False``: as the classic
+    wire answers it (no signing; a ManagedServiceIdentity authentication left out)."""
     output: dict[str, Any] = {"uri": action.uri, "method": action.method}
     if action.body is not None:
         output["body"] = action.body
     if action.headers is not None:
         output["headers"] = dict(action.headers)
+    secrets: dict[str, str] = {}
     auth = action.authentication
     if auth is None:
         if action.not_specified_written:
             output["authentication"] = {"type": "NotSpecified"}
-        return output, {}
-    written, secrets = _http_auth_json(auth)
-    output["authentication"] = written
-    return output, {f"authentication.{name}": value for name, value in secrets.items()}
+    elif preview or not isinstance(auth, ManagedServiceIdentityAuthentication):
+        written, auth_secrets = _http_auth_json(auth)
+        output["authentication"] = written
+        secrets.update({f"authentication.{name}": value for name, value in auth_secrets.items()})
+    if action.signing is not None and preview:
+        output["signing"] = {"scheme": action.signing.scheme.value}
+        secrets["signing.secret"] = action.signing.secret.reveal()
+    return output, secrets
 
 
 def _http_auth_json(auth: HttpAuthentication) -> tuple[dict[str, Any], dict[str, str]]:
@@ -333,5 +441,7 @@ def _http_auth_json(auth: HttpAuthentication) -> tuple[dict[str, Any], dict[str,
             if auth.password is not None:
                 secrets["password"] = auth.password.reveal()
             return written, secrets
+        case ManagedServiceIdentityAuthentication():
+            return {"type": "ManagedServiceIdentity", "audience": auth.audience}, {}
         case _:
             assert_never(auth)

@@ -9,6 +9,11 @@ body carries is a TimeSpan, ISO 8601 otherwise (also when it carries none, as th
 A PATCH is merged into the stored definition, whose durations are stored in their styles, and parsed
 again: a duration the PATCH changes takes the PATCH's style, the others keep theirs, and a default filled
 in takes the style of the merged job (so a TimeSpan job stays TimeSpan throughout).
+
+The wire (:class:`~scheduler_core.definitions.Wire`) decides what a request may write and sees: the
+classic wire (2016-03-01) neither takes nor shows a preview property, and a classic write keeps the stored
+job's (:func:`~scheduler_core.definitions._preview.keep_preview`); the preview wire takes and shows them
+all. The stores keep the preview form, plus the dates of the job's calendars (:func:`job_json`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,34 @@ from scheduler_core.definitions._actions import (
     read_job_action,
     restore_secrets,
 )
-from scheduler_core.definitions._durations import ISO, TIMESPAN, DurationStyle, duration_style
+from scheduler_core.definitions._durations import (
+    ISO,
+    TIMESPAN,
+    DurationStyle,
+    duration_style,
+    format_duration,
+    read_duration,
+)
 from scheduler_core.definitions._json import Fields, enum_value
+from scheduler_core.definitions._preview import (
+    PREVIEW_PROPERTIES,
+    check_jitter,
+    check_placeholders,
+    exclusions_json,
+    keep_preview,
+    parse_exclusions,
+    parse_jitter,
+    parse_policies,
+    policies_json,
+    read_exclusions,
+    read_policies,
+    split_recurrence,
+)
+from scheduler_core.definitions._versions import Wire
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import JobDefinition, JobState
-from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
+from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL, Duration
 from scheduler_core.recurrence import (
     Recurrence,
     format_instant,
@@ -49,6 +76,7 @@ __all__ = [
     "JobSpec",
     "job_json",
     "job_output",
+    "job_wire",
     "parse_job",
     "read_job_definition",
     "recurrence_exceeds_quota",
@@ -147,8 +175,14 @@ def parse_job(
     validate_limits: bool = True,
     identity: IdentityScope | None = None,
     default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL,
+    wire: Wire = Wire.CLASSIC,
 ) -> JobSpec:
     """Validate the body of a job PUT (``{"properties": {...}}``), or a PATCH merged into the stored job.
+
+    ``wire`` is the request's: the classic wire refuses every preview property as an unknown field (as
+    2016-03-01 always did) and keeps those of ``previous`` (:func:`keep_preview`); the preview wire takes
+    them (a PUT that leaves one out resets it to its default, as a PUT does). A job's calendars are names
+    here; the service checks they exist and fills in their dates.
 
     ``previous`` is the stored job's definition: a secret the body omits is kept from it while the action kind, the
     authentication type and its identity (username; tenant + clientId; certificate thumbprint; storage
@@ -176,10 +210,21 @@ def parse_job(
     top = Fields(body, "", ("properties",), ignored=_READ_ONLY, hint="; the job's fields belong inside 'properties'")
     if "properties" not in top:
         raise ValidationError("properties", "is required (a JSON object with at least an action)")
-    props = Fields(top.get("properties"), top.where("properties"), _PROPERTIES, ignored=("status",))
+    known = _PROPERTIES + (PREVIEW_PROPERTIES if wire.preview else ())
+    props = Fields(top.get("properties"), top.where("properties"), known, ignored=("status",))
 
-    recurrence = parse_recurrence(props.get("recurrence"), props.where("recurrence"))
+    recurrence_data, extras = (
+        split_recurrence(props.get("recurrence")) if wire.preview else (props.get("recurrence"), {})
+    )
+    recurrence = parse_recurrence(recurrence_data, props.where("recurrence"))
     start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
+    preview: dict[str, Any] = parse_policies(props) if wire.preview else {}
+    jitter_where = f"{props.where('recurrence')}.{extras['jitter'][0]}" if "jitter" in extras else ""
+    if "jitter" in extras:
+        preview["jitter"] = parse_jitter(extras["jitter"][1], jitter_where)
+    if "exclusions" in extras:
+        key, value = extras["exclusions"]
+        preview["exclusions"] = parse_exclusions(value, f"{props.where('recurrence')}.{key}")
 
     state = JobState.ENABLED
     if "state" in props:
@@ -202,24 +247,41 @@ def parse_job(
         style=style,
         identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
         default_retry_interval=default_retry_interval,
+        preview=wire.preview,
     )
 
     if validate_limits:
         _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
 
-    definition = JobDefinition(action.action, start_time, recurrence)
+    definition = JobDefinition(action.action, start_time, recurrence, **preview)
+    if previous is not None and not wire.preview:
+        definition = keep_preview(definition, previous)
+    if validate_limits:
+        check_jitter(definition, jitter_where or f"{props.where('recurrence')}.jitter (kept from the stored job)")
+        check_placeholders(definition.action, props.where("action"))
     return JobSpec(definition, state, style)
 
 
-def _properties(definition: JobDefinition, action: dict[str, Any], state: JobState) -> dict[str, Any]:
-    """The canonical ``JobProperties`` (key order: startTime, action, recurrence, state)."""
+def _properties(
+    definition: JobDefinition, action: dict[str, Any], state: JobState, *, preview: bool, stored: bool
+) -> dict[str, Any]:
+    """The canonical ``JobProperties`` (key order: startTime, action, recurrence, state, then the preview
+    properties that differ from their defaults). ``preview``: with the preview wire's properties;
+    ``stored``: also with what only the stores keep (the dates of the job's calendars)."""
     properties: dict[str, Any] = {}
     if definition.start_time is not None:
         properties["startTime"] = format_instant(definition.start_time)
     properties["action"] = action
     if definition.recurrence is not None:
-        properties["recurrence"] = definition.recurrence.to_json()
+        recurrence = definition.recurrence.to_json()
+        if preview and definition.jitter is not None:
+            recurrence["jitter"] = format_duration(definition.jitter.value, definition.jitter.style)
+        if preview and definition.exclusions is not None:
+            recurrence["exclusions"] = exclusions_json(definition.exclusions, stored=stored)
+        properties["recurrence"] = recurrence
     properties["state"] = str(state)
+    if preview:
+        properties.update(policies_json(definition))
     return properties
 
 
@@ -230,21 +292,34 @@ def _prior_action(previous: JobDefinition) -> Prior:
 
 
 def job_json(definition: JobDefinition, state: JobState) -> tuple[dict[str, Any], dict[str, str]]:
-    """A job's canonical ``JobProperties`` JSON (without ``status``, without secrets) and its secrets by
-    dotted path inside them: what :func:`parse_job` answers for the body that defined it."""
+    """A job's canonical ``JobProperties`` JSON as stored (without ``status``, without secrets; with the
+    preview properties and the dates of its calendars) and its secrets by dotted path inside them."""
     output, secrets = job_action_json(definition.action)
-    return _properties(definition, output, state), secrets
+    return _properties(definition, output, state, preview=True, stored=True), secrets
+
+
+def job_wire(definition: JobDefinition, state: JobState, wire: Wire) -> dict[str, Any]:
+    """A job's canonical ``JobProperties`` JSON as ``wire`` answers it (without ``status`` and secrets):
+    the classic wire shows no preview property, so a 2016-03-01 client sees exactly what it always saw."""
+    output, _ = job_action_json(definition.action, preview=wire.preview)
+    return _properties(definition, output, state, preview=wire.preview, stored=False)
 
 
 def read_job_definition(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> JobDefinition:
     """The definition of a stored job: ``properties`` is its canonical ``JobProperties`` (as
     :func:`job_json` wrote them), ``secrets`` its secrets by dotted path. Trusted: nothing is validated
     again and no certificate is opened; gives what :func:`parse_job` gave for the body that defined it."""
-    recurrence = parse_recurrence(properties.get("recurrence"))
+    recurrence_data, extras = split_recurrence(properties.get("recurrence"))
+    recurrence = parse_recurrence(recurrence_data)
+    jitter = extras.get("jitter")
+    exclusions = extras.get("exclusions")
     return JobDefinition(
         action=read_job_action(properties, secrets),
         start_time=parse_start_time(properties.get("startTime"), recurrence),
         recurrence=recurrence,
+        jitter=Duration(*read_duration(jitter[1], "jitter")) if jitter is not None else None,
+        exclusions=read_exclusions(exclusions[1]) if exclusions is not None else None,
+        **read_policies(properties),
     )
 
 

@@ -3,7 +3,8 @@ authentication each kind supports and the write-only values (:class:`Secret`) th
 
 * :class:`HttpAction` (types ``Http`` and ``Https``) with no authentication or one of
   :data:`HttpAuthentication`: :class:`BasicAuthentication`, :class:`ClientCertificateAuthentication`,
-  :class:`ActiveDirectoryOAuthAuthentication`;
+  :class:`ActiveDirectoryOAuthAuthentication`, :class:`ManagedServiceIdentityAuthentication` (preview), and
+  optionally a :class:`RequestSigning` (preview);
 * :class:`StorageQueueAction`;
 * :class:`ServiceBusQueueAction` and :class:`ServiceBusTopicAction` (:class:`ServiceBusAction`), with
   :class:`SharedAccessKeyAuthentication` or the app's identity.
@@ -20,6 +21,7 @@ ARM JSON of the wire (``action``), in one function per direction.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +30,8 @@ from typing import ClassVar, Final
 from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy
 
 __all__ = [
+    "PLACEHOLDERS",
+    "PLACEHOLDER_REFERENCE",
     "Action",
     "ActiveDirectoryOAuthAuthentication",
     "BasicAuthentication",
@@ -36,13 +40,17 @@ __all__ = [
     "HttpAction",
     "HttpAuthentication",
     "JobAction",
+    "ManagedServiceIdentityAuthentication",
+    "RequestSigning",
     "Secret",
     "ServiceBusAction",
     "ServiceBusQueueAction",
     "ServiceBusTopicAction",
     "SharedAccessKeyAuthentication",
+    "SigningScheme",
     "StorageQueueAction",
     "TransportType",
+    "placeholder_name",
 ]
 
 _MASK: Final = "Secret('***')"
@@ -116,8 +124,40 @@ class ActiveDirectoryOAuthAuthentication:
     secret: Secret
 
 
+@dataclass(frozen=True, slots=True)
+class ManagedServiceIdentityAuthentication:
+    """A bearer token of the app's own identity (``ManagedServiceIdentity``, as Logic Apps names it) for
+    ``audience`` (a resource URI such as ``https://management.azure.com/``). api-version
+    2026-12-01-preview."""
+
+    audience: str
+
+
 #: How an HTTP action authenticates (no authentication: None).
-HttpAuthentication = BasicAuthentication | ClientCertificateAuthentication | ActiveDirectoryOAuthAuthentication
+HttpAuthentication = (
+    BasicAuthentication
+    | ClientCertificateAuthentication
+    | ActiveDirectoryOAuthAuthentication
+    | ManagedServiceIdentityAuthentication
+)
+
+
+class SigningScheme(enum.StrEnum):
+    """``request.signing.scheme``: how an HTTP request is signed."""
+
+    STANDARD_WEBHOOKS = "StandardWebhooks"
+    """The Standard Webhooks specification: headers ``webhook-id`` (the execution id),
+    ``webhook-timestamp`` and ``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of
+    ``id.timestamp.body`` under the secret's bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSigning:
+    """``request.signing`` (api-version 2026-12-01-preview): the ``scheme`` and its write-only ``secret``
+    (Standard Webhooks: ``whsec_`` + base64 of the key bytes, 24 to 64 bytes)."""
+
+    secret: Secret
+    scheme: SigningScheme = SigningScheme.STANDARD_WEBHOOKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +165,8 @@ class HttpAction:
     """An HTTP(S) request. ``https`` is the type ``Https`` (the URI must be https) rather than ``Http``.
     ``method`` is upper case; ``headers`` and ``body`` are None when the definition has none (an empty
     ``headers`` object is kept as written). ``authentication`` None sends none; ``not_specified_written``
-    records that the definition said so explicitly (``{"type": "NotSpecified"}``), which is answered back."""
+    records that the definition said so explicitly (``{"type": "NotSpecified"}``), which is answered back.
+    ``signing`` (None: unsigned) signs each request (api-version 2026-12-01-preview)."""
 
     uri: str
     method: str
@@ -134,6 +175,7 @@ class HttpAction:
     body: str | None = None
     authentication: HttpAuthentication | None = None
     not_specified_written: bool = False
+    signing: RequestSigning | None = None
 
     @property
     def type_name(self) -> str:
@@ -255,17 +297,43 @@ Action = HttpAction | StorageQueueAction | ServiceBusQueueAction | ServiceBusTop
 
 # ---------------------------------------------------------------------------------------- a job's action
 
+#: The placeholders ``expandPlaceholders`` turns on, ``@{name}`` (Logic Apps' syntax), and what each stands for.
+PLACEHOLDERS: Final = {
+    "scheduledTime": "the occurrence's scheduled instant (ISO 8601, UTC)",
+    "actualTime": "when the attempt started (ISO 8601, UTC)",
+    "executionId": "the attempt's execution id (the same on every delivery of one attempt)",
+    "attempt": "the attempt number (0 for the first try)",
+    "jobName": "the job's name",
+    "collectionName": "the job collection's name",
+}
+#: A placeholder reference, ``@{name}`` (group 1: the name). With ``expandPlaceholders`` on, every ``@{`` in
+#: a text the placeholders expand in must start one whose name is a key of :data:`PLACEHOLDERS` in any
+#: casing (checked when the job is written); a URI holds them in its query only.
+PLACEHOLDER_REFERENCE: Final = re.compile(r"@\{([^{}]*)\}")
+_PLACEHOLDER_NAMES: Final = {name.lower(): name for name in PLACEHOLDERS}
+
+
+def placeholder_name(name: str) -> str | None:
+    """The canonical name of a placeholder written ``name`` (any casing, surrounding spaces ignored), or None
+    when there is no such placeholder."""
+    return _PLACEHOLDER_NAMES.get(name.strip().lower())
+
 
 @dataclass(frozen=True, slots=True)
 class JobAction:
     """What a job does: the ``main`` action under ``retry_policy``, and, when every attempt of an
     occurrence failed, the optional ``error`` action. ``error_retry_policy`` is the error action's own
-    policy as written (None when it has none); the executor retries both actions under ``retry_policy``."""
+    policy as written (None when it has none); the executor retries both actions under ``retry_policy``.
+
+    ``expand_placeholders`` (api-version 2026-12-01-preview; off by default, so an existing body holding
+    ``@{`` is sent as written) turns on the placeholders of :data:`PLACEHOLDERS` in the request body, header
+    values and URI query, and in queue and Service Bus messages, of both actions."""
 
     main: Action
     retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY
     error: Action | None = None
     error_retry_policy: RetryPolicy | None = None
+    expand_placeholders: bool = False
 
     @property
     def actions(self) -> tuple[Action, ...]:

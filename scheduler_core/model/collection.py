@@ -9,7 +9,7 @@ collection (``JobCollectionProperties``) is written and read in :mod:`scheduler_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 
 from scheduler_core.model.states import CollectionState
@@ -69,10 +69,21 @@ _PLAN_LIMITS: dict[Sku, Quota] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """A named calendar of a collection (api-version 2026-12-01-preview): local ``dates`` that the jobs
+    naming it in ``recurrence.exclusions.calendars`` skip, each in the job's own time zone. ``name`` is
+    spelled as created (names match without regard to case)."""
+
+    name: str
+    dates: tuple[date, ...]
+
+
 @dataclass(frozen=True)
 class JobCollection:
     """A stored job collection: its plan (``sku``), ``state`` and ``quota``, and what the service keeps
-    about it. ``etag`` is the version it was read at (an ETag-guarded write fails when it changed)."""
+    about it. ``etag`` is the version it was read at (an ETag-guarded write fails when it changed).
+    ``calendars`` are its named calendars, in the order of their names (case-insensitive)."""
 
     ref: CollectionRef
     location: str
@@ -84,6 +95,12 @@ class JobCollection:
     etag: str = ""
     job_count: int | None = None  # jobs in the collection (None: not known, count them)
     modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
+    calendars: tuple[Calendar, ...] = ()
+
+    def calendar(self, name: str) -> Calendar | None:
+        """The calendar called ``name`` (without regard to case), or None."""
+        lowered = name.lower()
+        return next((item for item in self.calendars if item.name.lower() == lowered), None)
 
     @property
     def deleting(self) -> bool:

@@ -1,14 +1,21 @@
 """Jobs as stored: the definition (when the job runs and what it does, secrets included as
 :class:`~scheduler_core.model.actions.Secret` fields), the state, the counters and where the job's live
-due-index entry is."""
+due-index entry is.
+
+The definition's policies (:class:`OverlapPolicy`, :class:`MissedRunPolicy`, ``pause_after_failures``,
+``delete_after_completion``) and the recurrence's ``jitter`` and :class:`Exclusions` exist at the wire only
+in api-version ``2026-12-01-preview``; each defaults to what a 2016-03-01 job does.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+import enum
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from scheduler_core.model.actions import JobAction
+from scheduler_core.model.retry import Duration
 from scheduler_core.model.states import JobState
 from scheduler_core.recurrence import Recurrence, format_instant
 from scheduler_core.storage.keys import JobRef
@@ -22,6 +29,97 @@ class DueSlot:
     row_key: str
 
 
+class OverlapPolicy(enum.StrEnum):
+    """``properties.overlapPolicy``: what an occurrence does while the previous one is unfinished (its main
+    action, retries or error action still pending)."""
+
+    ALLOW_ALL = "AllowAll"
+    """Runs anyway, alongside the previous one (Azure Scheduler's behaviour; the default)."""
+    SKIP = "Skip"
+    """Does not run; recorded in history as ``Skipped`` with the reason."""
+    BUFFER_ONE = "BufferOne"
+    """Waits for the previous one to finish, then runs; at most one waits (a later one is skipped)."""
+
+
+class MissedRunMode(enum.StrEnum):
+    """``properties.missedRunPolicy.mode``: what happens to occurrences missed while the service was down."""
+
+    RUN_ONCE = "RunOnce"
+    """One late run stands for all of them (Azure Scheduler's coalescing; the default)."""
+    RUN_ALL = "RunAll"
+    """Each missed occurrence runs, in order."""
+    SKIP = "Skip"
+    """None runs; the schedule resumes at the next future occurrence."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissedRunPolicy:
+    """``properties.missedRunPolicy``: ``mode``, and ``window``: how old a missed occurrence may be and
+    still run (None: any age). ``window`` applies to RunOnce and RunAll only."""
+
+    mode: MissedRunMode = MissedRunMode.RUN_ONCE
+    window: Duration | None = None
+
+    @property
+    def window_length(self) -> timedelta | None:
+        """The window as a length of time, or None for no limit."""
+        return self.window.value if self.window is not None else None
+
+
+#: The policy of a job that names none: today's coalescing, without a window.
+DEFAULT_MISSED_RUN_POLICY = MissedRunPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusionRange:
+    """One ``recurrence.exclusions.ranges`` item: local wall-clock times in the job's time zone (UTC when
+    it has none). ``start`` and ``end`` are each a :class:`~datetime.date` (midnight; as ``end``, the whole
+    day is included) or a naive :class:`~datetime.datetime` (``end`` excluded)."""
+
+    start: date | datetime
+    end: date | datetime
+
+    @property
+    def start_wall(self) -> datetime:
+        """The first excluded wall-clock time."""
+        return _wall(self.start)
+
+    @property
+    def end_wall(self) -> datetime:
+        """The first wall-clock time after the range (a date as ``end``: midnight of the next day)."""
+        if isinstance(self.end, datetime):
+            return self.end
+        return _wall(self.end) + timedelta(days=1)
+
+
+def _wall(value: date | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusions:
+    """``recurrence.exclusions``: occurrences on these local ``dates``, within these ``ranges``, or on a
+    date of the collection's named ``calendars`` do not fire and do not count towards ``count``.
+    ``calendar_dates`` are the dates of those calendars as they were when the job was last written (the
+    service writes every job that uses a calendar again when the calendar changes), so the schedule needs no
+    read of the collection."""
+
+    dates: tuple[date, ...] = ()
+    ranges: tuple[ExclusionRange, ...] = ()
+    calendars: tuple[str, ...] = ()
+    calendar_dates: tuple[date, ...] = field(default=())
+
+    @property
+    def all_dates(self) -> frozenset[date]:
+        """Every excluded local date: the job's own and its calendars'."""
+        return frozenset(self.dates) | frozenset(self.calendar_dates)
+
+    @property
+    def walls(self) -> tuple[tuple[datetime, datetime], ...]:
+        """The excluded ranges as (first excluded wall time, first wall time after), in the given order."""
+        return tuple((item.start_wall, item.end_wall) for item in self.ranges)
+
+
 @dataclass(frozen=True)
 class JobDefinition:
     """What a client defines of a job: when it runs and what it does. ``start_time`` (aware, UTC) is the
@@ -29,11 +127,28 @@ class JobDefinition:
     (None: it runs once); ``action`` is what it does, with its retry policy and error action. The state
     (enabled or disabled by the client, completed or faulted by the service) is the job's, not the
     definition's. Secrets inside the action are :class:`~scheduler_core.model.actions.Secret` values, so a
-    printed definition shows none."""
+    printed definition shows none.
+
+    The rest exists at the wire in api-version 2026-12-01-preview only (each default is a 2016-03-01 job):
+    ``overlap_policy``, ``missed_run_policy``, ``pause_after_failures`` (after this many consecutive faulted
+    occurrences the job is disabled; None: never), ``delete_after_completion`` (a job that completes, not
+    one that faults, is removed), and, with a recurrence only, ``jitter`` (each occurrence fires at a stable
+    pseudo-random offset in [0, jitter) after its instant) and ``exclusions``."""
 
     action: JobAction
     start_time: datetime | None = None
     recurrence: Recurrence | None = None
+    overlap_policy: OverlapPolicy = OverlapPolicy.ALLOW_ALL
+    missed_run_policy: MissedRunPolicy = DEFAULT_MISSED_RUN_POLICY
+    pause_after_failures: int | None = None
+    delete_after_completion: bool = False
+    jitter: Duration | None = None
+    exclusions: Exclusions | None = None
+
+    @property
+    def jitter_length(self) -> timedelta | None:
+        """The jitter as a length of time (None: none)."""
+        return self.jitter.value if self.jitter is not None else None
 
     @property
     def series(self) -> tuple[object, ...] | None:

@@ -312,6 +312,10 @@ class CompiledSchedule:
             raise ValueError(f"{format_instant(occurrence)} is not an occurrence of this schedule")
         return self._ordinal_of(occurrence)
 
+    def nominal(self, occurrence: datetime) -> datetime:
+        """The scheduled instant of ``occurrence``: itself (a compiled schedule has no jitter)."""
+        return occurrence
+
     def is_last(self, occurrence: datetime) -> bool:
         """True when no occurrence follows ``occurrence`` (the job completes after it)."""
         return self.after(_require_utc(occurrence, "occurrence")) is None

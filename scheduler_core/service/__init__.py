@@ -2,6 +2,7 @@
 
 - :mod:`.collections`: job collections (:class:`CollectionService`);
 - :mod:`.jobs`: jobs (:class:`JobService`), and the write order that keeps the due index consistent;
+- :mod:`.calendars`: a collection's named calendars (:class:`CalendarService`, api-version 2026-12-01-preview);
 - :mod:`.plans`: the plans' rules and the collections' quotas applied to jobs;
 - :mod:`.slots`: each collection's job counter (``maxJobCount`` exact across instances);
 - :mod:`.races`: the one concurrency rule: start over when a write race is lost, never on a final error.
@@ -17,9 +18,12 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduler_core.definitions import Wire
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import HistoryEntry, Job, JobCollection
+from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Clock, Stores
+from scheduler_core.service.calendars import CalendarService
 from scheduler_core.service.collections import CollectionService
 from scheduler_core.service.jobs import JobService, RunRequest
 from scheduler_core.service.races import Races
@@ -27,7 +31,7 @@ from scheduler_core.service.slots import JobSlots
 from scheduler_core.service.writes import DueSoon
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
-__all__ = ["CollectionService", "JobService", "SchedulerService"]
+__all__ = ["CalendarService", "CollectionService", "JobService", "SchedulerService"]
 
 
 def _utcnow() -> datetime:
@@ -58,6 +62,7 @@ class SchedulerService:
             stores, self.slots, shards, clock, self.races, identity, request_run, due_soon, lookahead
         )
         self.collections = CollectionService(stores, self.slots, self.jobs, clock, self.races)
+        self.calendars = CalendarService(stores, self.slots, self.jobs, self.races)
 
     @property
     def sleep(self) -> Callable[[float], None]:
@@ -100,11 +105,15 @@ class SchedulerService:
     def list_jobs(self, ref: CollectionRef) -> list[Job]:
         return self.jobs.list(ref)
 
-    def put_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[Job, bool]:
-        return self.jobs.put(ref, body, if_match)
+    def put_job(
+        self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
+    ) -> tuple[Job, bool]:
+        return self.jobs.put(ref, body, if_match, wire)
 
-    def patch_job(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> Job:
-        return self.jobs.patch(ref, body, if_match)
+    def patch_job(
+        self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
+    ) -> Job:
+        return self.jobs.patch(ref, body, if_match, wire)
 
     def delete_job(self, ref: JobRef, if_match: str | None = None) -> None:
         self.jobs.delete(ref, if_match)
@@ -114,3 +123,23 @@ class SchedulerService:
 
     def list_history(self, ref: JobRef) -> list[HistoryEntry]:
         return self.jobs.history(ref)
+
+    def job_occurrences(
+        self, ref: JobRef, after: datetime | None = None, top: int = 10
+    ) -> tuple[list[tuple[datetime, datetime]], bool]:
+        """The next ``top`` occurrences of a job as (scheduled, fires at), and whether more follow."""
+        return self.jobs.occurrences(ref, after, top)
+
+    # ------------------------------------------------------------------------- calendars (preview)
+
+    def list_calendars(self, ref: CollectionRef) -> tuple[Calendar, ...]:
+        return self.calendars.list(ref)
+
+    def get_calendar(self, ref: CollectionRef, name: str) -> Calendar:
+        return self.calendars.get(ref, name)
+
+    def put_calendar(self, ref: CollectionRef, name: str, body: Mapping[str, Any]) -> tuple[Calendar, bool]:
+        return self.calendars.put(ref, name, body)
+
+    def delete_calendar(self, ref: CollectionRef, name: str) -> None:
+        self.calendars.delete(ref, name)

@@ -141,6 +141,7 @@ class CollectionService:
             created_at=existing.created_at if existing else self.clock(),
             etag=existing.etag if existing else "",
             job_count=existing.job_count if existing else 0,
+            calendars=existing.calendars if existing else (),
         )
         saved = self.stores.collections.save(record, create=existing is None)
         self.slots.forget(saved.ref)

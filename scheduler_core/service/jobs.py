@@ -9,13 +9,15 @@ is not the job's, so a crash between two writes loses nothing and fires nothing 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from scheduler_core import definitions
+from scheduler_core.definitions import Wire
 from scheduler_core.errors import (
     ConflictError,
     QuotaExceededError,
@@ -23,9 +25,9 @@ from scheduler_core.errors import (
     ValidationError,
 )
 from scheduler_core.identity import IdentityScope
-from scheduler_core.model import HistoryEntry, Job, JobState
+from scheduler_core.model import HistoryEntry, Job, JobCollection, JobDefinition, JobState
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.schedules import with_next_execution
+from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
 from scheduler_core.service.reads import job_not_found, live_collection
@@ -36,6 +38,36 @@ from scheduler_core.storage.keys import CollectionRef, JobRef
 log = logging.getLogger("scheduler_core.service")
 
 RunRequest = Callable[[Job], None]
+
+
+#: Where a job's calendars are named, for the errors about them.
+CALENDARS_FIELD = "properties.recurrence.exclusions.calendars"
+
+
+def calendar_dates(definition: JobDefinition, collection: JobCollection) -> tuple[date, ...] | None:
+    """The dates of the calendars ``definition`` names, as ``collection`` holds them now (sorted, each
+    once); None when it names none. A name the collection lacks is a 400 naming it."""
+    exclusions = definition.exclusions
+    if exclusions is None or not exclusions.calendars:
+        return None
+    dates: set[date] = set()
+    for index, name in enumerate(exclusions.calendars):
+        calendar = collection.calendar(name)
+        if calendar is None:
+            raise ValidationError(
+                f"{CALENDARS_FIELD}[{index}]",
+                f"names no calendar of job collection '{collection.ref.name}' ('{name[:60]}'; create it first "
+                "with PUT .../calendars/{name} and api-version 2026-12-01-preview)",
+            )
+        dates.update(calendar.dates)
+    return tuple(sorted(dates))
+
+
+def with_calendar_dates(definition: JobDefinition, dates: tuple[date, ...] | None) -> JobDefinition:
+    """``definition`` carrying ``dates`` as the dates of its calendars (unchanged when it names none)."""
+    if dates is None or definition.exclusions is None:
+        return definition
+    return dataclasses.replace(definition, exclusions=dataclasses.replace(definition.exclusions, calendar_dates=dates))
 
 
 def refuse_final(existing: Job | None) -> None:
@@ -95,8 +127,11 @@ class JobService:
 
     # ----------------------------------------------------------------------------------------- writes
 
-    def put(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> tuple[Job, bool]:
-        """Create or replace a job. Returns the stored job and whether it was created.
+    def put(
+        self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
+    ) -> tuple[Job, bool]:
+        """Create or replace a job (``wire``: the request's, see :func:`definitions.parse_job`). Returns the
+        stored job and whether it was created.
 
         A create costs three storage round trips: the ETag-guarded reservation on the collection row
         (which also proves the collection is still the one this process last saw, so it need not be read
@@ -121,14 +156,19 @@ class JobService:
                     now=self.clock(),
                     identity=self.identity,
                     default_retry_interval=plans.default_retry_interval(collection),
+                    wire=wire,
                 )
             except ValidationError:
                 if optimistic:  # may be a replace that keeps a stored secret: read the job and parse again
                     raise StartOver from None
                 raise
-            plans.check_job_fits(ref, spec.definition, collection)
+            definition = spec.definition
+            if definition.exclusions is not None and definition.exclusions.calendars:
+                collection = live_collection(self.stores, ref.collection)  # the calendars as they are now
+                definition = with_calendar_dates(definition, calendar_dates(definition, collection))
+            plans.check_job_fits(ref, definition, collection)
             if existing is not None:
-                return self.writer.write(ref, spec.definition, spec.state, existing), False
+                return self._written(self.writer.write(ref, definition, spec.state, existing)), False
             reserved = self.slots.reserve(collection)
             if reserved is None:  # the collection changed since this process last saw it: start again
                 collection = live_collection(self.stores, ref.collection)
@@ -141,12 +181,15 @@ class JobService:
                     f"its quota.maxJobCount"
                 )
             release = functools.partial(self.slots.release, ref.collection)
-            return self.writer.write(ref, spec.definition, spec.state, None, not_written=release), True
+            return self._written(self.writer.write(ref, definition, spec.state, None, not_written=release)), True
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 
-    def patch(self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None) -> Job:
-        """Merge ``body`` into the stored job (JSON merge semantics) and store the result."""
+    def patch(
+        self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
+    ) -> Job:
+        """Merge ``body`` into the stored job as ``wire`` shows it (JSON merge semantics) and store the
+        result (a classic PATCH keeps the preview properties, as a classic PUT does)."""
         collection = live_collection(self.stores, ref.collection)
         ref = JobRef(collection.ref, ref.name)
 
@@ -154,7 +197,7 @@ class JobService:
             existing = self.stored(ref)
             check_if_match(existing.etag, if_match, "job")
             refuse_final(existing)
-            properties, _ = definitions.job_json(existing.definition, existing.state)
+            properties = definitions.job_wire(existing.definition, existing.state, wire)
             merged = definitions.merge_patch({"properties": properties}, body)
             spec = definitions.parse_job(
                 merged,
@@ -162,11 +205,70 @@ class JobService:
                 now=self.clock(),
                 identity=self.identity,
                 default_retry_interval=plans.default_retry_interval(collection),
+                wire=wire,
             )
-            plans.check_job_fits(ref, spec.definition, collection)
-            return self.writer.write(ref, spec.definition, spec.state, existing)
+            definition = spec.definition
+            if definition.exclusions is not None and definition.exclusions.calendars:
+                definition = with_calendar_dates(
+                    definition, calendar_dates(definition, live_collection(self.stores, ref.collection))
+                )
+            plans.check_job_fits(ref, definition, collection)
+            return self._written(self.writer.write(ref, definition, spec.state, existing))
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
+
+    def _written(self, job: Job) -> Job:
+        """A job just written; when it names calendars and one changed while it was being written (a
+        calendar PUT that listed the jobs before this one was stored), it is written again with their dates
+        as they are now."""
+        exclusions = job.definition.exclusions
+        if exclusions is None or not exclusions.calendars:
+            return job
+        try:
+            current = calendar_dates(job.definition, live_collection(self.stores, job.ref.collection))
+        except SchedulerError:
+            return job  # a calendar deleted meanwhile (refused while in use) or the collection gone
+        if current == exclusions.calendar_dates:
+            return job
+        return self.refresh_calendars(job.ref) or job
+
+    def refresh_calendars(self, ref: JobRef) -> Job | None:
+        """Write the job again with the dates its calendars hold now, when they changed (a calendar was
+        PUT). A finished job, or one that names no calendar, is left as it is. Returns the job written
+        (None: nothing to write)."""
+
+        def attempt() -> Job | None:
+            current = self.stores.jobs.get(ref)
+            if current is None or current.state.final:
+                return None
+            collection = live_collection(self.stores, ref.collection)
+            try:
+                dates = calendar_dates(current.definition, collection)
+            except ValidationError:
+                return None  # the job names a calendar deleted meanwhile: it keeps the dates it has
+            exclusions = current.definition.exclusions
+            if dates is None or exclusions is None or dates == exclusions.calendar_dates:
+                return None
+            return self.writer.write(
+                current.ref, with_calendar_dates(current.definition, dates), current.state, current
+            )
+
+        return self.races.retrying(f"job '{ref.name}'", None, attempt)
+
+    def occurrences(
+        self, ref: JobRef, after: datetime | None, top: int
+    ) -> builtins.tuple[builtins.list[tuple[datetime, datetime]], bool]:
+        """The job's next ``top`` occurrences as (scheduled instant, instant it fires at: jitter applied),
+        excluded ones left out, and whether more follow. Without ``after``: from the first not yet run as
+        of now (whether or not the job is enabled); with it: those firing after ``after``. A finished job
+        has none."""
+        job = self.stored(ref)
+        if job.state.final:
+            return [], False
+        schedule = schedule_of(job)
+        first = next_unrun(schedule, self.clock(), job.last_execution_time) if after is None else schedule.after(after)
+        fires = schedule.occurrences(first, top + 1) if first is not None else []
+        return [(schedule.nominal(fire), fire) for fire in fires[:top]], len(fires) > top
 
     def set_state(self, job: Job, state: JobState) -> None:
         """Enable or disable one job (a finished one stays as it is), as its collection was."""

@@ -14,8 +14,7 @@ from scheduler_core.errors import StorageError, WriteRaceError
 from scheduler_core.model import DueEntry, DueSlot, Job, JobDefinition, JobState
 from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.recurrence import compile_schedule
-from scheduler_core.schedules import next_unrun
+from scheduler_core.schedules import definition_schedule, next_unrun
 from scheduler_core.storage.keys import JobRef, due_row_key, shard_of
 
 log = logging.getLogger("scheduler_core.service")
@@ -112,7 +111,7 @@ class JobWriter:
         next_time = None
         if state == JobState.ENABLED:
             last_run = existing.last_execution_time if existing is not None and keeps_series else None
-            schedule = compile_schedule(definition.start_time, definition.recurrence, defined_at)
+            schedule = definition_schedule(definition, defined_at, ref.identity)
             next_time = next_unrun(schedule, now, last_run)
             if next_time is None:
                 state = JobState.COMPLETED

@@ -1,0 +1,311 @@
+"""How ``microsoft-scheduler-2026-12-01-preview.json`` is made from Microsoft's 2016-03-01 document.
+
+The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
+version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies,
+the recurrence's jitter and exclusions, placeholders, ManagedServiceIdentity authentication and request
+signing, and the calendar and occurrence resources. The file is committed;
+``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
+document, so neither can drift. To regenerate it: ``python -m scheduler_core.api.openapi._derive``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["derive", "render"]
+
+VERSION = "2026-12-01-preview"
+_JC = (
+    "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.Scheduler"
+    "/jobCollections/{jobCollectionName}"
+)
+_LOCAL_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?$"
+_DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/definitions/{name}"}
+
+
+def _enum(name: str, values: list[str], description: str) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "description": description,
+        "enum": values,
+        "x-ms-enum": {"name": name, "modelAsString": False},
+    }
+
+
+_DEFINITIONS: dict[str, dict[str, Any]] = {
+    "MissedRunPolicy": {
+        "type": "object",
+        "description": "What happens to occurrences missed while the service was down.",
+        "required": ["mode"],
+        "properties": {
+            "mode": _enum(
+                "MissedRunMode",
+                ["RunOnce", "RunAll", "Skip"],
+                "RunOnce (default): one late run stands for all; RunAll: each runs, in order; Skip: none runs.",
+            ),
+            "window": {
+                "type": "string",
+                "format": "duration",
+                "description": "How old a missed occurrence may be and still run (RunOnce and RunAll; 1 s to 30 days).",
+            },
+        },
+    },
+    "JobRecurrenceExclusions": {
+        "type": "object",
+        "description": (
+            "Occurrences on these local dates or within these local ranges (in the job's time zone), or on a "
+            "date of the named calendars of the job collection, do not fire and do not count towards count."
+        ),
+        "properties": {
+            "dates": {
+                "type": "array",
+                "maxItems": 1000,
+                "items": {"type": "string", "format": "date", "pattern": _DATE_PATTERN},
+                "description": "Local dates, YYYY-MM-DD.",
+            },
+            "ranges": {"type": "array", "maxItems": 100, "items": _ref("JobRecurrenceExclusionRange")},
+            "calendars": {
+                "type": "array",
+                "maxItems": 20,
+                "items": {"type": "string", "minLength": 1},
+                "description": "Names of calendars of the job collection (PUT .../calendars/{calendarName}).",
+            },
+        },
+    },
+    "JobRecurrenceExclusionRange": {
+        "type": "object",
+        "description": (
+            "A local range [start, end) in the job's time zone; a date alone as end includes that whole day."
+        ),
+        "required": ["start", "end"],
+        "properties": {
+            "start": {"type": "string", "pattern": _LOCAL_TIME_PATTERN, "description": "A local date or date-time."},
+            "end": {"type": "string", "pattern": _LOCAL_TIME_PATTERN, "description": "A local date or date-time."},
+        },
+    },
+    "ManagedServiceIdentityAuthentication": {
+        "x-ms-discriminator-value": "ManagedServiceIdentity",
+        "description": "A bearer token of the app's own identity for the audience (https URIs, or loopback).",
+        "required": ["audience"],
+        "properties": {
+            "audience": {"type": "string", "minLength": 1, "maxLength": 256, "description": "The token's resource."}
+        },
+        "allOf": [_ref("HttpAuthentication")],
+    },
+    "RequestSigning": {
+        "type": "object",
+        "description": "Signs each request (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature).",
+        "required": ["scheme"],
+        "properties": {
+            "scheme": _enum("SigningScheme", ["StandardWebhooks"], "The signing scheme."),
+            "secret": {
+                "type": "string",
+                "description": (
+                    "whsec_ and the base64 of 24 to 64 random bytes; write-only (never returned; kept when a "
+                    "write omits it while the scheme and the URI's host stay the same)."
+                ),
+            },
+        },
+    },
+    "CalendarProperties": {
+        "type": "object",
+        "required": ["dates"],
+        "properties": {
+            "dates": {
+                "type": "array",
+                "maxItems": 1000,
+                "items": {"type": "string", "format": "date", "pattern": _DATE_PATTERN},
+                "description": "Local dates, YYYY-MM-DD (read in each job's time zone).",
+            }
+        },
+    },
+    "Calendar": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "readOnly": True, "description": "Gets the calendar resource identifier."},
+            "type": {"type": "string", "readOnly": True, "description": "Gets the calendar resource type."},
+            "name": {"type": "string", "readOnly": True, "description": "Gets the calendar resource name."},
+            "properties": _ref("CalendarProperties"),
+        },
+    },
+    "CalendarListResult": {
+        "type": "object",
+        "properties": {
+            "value": {"type": "array", "items": _ref("Calendar"), "description": "Gets the calendars."},
+            "nextLink": {"type": "string", "description": "Gets or sets the URL to get the next set of calendars."},
+        },
+    },
+    "JobOccurrence": {
+        "type": "object",
+        "properties": {
+            "scheduledTime": {"type": "string", "format": "date-time", "description": "The scheduled instant."},
+            "fireTime": {"type": "string", "format": "date-time", "description": "When it fires (jitter added)."},
+        },
+    },
+    "JobOccurrenceListResult": {
+        "type": "object",
+        "properties": {
+            "value": {"type": "array", "items": _ref("JobOccurrence"), "description": "The next occurrences."},
+            "nextLink": {"type": "string", "description": "The URL of the occurrences that follow."},
+        },
+    },
+}
+
+
+def _path_parameter(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "type": "string", "description": description}
+
+
+def _parameters(*path: dict[str, Any], extra: tuple[dict[str, Any], ...] = ()) -> list[dict[str, Any]]:
+    """Microsoft's order: the subscription, group and collection, ``path``, api-version, then ``extra``."""
+    return [
+        {"$ref": "#/parameters/subscriptionId"},
+        _path_parameter("resourceGroupName", "The resource group name."),
+        _path_parameter("jobCollectionName", "The job collection name."),
+        *path,
+        {"$ref": "#/parameters/apiVersion"},
+        *extra,
+    ]
+
+
+def _paths() -> dict[str, Any]:
+    calendar = _path_parameter("calendarName", "The calendar name.")
+    returned = {"description": "The calendar has been returned.", "schema": _ref("Calendar")}
+    body = {
+        "name": "calendar",
+        "in": "body",
+        "required": True,
+        "schema": _ref("Calendar"),
+        "description": "The calendar.",
+    }
+    top = {
+        "name": "$top",
+        "in": "query",
+        "required": False,
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "description": "How many occurrences, in the range [1..100] (default 10).",
+    }
+    after = {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "type": "string",
+        "format": "date-time",
+        "description": "Occurrences firing after this instant (default: from the first not yet run).",
+    }
+    return {
+        f"{_JC}/calendars": {
+            "get": {
+                "tags": ["Calendars"],
+                "operationId": "Calendars_List",
+                "description": "Lists the calendars of a job collection.",
+                "parameters": _parameters(),
+                "responses": {"200": {"description": "The calendars.", "schema": _ref("CalendarListResult")}},
+                "x-ms-pageable": {"nextLinkName": "nextLink"},
+            }
+        },
+        f"{_JC}/calendars/{{calendarName}}": {
+            "get": {
+                "tags": ["Calendars"],
+                "operationId": "Calendars_Get",
+                "description": "Gets a calendar.",
+                "parameters": _parameters(calendar),
+                "responses": {"200": returned},
+            },
+            "put": {
+                "tags": ["Calendars"],
+                "operationId": "Calendars_CreateOrUpdate",
+                "description": "Creates or replaces a calendar; the jobs naming it are written again with its dates.",
+                "parameters": _parameters(calendar, extra=(body,)),
+                "responses": {
+                    "200": {"description": "The calendar has been replaced.", "schema": _ref("Calendar")},
+                    "201": {"description": "The calendar has been created.", "schema": _ref("Calendar")},
+                },
+            },
+            "delete": {
+                "tags": ["Calendars"],
+                "operationId": "Calendars_Delete",
+                "description": "Deletes a calendar that no unfinished job names.",
+                "parameters": _parameters(calendar),
+                "responses": {"200": {"description": "The calendar has been deleted."}},
+            },
+        },
+        f"{_JC}/jobs/{{jobName}}/occurrences": {
+            "get": {
+                "tags": ["Jobs"],
+                "operationId": "Jobs_ListOccurrences",
+                "description": "Lists the job's next occurrences, with its jitter and exclusions applied.",
+                "parameters": _parameters(_path_parameter("jobName", "The job name."), extra=(top, after)),
+                "responses": {"200": {"description": "The occurrences.", "schema": _ref("JobOccurrenceListResult")}},
+                "x-ms-pageable": {"nextLinkName": "nextLink"},
+            }
+        },
+    }
+
+
+def derive(classic: dict[str, Any]) -> dict[str, Any]:
+    """The preview document made from the 2016-03-01 one (which is not modified)."""
+    document = copy.deepcopy(classic)
+    document["info"]["version"] = VERSION
+    document["info"]["description"] = (
+        "Microsoft.Scheduler 2016-03-01 (Microsoft's document, MIT) with the additions of api-version "
+        f"{VERSION} of the self-hosted successor: see docs/openapi.md."
+    )
+    definitions = document["definitions"]
+    job = definitions["JobProperties"]["properties"]
+    job["overlapPolicy"] = _enum(
+        "OverlapPolicy",
+        ["AllowAll", "Skip", "BufferOne"],
+        "What an occurrence does while the previous one is unfinished (default AllowAll).",
+    )
+    job["missedRunPolicy"] = _ref("MissedRunPolicy")
+    job["pauseAfterFailures"] = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1000,
+        "description": "After this many consecutive faulted occurrences the job is disabled.",
+    }
+    job["deleteAfterCompletion"] = {"type": "boolean", "description": "Remove the job when it completes."}
+    recurrence = definitions["JobRecurrence"]["properties"]
+    recurrence["jitter"] = {
+        "type": "string",
+        "format": "duration",
+        "description": "Each occurrence fires at a stable offset in [0, jitter); at most half the smallest gap.",
+    }
+    recurrence["exclusions"] = _ref("JobRecurrenceExclusions")
+    definitions["JobAction"]["properties"]["expandPlaceholders"] = {
+        "type": "boolean",
+        "description": (
+            "Expands @{scheduledTime}, @{actualTime}, @{executionId}, @{attempt}, @{jobName} and "
+            "@{collectionName} in bodies, header values, URI queries and messages (default false)."
+        ),
+    }
+    definitions["HttpRequest"]["properties"]["signing"] = _ref("RequestSigning")
+    definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
+    definitions.update(copy.deepcopy(_DEFINITIONS))
+    document["paths"].update(_paths())
+    return document
+
+
+def render(document: dict[str, Any]) -> bytes:
+    """The committed file's bytes: two-space indents, keys in the order built, a final newline."""
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    classic = json.loads((here / "microsoft-scheduler-2016-03-01.json").read_bytes())
+    (here / f"microsoft-scheduler-{VERSION}.json").write_bytes(render(derive(classic)))
+
+
+if __name__ == "__main__":
+    main()

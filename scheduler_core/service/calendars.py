@@ -1,0 +1,118 @@
+"""A collection's named calendars (api-version 2026-12-01-preview): list, read, create or replace, delete.
+
+A calendar lives on its collection's row (``JobCollection.calendars``), so it costs no table of its own and
+goes with its collection. The jobs that name a calendar carry its dates (their schedule needs no read of
+the collection when the dispatcher fires them): a PUT of a calendar writes each of them again (a new
+generation, the series and counters kept) once the calendar is stored, and a job written at the same time
+checks the calendars again after its own write (:meth:`JobService._written`). A calendar that an
+unfinished job names cannot be deleted (409).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler_core import definitions
+from scheduler_core.errors import ConflictError, NotFoundError, ValidationError
+from scheduler_core.model import JobCollection
+from scheduler_core.model.collection import Calendar
+from scheduler_core.ports import Stores
+from scheduler_core.service.jobs import JobService
+from scheduler_core.service.races import Races
+from scheduler_core.service.reads import live_collection
+from scheduler_core.service.slots import JobSlots
+from scheduler_core.storage.keys import CollectionRef, JobRef
+
+
+def calendar_not_found(ref: CollectionRef, name: str) -> NotFoundError:
+    return NotFoundError(f"calendar '{name}' was not found in job collection '{ref.name}'")
+
+
+class CalendarService:
+    """The calendar operations of a collection."""
+
+    def __init__(self, stores: Stores, slots: JobSlots, jobs: JobService, races: Races) -> None:
+        self.stores = stores
+        self.slots = slots
+        self.jobs = jobs
+        self.races = races
+
+    def list(self, ref: CollectionRef) -> tuple[Calendar, ...]:
+        return live_collection(self.stores, ref).calendars
+
+    def get(self, ref: CollectionRef, name: str) -> Calendar:
+        calendar = live_collection(self.stores, ref).calendar(name)
+        if calendar is None:
+            raise calendar_not_found(ref, name)
+        return calendar
+
+    def put(self, ref: CollectionRef, name: str, body: Mapping[str, Any]) -> tuple[Calendar, bool]:
+        """Create or replace a calendar; returns it and whether it was created. The jobs that name it are
+        then written again with its new dates."""
+        dates = definitions.parse_calendar(body)
+
+        def attempt() -> tuple[JobCollection, Calendar, bool]:
+            collection = live_collection(self.stores, ref)
+            existing = collection.calendar(name)
+            calendar = Calendar(existing.name if existing is not None else name, dates)
+            others = [item for item in collection.calendars if item.name.lower() != name.lower()]
+            if existing is None and len(others) >= definitions.MAX_CALENDARS:
+                raise ValidationError(
+                    "calendarName",
+                    f"job collection '{ref.name}' already has {definitions.MAX_CALENDARS} calendars, the most it "
+                    "may have",
+                )
+            total = len(dates) + sum(len(item.dates) for item in others)
+            if total > definitions.MAX_CALENDAR_DATES:
+                raise ValidationError(
+                    "properties.dates",
+                    f"the calendars of a job collection may hold at most {definitions.MAX_CALENDAR_DATES} dates in "
+                    f"all; with these {len(dates)} they would hold {total}",
+                )
+            calendars = tuple(sorted([*others, calendar], key=lambda item: item.name.lower()))
+            saved = self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
+            return saved, calendar, existing is None
+
+        saved, calendar, created = self.races.retrying(f"calendar '{name}'", None, attempt)
+        self.slots.forget(saved.ref)  # its row's ETag changed
+        if not created:
+            self._refresh_jobs(saved.ref, calendar.name)
+        return calendar, created
+
+    def delete(self, ref: CollectionRef, name: str) -> None:
+        """Delete a calendar that no unfinished job names (409 naming those jobs otherwise)."""
+
+        def attempt() -> JobCollection:
+            collection = live_collection(self.stores, ref)
+            if collection.calendar(name) is None:
+                raise calendar_not_found(ref, name)
+            users = self._users(collection.ref, name)
+            if users:
+                shown = ", ".join(f"'{job}'" for job in users[:5]) + (" and more" if len(users) > 5 else "")
+                raise ConflictError(
+                    f"calendar '{name}' is named by job(s) {shown} in recurrence.exclusions.calendars; "
+                    "remove it from them first"
+                )
+            calendars = tuple(item for item in collection.calendars if item.name.lower() != name.lower())
+            return self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
+
+        saved = self.races.retrying(f"calendar '{name}'", None, attempt)
+        self.slots.forget(saved.ref)
+
+    def _users(self, ref: CollectionRef, name: str) -> builtins.list[str]:
+        """The unfinished jobs of the collection that name the calendar ``name``."""
+        lowered = name.lower()
+        return [
+            job.ref.name
+            for job in self.stores.jobs.list(ref)
+            if not job.state.final
+            and job.definition.exclusions is not None
+            and any(item.lower() == lowered for item in job.definition.exclusions.calendars)
+        ]
+
+    def _refresh_jobs(self, ref: CollectionRef, name: str) -> None:
+        for job in self._users(ref, name):
+            self.jobs.refresh_calendars(JobRef(ref, job))
