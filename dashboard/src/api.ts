@@ -1,28 +1,44 @@
 // The management API (Microsoft.Scheduler 2016-03-01, ARM paths) and the dashboard's own read-only API,
-// called with the API key as a bearer token. The key lives in session storage only; there are no cookies.
+// called with the API key (or an Entra ID access token) as a bearer token. The credential lives in session
+// storage only; there are no cookies.
 
 export const API_VERSION = "2016-03-01";
 const KEY_ITEM = "scheduler.dashboard.apiKey";
+// ENTRA ID SIGN-IN (client side): a pasted access token is kept under its own item, so a page knows which kind
+// of credential it holds (an expired token asks for a new token, not for a key). The server validates it
+// (scheduler_core/auth, issue 17); the page sends it exactly as a key: "Authorization: Bearer <token>".
+const TOKEN_ITEM = "scheduler.dashboard.accessToken";
 const SUBSCRIPTION_ITEM = "scheduler.dashboard.subscription";
 
+/** How the page authenticates: an API key of the deployment, or an Entra ID access token. */
+export type CredentialKind = "key" | "token";
+
 export interface Session {
+  /** The API key or the access token, sent as "Authorization: Bearer ...". */
   key: string;
   subscription: string;
+  kind?: CredentialKind;
 }
 
 export function loadSession(): Session | null {
   const key = sessionStorage.getItem(KEY_ITEM);
+  const token = sessionStorage.getItem(TOKEN_ITEM);
   const subscription = sessionStorage.getItem(SUBSCRIPTION_ITEM);
-  return key && subscription ? { key, subscription } : null;
+  if (!subscription) return null;
+  if (key) return { key, subscription, kind: "key" };
+  if (token) return { key: token, subscription, kind: "token" };
+  return null;
 }
 
 export function saveSession(session: Session): void {
-  sessionStorage.setItem(KEY_ITEM, session.key);
+  clearSession();
+  sessionStorage.setItem(session.kind === "token" ? TOKEN_ITEM : KEY_ITEM, session.key);
   sessionStorage.setItem(SUBSCRIPTION_ITEM, session.subscription);
 }
 
 export function clearSession(): void {
   sessionStorage.removeItem(KEY_ITEM);
+  sessionStorage.removeItem(TOKEN_ITEM);
 }
 
 export function lastSubscription(): string {
@@ -118,6 +134,35 @@ export interface JobInsight {
   timeZone: { name: string; iana: string } | null;
   occurrences: { utc: string; local: string | null }[];
   writeOnly: { path: string; set: boolean; meaning: string }[];
+}
+
+/** The dashboard's status API: this instance's /health answer and live counts of the subscription. */
+export interface ServiceStatus {
+  subscription: string;
+  health: {
+    httpStatus: number;
+    status: "healthy" | "degraded" | "unhealthy";
+    version: string;
+    checked_at?: string;
+    storage?: "reachable" | "unreachable";
+    last_tick?: string | null;
+    tick_age_seconds?: number | null;
+    execution_queue_depth?: number | null;
+    poison_queue_length?: number | null;
+    warnings: string[];
+    reason?: string;
+  };
+  counts: {
+    collections: number;
+    jobs: number;
+    jobsByState: Record<string, number>;
+    executions: number;
+    failures: number;
+    faults: number;
+    dueSoon: number;
+    dueSoonSeconds: number;
+    countedAt: string;
+  } | null;
 }
 
 /** Names of a resource id: /subscriptions/S/resourceGroups/R/providers/Microsoft.Scheduler/jobCollections/C[/jobs/J]. */
@@ -251,6 +296,18 @@ export class Api {
 
   async remove(ref: Ref): Promise<void> {
     await this.call("DELETE", this.arm(jobPath(ref)));
+  }
+
+  /** The status API; null when the scheduler is a version without it (it answers 404 there). */
+  async status(): Promise<ServiceStatus | null> {
+    const sub = encodeURIComponent(this.session.subscription);
+    const url = `/dashboard/api/status/subscriptions/${sub}/providers/Microsoft.Scheduler/jobCollections`;
+    try {
+      return (await this.call("GET", url)) as ServiceStatus;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
   }
 
   async insight(ref: Ref, count = 10): Promise<JobInsight> {

@@ -7,7 +7,7 @@
 //   #/failing                the jobs failing now, across collections
 //   #/job/{group}/{collection}/{job}         one job
 
-import { Api, clearSession, loadSession, whenUnauthorized } from "./api";
+import { Api, type CredentialKind, clearSession, loadSession, whenUnauthorized } from "./api";
 import { Catalog } from "./catalog";
 import { announce, h, replace } from "./dom";
 import { utc } from "./format";
@@ -30,6 +30,8 @@ let paused = false;
 let catalog: Catalog | null = null;
 let catalogKey = "";
 let signInReason: string | null = null;
+/** The kind of credential last used (the sign-in form offers it again after a sign-out). */
+let lastKind: CredentialKind = "key";
 
 function route(): { path: string[]; params: URLSearchParams } {
   const hash = window.location.hash.replace(/^#\/?/, "");
@@ -74,6 +76,7 @@ function renderChrome(signedIn: boolean, active: string): void {
 }
 
 function signOut(): void {
+  lastKind = loadSession()?.kind ?? lastKind;
   clearSession();
   signInReason = null;
   announce("Signed out.");
@@ -81,6 +84,7 @@ function signOut(): void {
 }
 
 whenUnauthorized((error) => {
+  lastKind = loadSession()?.kind ?? lastKind;
   clearSession();
   signInReason = `Signed out: ${error.message}`;
   navigate("#/signin");
@@ -118,10 +122,11 @@ async function show(): Promise<void> {
       },
       signInReason,
       params.get("subscription"),
+      params.get("with") === "token" ? "token" : lastKind,
     );
     replace(main, form);
     updated.textContent = "";
-    (form.querySelector("#api-key") as HTMLInputElement).focus();
+    (form.querySelector("#token-part:not([hidden]) input, #api-key") as HTMLInputElement).focus();
     return;
   }
   const api = new Api(session);

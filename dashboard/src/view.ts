@@ -41,6 +41,9 @@ const STATE_CLASSES: Record<string, string> = {
   Faulted: "bad",
   Failed: "bad",
   Postponed: "warn",
+  Healthy: "ok",
+  Degraded: "warn",
+  Unhealthy: "bad",
 };
 
 /** A state or outcome as a badge: always its word, the color only repeats it. */

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 
@@ -27,6 +28,8 @@ from scheduler_core.cli.common import (
 API_VERSION = "2016-03-01"
 PROVIDER = "providers/Microsoft.Scheduler"
 USER_AGENT = "scheduler-core-cli"
+#: The dashboard's read-only job API (``scheduler_core/dashboard``): a stored job's next occurrences.
+DASHBOARD_JOB_API = "/dashboard/api/job"
 
 
 class ApiError(CliError):
@@ -213,6 +216,32 @@ class SchedulerClient:
 
     def run_job(self, group: str, collection: str, job: str) -> None:
         self.call("POST", f"{self.job_path(group, collection, job)}/run")
+
+    def job_insight(
+        self, group: str, collection: str, job: str, count: int, after: datetime | None = None
+    ) -> dict[str, Any] | None:
+        """The dashboard's job API: the job's next ``count`` occurrences computed by the service (which knows
+        the job's creation time, so the recurrence's ``count`` applies) from ``after`` or now. None when the
+        endpoint has no such API (a version older than the dashboard: the host answers 404 without the
+        service's ``ResourceNotFound``, or the dashboard answers that it has nothing at that path)."""
+        query = {"count": str(count)}
+        if after is not None:
+            query["after"] = after.isoformat().replace("+00:00", "Z")
+        try:
+            answer = self.call(
+                "GET", DASHBOARD_JOB_API + self.job_path(group, collection, job), raw_query=urlencode(query)
+            )
+        except ApiError as exc:
+            no_route = exc.arm_code != "ResourceNotFound" or exc.arm_message.startswith("the dashboard has nothing")
+            if exc.status == 404 and no_route:
+                return None
+            raise
+        body = answer.body if isinstance(answer.body, dict) else None
+        if body is None or not isinstance(body.get("occurrences"), list):
+            return None
+        if after is not None and "after" not in body:  # a dashboard from before ``after``: it was ignored
+            return None
+        return body
 
     def history(
         self, group: str, collection: str, job: str, status: str | None = None, top: int | None = None

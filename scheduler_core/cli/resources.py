@@ -35,6 +35,17 @@ Handler = Callable[[argparse.Namespace], int]
 # --------------------------------------------------------------------------------------------- helpers
 
 
+#: Most occurrences ``jobs preview`` asks for (the dashboard job API's limit).
+MAX_PREVIEW = 50
+
+
+def preview_count(text: str) -> int:
+    number = positive(text)
+    if number > MAX_PREVIEW:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PREVIEW}, not {number}")
+    return number
+
+
 def client_of(args: argparse.Namespace) -> SchedulerClient:
     return SchedulerClient(connection(args))
 
@@ -522,19 +533,43 @@ def jobs_history(args: argparse.Namespace) -> int:
 
 
 def jobs_preview(args: argparse.Namespace) -> int:
-    """The next occurrences of a stored job, by the service's recurrence engine.
-
-    The API does not return a job's creation time, which anchors a job without ``startTime`` and starts
-    the series ``count`` counts; the series is anchored at the job's ``nextExecutionTime`` (exact for the
-    first occurrence, which is the service's own answer), and ``count`` is not applied."""
+    """The next occurrences of a stored job, computed by the service (the dashboard's job API, which applies
+    the recurrence's ``count`` from the job's creation); on an older service without that API, here, from
+    the job's ``nextExecutionTime`` (a note says ``count`` is then not applied)."""
     client = client_of(args)
     group = group_of(client)
     collection, name = job_address(args)
-    job = client.get_job(group, collection, name).body
+    job = client.get_job(group, collection, name).body  # 404 and 403 as every command reports them
     props = job.get("properties") or {}
+    insight = client.job_insight(group, collection, name, args.count, args.after)
+    if insight is None:
+        sys.stderr.write(
+            "note: this service has no dashboard job API (a version older than the dashboard): the occurrences "
+            "are computed here from the job's next execution time\n"
+        )
+        return _preview_locally(args, name, props)
+    state = str(insight.get("state") or props.get("state"))
+    occurrences = [o for o in insight["occurrences"] if isinstance(o, dict) and o.get("utc")]
+    if not occurrences:
+        sys.stderr.write(f"job {name} has no next occurrence (state {state})\n")
+    elif state != "Enabled":
+        sys.stderr.write(f"note: job {name} is {state}: its schedule would run at these times once resumed\n")
+    if args.output == JSON:
+        write_json([o["utc"] for o in occurrences])
+        return EXIT_OK
+    for occurrence in occurrences:
+        local = f"  {occurrence['local']}" if occurrence.get("local") else ""
+        sys.stdout.write(f"{occurrence['utc']}{local}\n")
+    return EXIT_OK
+
+
+def _preview_locally(args: argparse.Namespace, name: str, props: Mapping[str, Any]) -> int:
+    """The preview of a service without the dashboard's job API. The API does not return a job's creation
+    time, which anchors a job without ``startTime`` and starts the series ``count`` counts; the series is
+    anchored at the job's ``nextExecutionTime`` (exact for the first occurrence, the service's own answer),
+    and ``count`` is not applied."""
     status = props.get("status") or {}
     next_run = status.get("nextExecutionTime")
-    notes: list[str] = []
     if not next_run:
         sys.stderr.write(f"job {name} has no next execution (state {props.get('state')})\n")
         if args.output == JSON:
@@ -544,13 +579,11 @@ def jobs_preview(args: argparse.Namespace) -> int:
     raw = props.get("recurrence")
     if isinstance(raw, dict) and raw.get("count") is not None:
         raw = {k: v for k, v in raw.items() if k != "count"}
-        notes.append("count is counted from the job's creation, which the API does not return: not applied")
+        sys.stderr.write("note: count is counted from the job's creation, which the API does not return: not applied\n")
     recurrence = parse_recurrence(raw, "properties.recurrence")
     start = parse_start_time(props.get("startTime"), recurrence, "properties.startTime")
     schedule = compile_schedule(start, recurrence, anchor)
     occurrences = list(schedule.occurrences(args.after or anchor, args.count))
-    for note in notes:
-        sys.stderr.write(f"note: {note}\n")
     if args.output == JSON:
         write_json([format_instant(o) for o in occurrences])
         return EXIT_OK
@@ -642,7 +675,7 @@ def add_resource_commands(commands: Any) -> None:
     _job_argument(p)
     p.add_argument("--status", choices=("Completed", "Failed", "Postponed"), help="only entries with this status")
     p.add_argument("--top", type=positive, default=20, help="at most this many entries (default 20)")
-    p = _command(sub, "preview", "the next occurrences of a stored job", jobs_preview)
+    p = _command(sub, "preview", "the next occurrences of a stored job, computed by the service", jobs_preview)
     _job_argument(p)
-    p.add_argument("--count", type=positive, default=10, help="how many occurrences (default 10)")
-    p.add_argument("--after", type=instant_arg, help="occurrences at or after this instant (default: the next run)")
+    p.add_argument("--count", type=preview_count, default=10, help="how many occurrences (1 to 50, default 10)")
+    p.add_argument("--after", type=instant_arg, help="occurrences at or after this instant (default: now), not yet run")

@@ -340,6 +340,11 @@ def load_source(document: Any, origin: str, options: Options) -> Source:
         listing = document.get("value") if isinstance(document, dict) else document
         if not isinstance(listing, list):
             raise CliError(f'{origin}: expected an export file, a JSON list of jobs or {{"value": [...]}}')
+        if isinstance(document, dict) and document.get("nextLink"):
+            warnings.append(
+                f"{origin} is one page of a longer listing: its nextLink names more, which are not in the file "
+                "(save every page and join their 'value' arrays into one JSON list)"
+            )
         for number, resource in enumerate(listing):
             if not isinstance(resource, dict):
                 raise CliError(f"{origin}: item #{number + 1} is not a JSON object")

@@ -7,11 +7,19 @@ What it serves (``path`` is what follows ``/dashboard/``):
 * ``assets/<name>``: a built asset (``static/<name>``: ``app.js``, ``app.css``, ``icon.svg``). The front
   end's sources are in ``dashboard/`` at the top of the repository; ``npm run build:dashboard`` bundles
   them into ``static/`` (committed; ``tests/browser/test_assets.py`` checks they are up to date);
-* ``api/job/<ARM path of a job>``: what the management API does not answer about a job, read-only and
-  behind the same API key check (:func:`scheduler_core.auth.authenticate`, subscription scope included):
-  its next occurrences from the recurrence engine, in UTC and in the job's time zone, and which of its
-  write-only fields (passwords, keys, tokens) are set. Never a secret's value. Everything else the page
-  shows and does (lists, history, run now, enable, disable, delete) goes through the management API.
+* ``api/job/<ARM path of a job>?count=N[&after=ISO]``: what the management API does not answer about a
+  job, read-only and behind the same API key check (:func:`scheduler_core.auth.authenticate`, subscription
+  scope included): its next occurrences from the recurrence engine (``count`` applied here, where the job's
+  creation time is known), in UTC and in the job's time zone, and which of its write-only fields
+  (passwords, keys, tokens) are set. Never a secret's value. ``python -m scheduler_core jobs preview``
+  uses it too;
+* ``api/status/subscriptions/<sub>/providers/Microsoft.Scheduler/jobCollections``: the ``/health`` answer
+  of this instance (:func:`scheduler_core.health.check`: storage reachable, the dispatch heartbeat's age,
+  queue depths, warnings) and live counts of the subscription (collections, jobs by state, their
+  counters, jobs due within a minute), behind the same key check.
+
+Everything else the page shows and does (lists, history, run now, enable, disable, delete) goes through the
+management API.
 
 Every answer carries a strict Content-Security-Policy (scripts, styles and connections from this origin
 only, no inline code, Trusted Types for DOM sinks, no framing) and ``nosniff``. The page keeps the API key
@@ -25,16 +33,22 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
-from scheduler_core import auth
+from scheduler_core import auth, health
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paths import parse_path
 from scheduler_core.dashboard.insight import job_insight
 from scheduler_core.errors import MethodNotAllowedError, NotFoundError, SchedulerError, StorageError, ValidationError
+from scheduler_core.model import JobState
+from scheduler_core.recurrence import format_instant, parse_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
+
+if TYPE_CHECKING:
+    from scheduler_core.wiring import Services
 
 __all__ = ["CONTENT_SECURITY_POLICY", "ROUTE", "serve"]
 
@@ -79,6 +93,9 @@ CONTENT_TYPES = {
 _STATIC = "static"
 _ASSETS = "assets/"
 _JOB_API = "api/job/"
+_STATUS_API = "api/status/"
+#: The live counts' "due soon" window.
+DUE_SOON = timedelta(seconds=60)
 
 
 @functools.cache
@@ -124,6 +141,15 @@ def _count(query: Mapping[str, str]) -> int:
     return int(text)
 
 
+def _after(query: Mapping[str, str]) -> datetime | None:
+    text = query.get("after")
+    if text is None:
+        return None
+    if len(text) > 64:
+        raise ValidationError("after", "must be an ISO 8601 instant such as 2025-01-31T06:00:00Z")
+    return parse_instant(text, "after")
+
+
 def _job_api(
     route_path: str, query: Mapping[str, str], headers: Mapping[str, str], services: ApiServices
 ) -> ApiResponse:
@@ -136,10 +162,76 @@ def _job_api(
             "Microsoft.Scheduler/jobCollections/{jc}/jobs/{job}"
         )
     count = _count(query)
+    after = _after(query)
     service = services.service
     job = service.get_job(JobRef(CollectionRef(path.subscription, path.resource_group, path.collection), path.job))
     now: datetime = service.clock()
-    return ApiResponse.json(200, job_insight(job, now, count), {"Cache-Control": "no-store"})
+    body = job_insight(job, now if after is None else after, count)
+    if after is not None:  # occurrences from ``after`` on (and after the last run); ``now`` stays the clock's
+        body["now"] = format_instant(now)
+        body["after"] = format_instant(after)
+    return ApiResponse.json(200, body, {"Cache-Control": "no-store"})
+
+
+def live_counts(services: ApiServices, subscription: str) -> dict[str, Any]:
+    """Counts of one subscription as of the service's clock: collections, jobs by state, the sums of the
+    jobs' counters, and how many enabled jobs are due within :data:`DUE_SOON`."""
+    service = services.service
+    now = service.clock()
+    by_state = {str(state): 0 for state in JobState}
+    counts: dict[str, Any] = {
+        "collections": 0,
+        "jobs": 0,
+        "jobsByState": by_state,
+        "executions": 0,
+        "failures": 0,
+        "faults": 0,
+        "dueSoon": 0,
+        "dueSoonSeconds": int(DUE_SOON.total_seconds()),
+    }
+    for collection in service.list_collections(subscription):
+        counts["collections"] += 1
+        for job in service.list_jobs(collection.ref):
+            counts["jobs"] += 1
+            by_state[str(job.state)] = by_state.get(str(job.state), 0) + 1
+            counts["executions"] += job.execution_count
+            counts["failures"] += job.failure_count
+            counts["faults"] += job.faulted_count
+            upcoming = job.next_execution_time
+            if upcoming is not None and upcoming - now <= DUE_SOON:
+                counts["dueSoon"] += 1
+    counts["countedAt"] = format_instant(now)
+    return counts
+
+
+def _status_api(
+    route_path: str,
+    headers: Mapping[str, str],
+    services: ApiServices,
+    fleet: Callable[[], Services],
+) -> ApiResponse:
+    path = parse_path(ApiRequest.path_from_route(route_path))
+    auth.authenticate(services.api_keys, headers, path.subscription)
+    if path.kind != "subscription_collections":
+        raise NotFoundError(
+            "expected /dashboard/api/status/subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections"
+        )
+    code, checked = health.check(fleet)
+    body: dict[str, Any] = {
+        "subscription": path.subscription,
+        "health": {"httpStatus": code, **checked},
+        "counts": None,
+    }
+    if code == 200:  # storage answers: count (a failure now is a storage error, answered as such)
+        body["counts"] = live_counts(services, path.subscription)
+    return ApiResponse.json(200, body, {"Cache-Control": "no-store"})
+
+
+def _fleet() -> Services:
+    """The process's services (``/health`` reads the same), imported on first use."""
+    from scheduler_core.wiring import services
+
+    return services()
 
 
 def serve(
@@ -148,11 +240,13 @@ def serve(
     headers: Mapping[str, str] | None = None,
     query: Mapping[str, str] | None = None,
     services: Callable[[], ApiServices] | None = None,
+    fleet: Callable[[], Services] | None = None,
 ) -> ApiResponse:
     """The answer to ``method`` on ``/dashboard/<path>`` (``path`` as the host decoded it).
 
     ``services`` gives the API keys and the service (``scheduler_core.wiring.api_services``); it is called
-    only for ``api/...``, so serving the page and its assets connects to nothing."""
+    only for ``api/...``, so serving the page and its assets connects to nothing. ``fleet`` gives what
+    ``/health`` checks (default: ``scheduler_core.wiring.services``, as the health route uses)."""
     headers = headers or {}
     query = query or {}
     request_id = str(uuid.uuid4())
@@ -166,6 +260,8 @@ def serve(
             response = _static(route_path[len(_ASSETS) :], headers)
         elif route_path.lower().startswith(_JOB_API) and services is not None:
             response = _job_api(route_path[len(_JOB_API) :], query, headers, services())
+        elif route_path.lower().startswith(_STATUS_API) and services is not None:
+            response = _status_api(route_path[len(_STATUS_API) :], headers, services(), fleet or _fleet)
         else:
             raise NotFoundError(f"the dashboard has nothing at '/dashboard/{route_path[:80]}'")
     except Exception as exc:

@@ -356,8 +356,13 @@ async function accessibility() {
   await page.goto(BASE);
   await page.getByLabel("API key").waitFor();
   await audit("sign-in");
+  await page.getByLabel("Entra ID token").check();
+  await page.getByLabel("Access token").waitFor();
+  await audit("sign-in with a token");
+  await page.getByLabel("Deployment key").check();
   await signedIn(page);
   await page.locator("tbody th a").first().waitFor();
+  await page.getByLabel("Live counts", { exact: true }).waitFor();
   await audit("collections");
   await page.goto(`${BASE}#/jobs`);
   await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
@@ -380,7 +385,85 @@ async function accessibility() {
   await finish(session, observed);
 }
 
-const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter, accessibility };
+/** The collections view's status panel: this instance's health (storage, the dispatch heartbeat's age, queue
+ * depths) and the subscription's live counts, from the status API; the counts follow a job's execution
+ * without a reload. */
+async function serviceStatus() {
+  const session = await openBrowser();
+  const { page } = session;
+  await signedIn(page);
+  const observed = {};
+  const panel = page.getByRole("region", { name: "Service status" });
+  const pairs = (label) =>
+    panel.getByLabel(label, { exact: true }).evaluate((list) => {
+      const out = {};
+      for (const term of list.querySelectorAll("dt")) out[term.textContent] = term.nextElementSibling.textContent;
+      return out;
+    });
+  step("status panel");
+  await panel.getByLabel("Live counts", { exact: true }).waitFor({ timeout: WAIT });
+  observed.health = await pairs("Health");
+  observed.countsBefore = await pairs("Live counts");
+  observed.warnings = await panel.locator("ul.warnings li").allTextContents();
+  await page.evaluate(() => { window.__sameDocument = true; });
+  step("wait for the job's executions to show in the counts");
+  await page.waitForFunction(
+    (expected) => {
+      const list = document.querySelector('[aria-label="Live counts"]');
+      if (!list) return false;
+      const terms = [...list.querySelectorAll("dt")];
+      const executions = terms.find((term) => term.textContent === "Executions");
+      return executions && Number(executions.nextElementSibling.textContent) >= expected;
+    },
+    ARGS.executions,
+    { timeout: WAIT * 2 },
+  );
+  observed.countsAfter = await pairs("Live counts");
+  observed.healthAfter = await pairs("Health");
+  observed.sameDocument = await page.evaluate(() => window.__sameDocument === true);
+  await panel.scrollIntoViewIfNeeded();
+  await shot(page, "status.png");
+  await finish(session, observed);
+}
+
+/** ENTRA ID SIGN-IN, client side: a pasted access token is sent as "Authorization: Bearer <token>", kept in
+ * session storage under its own item, a refused one is reported, and a sign-out offers the token form again. */
+async function tokenSignIn() {
+  const session = await openBrowser();
+  const { page } = session;
+  const observed = { expected401: true, authorizations: [] };
+  page.on("request", async (request) => {
+    if (!request.url().includes("/jobCollections")) return;
+    const headers = await request.allHeaders();
+    observed.authorizations.push(headers.authorization ?? null);
+  });
+  await page.goto(BASE);
+  step("a refused token");
+  await page.getByLabel("Entra ID token").check();
+  observed.keyFieldHidden = await page.locator("#key-part").isHidden();
+  await page.getByLabel("Access token").fill(ARGS.refusedToken);
+  await page.getByLabel("Subscription ID").fill(SUBSCRIPTION);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  observed.refused = await page.getByRole("alert").textContent();
+  observed.storedAfterRefusal = await page.evaluate(() => Object.keys(sessionStorage));
+  step("an accepted token");
+  await page.getByLabel("Access token").fill(ARGS.acceptedToken);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+  observed.stored = await page.evaluate(() => ({
+    token: sessionStorage.getItem("scheduler.dashboard.accessToken"),
+    key: sessionStorage.getItem("scheduler.dashboard.apiKey"),
+  }));
+  await shot(page, "token-signed-in.png");
+  step("sign out: the token form again");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("Access token").waitFor();
+  observed.tokenChosenAfterSignOut = await page.getByLabel("Entra ID token").isChecked();
+  observed.storedAfterSignOut = await page.evaluate(() => sessionStorage.getItem("scheduler.dashboard.accessToken"));
+  await finish(session, observed);
+}
+
+const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn };
 const name = process.argv[2];
 if (!SCENARIOS[name]) {
   process.stderr.write(`unknown scenario '${name}'; one of ${Object.keys(SCENARIOS).join(", ")}\n`);

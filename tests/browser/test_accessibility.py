@@ -1,6 +1,7 @@
 """Accessibility basics, checked by a rules engine in a real browser: axe-core's WCAG 2.1 A and AA rules
 (every control labelled, names for links, buttons and images, color contrast, table and list structure, ARIA
-used correctly, the page's language) hold on every view of the dashboard and on the delete dialog. The
+used correctly, the page's language) hold on every view of the dashboard (the sign-in form with a key and
+with an Entra ID token, the collections with the service status panel) and on the delete dialog. The
 keyboard path and focus handling are checked in ``test_browse.py`` and ``test_job_actions.py``."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from tests.support.http_target import http_target
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
-VIEWS = ["sign-in", "collections", "jobs", "failing", "job", "delete dialog"]
+VIEWS = ["sign-in", "sign-in with a token", "collections", "jobs", "failing", "job", "delete dialog"]
 
 
 def test_every_view_passes_the_wcag_rules(dashboard: Dashboard) -> None:

@@ -415,3 +415,23 @@ def test_export_of_one_collection_to_standard_output(cli: Cli) -> None:
         missing.err
         == f"error: job collection 'three' was not found in resource group '{RG}' (ResourceNotFound, HTTP 404)\n"
     )
+
+
+def test_a_listing_page_with_a_next_link_warns_that_jobs_are_missing(cli: Cli, tmp_path: Path) -> None:
+    """Azure Scheduler listed jobs in pages; a saved page with a nextLink is not the whole collection."""
+    page = {
+        "value": [_listing_job("jc1", "a", http_job())],
+        "nextLink": f"https://management.azure.com/subscriptions/{SUB}/resourceGroups/{RG}/providers/"
+        "Microsoft.Scheduler/jobCollections/jc1/jobs?api-version=2016-03-01&$skiptoken=abc",
+    }
+    listing = tmp_path / "page1.json"
+    listing.write_text(json.dumps(page), encoding="utf-8")
+    planned = cli("import", str(listing), "--dry-run", "--offline", "-o", "json")
+    assert planned.code == 0, planned.err
+    assert planned.json()["warnings"] == [
+        f"{listing} is one page of a longer listing: its nextLink names more, which are not in the file "
+        "(save every page and join their 'value' arrays into one JSON list)"
+    ]
+    whole = tmp_path / "all.json"
+    whole.write_text(json.dumps(page["value"]), encoding="utf-8")
+    assert cli("import", str(whole), "--dry-run", "--offline", "-o", "json").json()["warnings"] == []
