@@ -20,7 +20,7 @@ from scheduler_core.auth.entra import (
     WrongAudienceError,
     parse_entra,
 )
-from scheduler_core.auth.gate import Gate, MissingCredentialsError, build_gate
+from scheduler_core.auth.gate import Gate, GateSettings, MissingCredentialsError, build_gate, gate_from_settings
 from scheduler_core.auth.keys import (
     KEY_PREFIX,
     ApiKey,
@@ -49,6 +49,7 @@ __all__ = [
     "EntraConfig",
     "ExpiredTokenError",
     "Gate",
+    "GateSettings",
     "Grant",
     "InvalidTokenError",
     "MissingCredentialsError",
@@ -63,6 +64,7 @@ __all__ = [
     "authenticate",
     "build_gate",
     "find_key",
+    "gate_from_settings",
     "generate_key",
     "hash_entry",
     "operation_for",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler_core.auth.entra import (
     DEFAULT_AUTHORITY,
@@ -207,3 +207,30 @@ def build_gate(
         )
     validator = TokenValidator(config, signing_keys(config)) if config is not None else None
     return Gate(keys, validator, assignments)
+
+
+class GateSettings(Protocol):
+    """The settings a gate is built from (``scheduler_core.settings.Settings`` has them)."""
+
+    @property
+    def api_keys(self) -> str: ...
+    @property
+    def entra_authority_host(self) -> str: ...
+    @property
+    def entra_tenant_id(self) -> str: ...
+    @property
+    def entra_audiences(self) -> str: ...
+    @property
+    def role_assignments(self) -> str: ...
+
+
+def gate_from_settings(config: GateSettings, signing_keys: KeysFactory = SigningKeys) -> Gate:
+    """:func:`build_gate` from the parsed settings (the composition root and the local host call it)."""
+    return build_gate(
+        config.api_keys,
+        authority=config.entra_authority_host,
+        tenant=config.entra_tenant_id,
+        audiences=config.entra_audiences,
+        role_assignments=config.role_assignments,
+        signing_keys=signing_keys,
+    )
