@@ -146,7 +146,8 @@ class DueIndex(Protocol):
 
 
 class History(Protocol):
-    """History entries, by job, newest first."""
+    """History entries, by job, newest first: those written here and those written with a claim's
+    completion (:meth:`Claims.record`)."""
 
     def add(self, job: JobRef, record: HistoryEntry) -> None:
         """Write an entry (writing the same entry again leaves one)."""
@@ -157,11 +158,12 @@ class History(Protocol):
         ...
 
     def list(self, job: JobRef) -> Iterator[HistoryEntry]:
-        """The job's entries, newest first."""
+        """The job's entries, newest first (by row key; one entry per row key)."""
         ...
 
     def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
-        """Delete entries that started before ``older_than`` and all but the newest ``keep``; how many."""
+        """Delete entries that started before ``older_than`` and all but the newest ``keep``; how many. An
+        entry written with a claim leaves the claim behind (done), so a late delivery is still dropped."""
         ...
 
     def delete_all(self, job: JobRef) -> None: ...
@@ -185,16 +187,26 @@ class Claims(Protocol):
         """Mark the attempt done (idempotent)."""
         ...
 
+    def record(self, claim: Claim, job: JobRef, entry: HistoryEntry, now: datetime) -> None:
+        """Mark the attempt done and write its history entry, as one write where the store allows it: the
+        entry is then listed, trimmed and deleted with the job's history (:class:`History`) as any other.
+        Idempotent (a retry after a lost answer leaves one entry). When the claim is no longer this
+        holder's (its lease ended and another worker took it over), the entry is written all the same,
+        next to the new holder's, and the claim is left to its holder."""
+        ...
+
     def release(self, claim: Claim) -> None:
         """Give a claim back if it is still this holder's version (the attempt did not run)."""
         ...
 
     def delete_older_than(self, partition: str, before: datetime) -> int:
-        """Delete a job's claims whose occurrence is before ``before``; how many."""
+        """Delete a job's claims whose occurrence is before ``before``; how many. History entries written
+        with them (:meth:`record`) stay in the job's history."""
         ...
 
     def delete_all(self, partition: str) -> None:
-        """Delete every claim of one job (the job is being removed)."""
+        """Delete every claim of one job (the job is being removed); its history stays (see
+        :meth:`delete_older_than`)."""
         ...
 
 

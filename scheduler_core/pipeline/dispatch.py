@@ -157,7 +157,7 @@ class Dispatcher:
         report = ScanReport(shard)
         horizon = format_due(now + self.lookahead)
         rows = list(self.stores.due.due_before(shard, horizon))
-        jobs = self._jobs_of(rows)
+        jobs = self._jobs_of(rows, now)
         for row in rows:
             try:
                 self._dispatch_row(row, now, report, jobs.get((row.job_partition, row.job_row)))
@@ -171,11 +171,12 @@ class Dispatcher:
         )
         return report
 
-    def _jobs_of(self, rows: list[DueEntry]) -> dict[tuple[str, str], Job]:
-        """The jobs the rows name, read a partition (collection) at a time."""
+    def _jobs_of(self, rows: list[DueEntry], now: datetime) -> dict[tuple[str, str], Job]:
+        """The jobs the rows name, read a partition (collection) at a time (a watch entry's job only when
+        the entry is due: it is looked at then)."""
         wanted: dict[str, set[str]] = {}
         for row in rows:
-            if row.kind != WATCH:  # a watch row reads its job only when its attempt is not done
+            if row.kind != WATCH or row.due <= now:
                 wanted.setdefault(row.job_partition, set()).add(row.job_row)
         jobs: dict[tuple[str, str], Job] = {}
         for partition, keys in wanted.items():
@@ -209,7 +210,7 @@ class Dispatcher:
     def _dispatch_row(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
         if row.kind == WATCH:
-            look = self.watchdog.check(row, now)
+            look = self.watchdog.check(row, now, job)
             if look is not None:
                 report.moves.append((row.row_key, look.again))
                 report.rescued += look.rescued

@@ -10,12 +10,18 @@ A job whose last occurrence completes ends ``Completed``; one whose last occurre
 Delivery: each attempt has one execution id (:meth:`ExecutionMessage.stable_execution_id`), the same on
 every delivery. Its action runs at least once, and more than once only when a worker or storage dies
 mid-call: a worker that takes over an expired claim records the lost holder's attempt in history ("worker
-lost; the call may have been delivered") next to its own run. The writes after the action (history,
-follow-up messages, counters, claim) retry through a storage outage of a minute
-(:mod:`scheduler_core.pipeline.durable`) and are idempotent: the history row's key is fixed by the claim
-(its holder and claim time) and the execution id; the counters write records the attempt in the job in
-the same ETag-guarded write (:mod:`scheduler_core.pipeline.counters`), so a retried or repeated counters
-write never counts an attempt twice.
+lost; the call may have been delivered") next to its own run. The writes after the action (follow-up
+messages, counters, then the history entry with the claim's completion) retry through a storage outage of
+a minute (:mod:`scheduler_core.pipeline.durable`) and are idempotent: the history entry's key is fixed by
+the claim (its holder and claim time) and the execution id; the counters write records the attempt in the
+job in the same ETag-guarded write (:mod:`scheduler_core.pipeline.counters`), so a retried or repeated
+counters write never counts an attempt twice.
+
+Storage operations of an attempt that succeeds: the job read, the claim (an insert), the counters (one
+ETag-guarded write over the job as read) and the history entry written into the claim's row as it is
+completed (one merge, :meth:`~scheduler_core.ports.Claims.record`): four, besides the queue's receive and
+delete. Its watch entry costs nothing more when the scan finds the attempt counted in the job it reads
+anyway (:mod:`scheduler_core.pipeline.watchdog`).
 """
 
 from __future__ import annotations
@@ -195,7 +201,9 @@ class Executor:
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
         if result.lost is not None:
             if message.attempt_key in job.counted:
-                # The lost holder ran the attempt and recorded it; only its claim was left open.
+                # The lost holder ran the attempt, sent what follows and counted it; only its record (which
+                # completes the claim) was left to write: its entry, if it wrote one, is kept.
+                self._record_lost(job, message, execution_id, result.lost, counted=True)
                 durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
                 self._log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
@@ -217,11 +225,12 @@ class Executor:
         # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
         outcome = self.runner.run(action, context) if action is not None else NO_ERROR_ACTION
         ended = self.clock()
-        # From here on the call may have been delivered: every write retries through an outage.
-        record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended)
-        durably("history", lambda: self.stores.history.add(job.ref, record))
+        # From here on the call may have been delivered: every write retries through an outage. What
+        # follows the attempt (messages, counters) goes first; the history entry last, in the same write
+        # that completes the claim, so a done claim always has its entry and everything that follows.
         step, retry_at = self._follow_up(job, message, outcome, job_action, ended)
-        durably("claim completion", lambda: self.claims.complete(claim, ended))
+        record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended)
+        durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
         done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
         policy = job_action.retry_policy
         reporting.attempt_ran(
@@ -232,8 +241,16 @@ class Executor:
     def _log_skip(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> None:
         reporting.attempt_skipped(job, message, action_of(job, message), outcome.value, why)
 
-    def _record_lost(self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt) -> None:
-        """Record the attempt of a holder that died mid-call, unless it recorded it itself before dying."""
+    def _record_lost(
+        self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt, counted: bool = False
+    ) -> None:
+        """Record the attempt of a holder that died mid-call, unless it recorded it itself before dying
+        (``counted``: it died after counting the attempt, before recording its outcome)."""
+        why = (
+            "ran it and counted it, then stopped before recording its outcome"
+            if counted
+            else ("stopped before recording it; run again")
+        )
         record = HistoryEntry(
             execution_id=execution_id,
             row_key=history_row_key(lost.claimed_at, execution_id),  # the row the lost holder would have written
@@ -242,7 +259,7 @@ class Executor:
             expected_execution_time=message.occurrence_time,
             action_name=ActionName.MAIN if message.action == "main" else ActionName.ERROR,
             status=HistoryStatus.FAILED,
-            message=f"{WORKER_LOST} (worker {lost.worker} stopped before recording it; run again)",
+            message=f"{WORKER_LOST} (worker {lost.worker} {why})",
             retry_count=message.attempt,
             repeat_count=repeat_of(job, message),
         )

@@ -3,10 +3,13 @@ claim's lease, not after the queue's 10-minute processing lease.
 
 With each attempt it sends, a scan writes a *watch entry* (kind ``watch``, carrying the message) in the
 same shard batch that moves the fired entry, due when the attempt's claim lease would end (occurrence +
-lease + :data:`WATCH_GRACE`). A scan that finds a watch entry due asks :meth:`Watchdog.check`, which reads
-the attempt's claim (one point read per attempt, the watchdog's whole cost on the happy path):
+lease + :data:`WATCH_GRACE`). A scan that finds a watch entry due reads its job with the jobs of its other
+entries (a collection at a time) and asks :meth:`Watchdog.check`:
 
-- the claim is done, or the attempt would not run any more (job gone, changed or disabled): drop the entry;
+- the job counted the attempt (its ``counted`` list names it: the executor counts an attempt after sending
+  what follows it): drop the entry, with no read of its own (the happy path);
+- otherwise the attempt's claim is read (one point read): done, or the attempt would not run any more (job
+  gone, changed or disabled): drop the entry;
 - the claim's lease is live: look again at its end;
 - the claim is ``Running`` past its lease (its worker died mid-call): send the same message again at once
   (so the same execution id) and watch the re-run;
@@ -78,17 +81,19 @@ class Watchdog:
         """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write."""
         self.stores.due.put(self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due))
 
-    def check(self, row: DueEntry, now: datetime) -> Look | None:
-        """Look at a watch entry (see the module's rules); None: not due yet, leave it."""
+    def check(self, row: DueEntry, now: datetime, job: Job | None) -> Look | None:
+        """Look at a watch entry (see the module's rules); None: not due yet, leave it. ``job`` is the
+        entry's job as the scan read it (None: gone)."""
         if row.due > now or row.message is None:
             return None  # not yet: the entry is inside the lookahead window only
         message = ExecutionMessage.from_json(row.message)
+        if job is not None and message.attempt_key in job.counted:
+            return Look(None)  # ran and counted: what follows it was sent before it was counted
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
         claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause)
         state = self.claims.state(identity, claim_row)
         if state is not None and state.done:
             return Look(None)
-        job = self.stores.jobs.get_by_keys(row.job_partition, row.job_row)
         if job is None or (
             message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):

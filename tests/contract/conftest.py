@@ -49,12 +49,15 @@ def azurite_backend(request: pytest.FixtureRequest) -> Backend:
     from scheduler_core.adapters.azure.provision import provision
     from scheduler_core.adapters.azure.tables import table_stores
     from scheduler_core.settings import Settings
-    from scheduler_core.storage.names import CLAIMS_TABLE
+    from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
 
     settings: Settings = request.getfixturevalue("storage_env")  # tables of this test's own (unique prefix)
     provision(settings)
     tables = table_service(settings)
-    claims = TableClaims(tables.get_table_client(settings.table_name(CLAIMS_TABLE)))
+    claims = TableClaims(
+        tables.get_table_client(settings.table_name(CLAIMS_TABLE)),
+        tables.get_table_client(settings.table_name(HISTORY_TABLE)),
+    )
     return Backend("azurite", table_stores(tables, settings), claims, utcnow, timedelta(seconds=2))
 
 

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
-from scheduler_core.model import ClaimOutcome, ClaimResult, ClaimState, LostAttempt, claim_key
+from scheduler_core.model import ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt, claim_key
 from scheduler_core.ports import Claims
-from tests.contract.records import JOB, T0
+from tests.contract.conftest import Backend
+from tests.contract.records import JOB, T0, history_entry
 
 PARTITION = JOB.identity
 ROW = claim_key(T0, "main", 0, "schedule")
@@ -137,3 +139,87 @@ def test_completing_an_attempt_nobody_claimed_marks_it_done(claims: Claims) -> N
     claims.complete(first.claim, T0)
     assert claims.state(PARTITION, ROW) == ClaimState(done=True, lease_until=None)
     assert claims.claim(PARTITION, ROW, "w2", T0, LEASE).outcome is ClaimOutcome.DONE
+
+
+# ------------------------------------------------------------------------------ completion with its entry
+
+
+def entry_of(claimed: ClaimResult, execution_id: str = "exec-1", **changes: object) -> HistoryEntry:
+    """The history entry of a claimed attempt (keyed by its claim time, as the executor keys it)."""
+    assert claimed.claim is not None
+    return history_entry(claimed.claim.claimed_at, execution_id, **changes)
+
+
+def test_a_recorded_attempt_is_done_and_its_entry_is_in_the_jobs_history(backend: Backend) -> None:
+    claims, history = backend.claims, backend.stores.history
+    claimed = claims.claim(PARTITION, ROW, "w1", T0, LEASE, token="t1")
+    assert claimed.claim is not None
+    entry = entry_of(claimed)
+    older = history_entry(T0 - timedelta(hours=1), "exec-0")
+    history.add(JOB, older)  # an entry written the other way (as rows written before this were)
+
+    claims.record(claimed.claim, JOB, entry, T0 + timedelta(seconds=3))
+    claims.record(claimed.claim, JOB, entry, T0 + timedelta(seconds=4))  # a retry after a lost answer
+
+    state = claims.state(PARTITION, ROW)
+    assert state is not None and state.done
+    assert list(history.list(JOB)) == [entry, older]
+    assert claims.claim(PARTITION, ROW, "w2", T0 + LEASE * 10, LEASE).outcome is ClaimOutcome.DONE
+    assert history.add_if_absent(JOB, replace(older, message="again")) is False
+
+
+def test_an_entry_recorded_by_a_holder_whose_claim_was_taken_over_is_kept_next_to_the_new_holders(
+    backend: Backend,
+) -> None:
+    claims, history = backend.claims, backend.stores.history
+    slow = claims.claim(PARTITION, ROW, "slow", T0, LEASE, token="t1")
+    later = T0 + LEASE + timedelta(seconds=1)
+    taker = claims.claim(PARTITION, ROW, "taker", later, LEASE, token="t2")
+    assert slow.claim is not None and taker.claim is not None and taker.lost is not None
+
+    claims.record(slow.claim, JOB, entry_of(slow, message="slow one"), later + timedelta(seconds=1))
+
+    assert claims.state(PARTITION, ROW) == ClaimState(done=False, lease_until=later + LEASE)  # still the taker's
+    claims.record(taker.claim, JOB, entry_of(taker, message="taker"), later + timedelta(seconds=2))
+    state = claims.state(PARTITION, ROW)
+    assert state is not None and state.done
+    assert [e.message for e in history.list(JOB)] == ["taker", "slow one"]  # newest claim first
+
+
+def test_entries_recorded_with_claims_are_trimmed_and_deleted_with_the_history_and_their_claims_stay_done(
+    backend: Backend,
+) -> None:
+    claims, history = backend.claims, backend.stores.history
+    rows = []
+    for minute in range(4):
+        row = claim_key(T0 + timedelta(minutes=minute), "main", 0, "schedule")
+        claimed = claims.claim(PARTITION, row, "w", T0 + timedelta(minutes=minute), LEASE)
+        assert claimed.claim is not None
+        claims.record(claimed.claim, JOB, entry_of(claimed, f"exec-{minute}"), T0 + timedelta(minutes=minute))
+        rows.append(row)
+    history.add(JOB, history_entry(T0 - timedelta(minutes=1), "exec-old"))
+
+    assert history.trim(JOB, T0 - timedelta(days=1), keep=2) == 3
+    assert [e.execution_id for e in history.list(JOB)] == ["exec-3", "exec-2"]
+    for row in rows:  # a late delivery of any of them is still dropped
+        assert claims.claim(PARTITION, row, "late", T0 + LEASE * 10, LEASE).outcome is ClaimOutcome.DONE
+
+    history.delete_all(JOB)
+    assert list(history.list(JOB)) == []
+    assert all((claims.state(PARTITION, row) or ClaimState(False, None)).done for row in rows)
+
+
+def test_entries_recorded_with_claims_outlive_the_claims(backend: Backend) -> None:
+    claims, history = backend.claims, backend.stores.history
+    entries = []
+    for minute in range(3):
+        row = claim_key(T0 + timedelta(minutes=minute), "main", 0, "schedule")
+        claimed = claims.claim(PARTITION, row, "w", T0 + timedelta(minutes=minute), LEASE)
+        assert claimed.claim is not None
+        entries.append(entry_of(claimed, f"exec-{minute}"))
+        claims.record(claimed.claim, JOB, entries[-1], T0 + timedelta(minutes=minute))
+
+    assert claims.delete_older_than(PARTITION, T0 + timedelta(minutes=2)) == 2
+    assert claims.state(PARTITION, claim_key(T0, "main", 0, "schedule")) is None
+    claims.delete_all(PARTITION)
+    assert list(history.list(JOB)) == entries[::-1]

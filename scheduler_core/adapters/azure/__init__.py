@@ -11,7 +11,7 @@ from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import table_stores
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
-from scheduler_core.storage.names import CLAIMS_TABLE
+from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
 
 __all__ = ["AzureStorage", "connect"]
 
@@ -31,7 +31,10 @@ def connect(config: Settings) -> AzureStorage:
     tables = table_service(config)
     return AzureStorage(
         stores=table_stores(tables, config),
-        claims=TableClaims(tables.get_table_client(config.table_name(CLAIMS_TABLE))),
+        claims=TableClaims(
+            tables.get_table_client(config.table_name(CLAIMS_TABLE)),
+            tables.get_table_client(config.table_name(HISTORY_TABLE)),
+        ),
         scans=MessageQueue(queue_client(config, config.scan_queue)),
         executions=MessageQueue(queue_client(config, config.execution_queue)),
     )

@@ -1,6 +1,12 @@
 """Execution claims in Table Storage (the :class:`~scheduler_core.ports.Claims` port): one row per attempt,
 PartitionKey = the job's identity, RowKey = :func:`~scheduler_core.model.claim_key`. The lease rule is
-:mod:`scheduler_core.model.claim`'s."""
+:mod:`scheduler_core.model.claim`'s.
+
+A claim completed by :meth:`TableClaims.record` holds the attempt's history entry too (the properties of a
+``JobHistory`` row, and ``HistoryKey``, its row key there): one write instead of a history row and a claim
+update. :class:`~scheduler_core.adapters.azure.tables.TableHistory` lists such rows with the job's history
+rows. Rows written before this (history in ``JobHistory``, claims without an entry) read as before.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +20,23 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableClient, UpdateMode
 
 from scheduler_core.adapters.azure.errors import translated
-from scheduler_core.adapters.azure.tables import _aware, delete_rows
-from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, LostAttempt
-from scheduler_core.storage.keys import format_due
+from scheduler_core.adapters.azure.tables import (
+    HISTORY_KEY,
+    HISTORY_PROPERTIES,
+    MAX_BATCH,
+    TableHistory,
+    _aware,
+    delete_rows,
+)
+from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt
+from scheduler_core.storage.keys import JobRef, format_due
 
 
 @translated
 class TableClaims:
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: TableClient, history: TableClient) -> None:
         self.table = table
+        self.history = history  # JobHistory: where an entry goes whose claim another worker took over
 
     def claim(
         self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None
@@ -82,6 +96,37 @@ class TableClaims:
             mode=UpdateMode.MERGE,
         )
 
+    def record(self, claim: Claim, job: JobRef, entry: HistoryEntry, now: datetime) -> None:
+        """Mark the attempt done with its history entry in the claim's row: one merge, guarded by the claim's
+        ETag so that it never lands on a claim another worker took over. When the guard fails, the row is
+        read: already this entry's (a retry whose first try landed) is fine; another holder's means this
+        holder's lease ended, and its entry goes to ``JobHistory`` next to the new holder's."""
+        history = TableHistory.entity(job, entry)
+        properties = {k: v for k, v in history.items() if k not in ("PartitionKey", "RowKey")}
+        row = {
+            "PartitionKey": claim.partition,
+            "RowKey": claim.row,
+            **properties,
+            HISTORY_KEY: entry.row_key,
+            "State": "Done",
+            "CompletedAt": now,
+        }
+        try:
+            self.table.update_entity(
+                row, mode=UpdateMode.MERGE, etag=claim.etag, match_condition=MatchConditions.IfNotModified
+            )
+            return
+        except (ResourceModifiedError, ResourceNotFoundError):
+            pass
+        try:
+            current = self.table.get_entity(claim.partition, claim.row, select=["State", HISTORY_KEY])
+        except ResourceNotFoundError:  # the job's claims were deleted meanwhile: done, with this entry
+            self.table.upsert_entity(row, mode=UpdateMode.MERGE)
+            return
+        if current.get(HISTORY_KEY) == entry.row_key:
+            return  # this entry landed (the answer to the first try was lost)
+        self.history.upsert_entity(history)  # another holder's claim now: the entry goes next to its own
+
     def release(self, claim: Claim) -> None:
         """Give a claim back (the attempt did not run), so a redelivery may take it at once."""
         with contextlib.suppress(ResourceModifiedError, ResourceNotFoundError):
@@ -92,18 +137,24 @@ class TableClaims:
     def delete_older_than(self, partition: str, before: datetime) -> int:
         """Delete the claims of one job whose occurrence is before ``before`` (batched). Returns how many."""
         rows = self.table.query_entities(
-            "PartitionKey eq @p and RowKey lt @b",
-            parameters={"p": partition, "b": format_due(before)},
-            select=["RowKey"],
+            "PartitionKey eq @p and RowKey lt @b", parameters={"p": partition, "b": format_due(before)}
         )
-        keys = [row["RowKey"] for row in rows]
-        delete_rows(self.table, partition, keys)
-        return len(keys)
+        return self._delete(partition, list(rows))
 
     def delete_all(self, partition: str) -> None:
         """Delete every claim of one job (the job is being removed)."""
-        keys = [
-            row["RowKey"]
-            for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": partition}, select=["RowKey"])
+        self._delete(partition, list(self.table.query_entities("PartitionKey eq @p", parameters={"p": partition})))
+
+    def _delete(self, partition: str, rows: list[Any]) -> int:
+        """Delete claim rows; the history entries some hold are written to ``JobHistory`` first (batched), so
+        the job's history keeps them."""
+        entries = [
+            {"PartitionKey": partition, "RowKey": row[HISTORY_KEY]}
+            | {name: row[name] for name in HISTORY_PROPERTIES if name in row}
+            for row in rows
+            if row.get(HISTORY_KEY)
         ]
-        delete_rows(self.table, partition, keys)
+        for start in range(0, len(entries), MAX_BATCH):
+            self.history.submit_transaction([("upsert", entry) for entry in entries[start : start + MAX_BATCH]])
+        delete_rows(self.table, partition, [str(row["RowKey"]) for row in rows])
+        return len(rows)

@@ -46,7 +46,13 @@ from scheduler_core.model import (
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
-from scheduler_core.storage.names import COLLECTIONS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
+from scheduler_core.storage.names import (
+    CLAIMS_TABLE,
+    COLLECTIONS_TABLE,
+    DUE_INDEX_TABLE,
+    HISTORY_TABLE,
+    JOBS_TABLE,
+)
 
 #: Version of the persisted job and collection entities (bumped when their shape changes).
 SCHEMA_VERSION = 1
@@ -417,20 +423,43 @@ class TableDueIndex:
 
 # ------------------------------------------------------------------------------------------------- history
 
+#: The property of an execution claim's row that holds the row key of the history entry written with it
+#: (:meth:`~scheduler_core.adapters.azure.claims.TableClaims.record`).
+HISTORY_KEY = "HistoryKey"
+#: The properties of a history entry, in a ``JobHistory`` row and in a claim's row that holds one.
+HISTORY_PROPERTIES = (
+    "ExecutionId",
+    "StartTime",
+    "EndTime",
+    "ExpectedExecutionTime",
+    "ActionName",
+    "Status",
+    "Message",
+    "RetryCount",
+    "RepeatCount",
+)
+#: The properties of a claim (what is left of a claim's row when its history entry is trimmed).
+CLAIM_PROPERTIES = ("State", "Worker", "Token", "LeaseUntil", "ClaimedAt", "CompletedAt")
+
 
 @translated
 class TableHistory:
-    """``JobHistory``: PartitionKey = job identity, RowKey = inverted start time | execution id."""
+    """``JobHistory``: PartitionKey = job identity, RowKey = inverted start time | execution id; and the
+    entries written with their claims in ``Executions`` (same partition, the entry's row key in
+    ``HistoryKey``): both are the job's history, listed together in row-key order (newest first)."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: TableClient, claims: TableClient | None = None) -> None:
         self.table = table
+        self.claims = claims
 
     def add(self, job: JobRef, record: HistoryEntry) -> None:
         """Write a history row (an upsert: writing the same record again leaves one row)."""
         self.table.upsert_entity(self.entity(job, record))
 
     def add_if_absent(self, job: JobRef, record: HistoryEntry) -> bool:
-        """Write a history row unless a row with its key exists (which is kept). Returns whether it wrote."""
+        """Write a history row unless a row with its key exists (which is kept). Returns whether it wrote.
+        (Only ``JobHistory`` is looked at: an entry written with its claim completed that claim, and a
+        completed claim is never taken over, so no holder's entry written there is written again here.)"""
         try:
             self.table.create_entity(self.entity(job, record))
         except ResourceExistsError:
@@ -457,35 +486,58 @@ class TableHistory:
             entity["ExpectedExecutionTime"] = record.expected_execution_time
         return entity
 
+    @staticmethod
+    def _record(row: Any, key: str) -> HistoryEntry:
+        return HistoryEntry(
+            execution_id=row["ExecutionId"],
+            row_key=key,
+            start_time=_aware(row["StartTime"]) or datetime.now(UTC),
+            end_time=_aware(row.get("EndTime")),
+            expected_execution_time=_aware(row.get("ExpectedExecutionTime")),
+            action_name=ActionName(row["ActionName"]),
+            status=HistoryStatus(row["Status"]),
+            message=row.get("Message", ""),
+            retry_count=int(row.get("RetryCount", 0)),
+            repeat_count=int(row.get("RepeatCount", 0)),
+        )
+
+    def _claim_rows(self, job: JobRef, select: list[str] | None = None) -> list[Any]:
+        """The rows of the job's claims that hold a history entry (history keys start with a digit)."""
+        if self.claims is None:
+            return []
+        rows = self.claims.query_entities(
+            f"PartitionKey eq @p and {HISTORY_KEY} ge @lo", parameters={"p": job.identity, "lo": "0"}, select=select
+        )
+        return [row for row in rows if row.get(HISTORY_KEY)]
+
     def list(self, job: JobRef) -> Iterator[HistoryEntry]:
-        """Newest first."""
+        """Newest first: the ``JobHistory`` rows and the entries held by claims, merged by row key."""
+        entries: dict[str, HistoryEntry] = {}
+        for row in self._claim_rows(job):
+            entries[row[HISTORY_KEY]] = self._record(row, row[HISTORY_KEY])
         for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": job.identity}):
-            yield HistoryEntry(
-                execution_id=row["ExecutionId"],
-                row_key=row["RowKey"],
-                start_time=_aware(row["StartTime"]) or datetime.now(UTC),
-                end_time=_aware(row.get("EndTime")),
-                expected_execution_time=_aware(row.get("ExpectedExecutionTime")),
-                action_name=ActionName(row["ActionName"]),
-                status=HistoryStatus(row["Status"]),
-                message=row.get("Message", ""),
-                retry_count=int(row.get("RetryCount", 0)),
-                repeat_count=int(row.get("RepeatCount", 0)),
-            )
+            entries.setdefault(row["RowKey"], self._record(row, row["RowKey"]))
+        for key in sorted(entries):
+            yield entries[key]
 
     def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
-        """Delete rows older than ``older_than`` and all but the newest ``keep``. Returns how many."""
-        rows = list(
-            self.table.query_entities(
-                "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey", "StartTime"]
-            )
-        )
+        """Delete entries older than ``older_than`` and all but the newest ``keep``. Returns how many. An
+        entry held by a claim is taken off the claim's row, which stays (done) until the claims are trimmed."""
+        found: dict[str, tuple[datetime, str | None]] = {}  # row key -> (start, the claim row holding it)
+        for row in self._claim_rows(job, select=["RowKey", HISTORY_KEY, "StartTime"]):
+            found[row[HISTORY_KEY]] = (_aware(row.get("StartTime")) or older_than, str(row["RowKey"]))
+        for row in self.table.query_entities(
+            "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey", "StartTime"]
+        ):
+            found.setdefault(row["RowKey"], (_aware(row.get("StartTime")) or older_than, None))
         doomed = [
-            row["RowKey"]
-            for index, row in enumerate(rows)  # newest first (inverted time keys)
-            if index >= keep or (_aware(row.get("StartTime")) or older_than) < older_than
+            key
+            for index, key in enumerate(sorted(found))  # newest first (inverted time keys)
+            if index >= keep or found[key][0] < older_than
         ]
-        delete_rows(self.table, job.identity, doomed)
+        in_history = [key for key in doomed if found[key][1] is None]
+        in_claims = [claim for key in doomed if (claim := found[key][1]) is not None]
+        self._forget(job, in_history, in_claims)
         return len(doomed)
 
     def delete_all(self, job: JobRef) -> None:
@@ -495,7 +547,39 @@ class TableHistory:
                 "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey"]
             )
         ]
-        delete_rows(self.table, job.identity, keys)
+        claims = [str(row["RowKey"]) for row in self._claim_rows(job, select=["RowKey", HISTORY_KEY])]
+        self._forget(job, keys, claims)
+
+    def _forget(self, job: JobRef, history_keys: builtins.list[str], claim_rows: builtins.list[str]) -> None:
+        """Delete ``JobHistory`` rows, and take the entries off claim rows (their claims stay: a late
+        delivery of a done attempt is still dropped)."""
+        delete_rows(self.table, job.identity, history_keys)
+        if not claim_rows or self.claims is None:
+            return
+        claims = self.claims
+        for start in range(0, len(claim_rows), MAX_BATCH):
+            chunk = claim_rows[start : start + MAX_BATCH]
+            rows = claims.query_entities(
+                "PartitionKey eq @p and RowKey ge @lo and RowKey le @hi",
+                parameters={"p": job.identity, "lo": min(chunk), "hi": max(chunk)},
+                select=["RowKey", *CLAIM_PROPERTIES],
+            )
+            wanted = set(chunk)
+            stripped: builtins.list[tuple[dict[str, Any], dict[str, Any]]] = [
+                (
+                    {"PartitionKey": job.identity, "RowKey": row["RowKey"]}
+                    | {name: row[name] for name in CLAIM_PROPERTIES if name in row},
+                    {"mode": UpdateMode.REPLACE, "etag": _etag(row), "match_condition": MatchConditions.IfNotModified},
+                )
+                for row in rows
+                if row["RowKey"] in wanted
+            ]
+            try:
+                claims.submit_transaction([("update", row, options) for row, options in stripped])
+            except TableTransactionError:  # one changed or went meanwhile: the others one by one
+                for row, options in stripped:
+                    with contextlib.suppress(ResourceNotFoundError, ResourceModifiedError):
+                        claims.update_entity(row, **options)
 
 
 def table_stores(service: TableServiceClient, settings: Settings) -> Stores:
@@ -508,5 +592,5 @@ def table_stores(service: TableServiceClient, settings: Settings) -> Stores:
         collections=TableCollections(table(COLLECTIONS_TABLE)),
         jobs=TableJobs(table(JOBS_TABLE)),
         due=TableDueIndex(table(DUE_INDEX_TABLE)),
-        history=TableHistory(table(HISTORY_TABLE)),
+        history=TableHistory(table(HISTORY_TABLE), table(CLAIMS_TABLE)),
     )

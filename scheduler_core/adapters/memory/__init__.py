@@ -74,13 +74,14 @@ def memory_storage(clock: Clock | None = None) -> MemoryStorage:
     start, 2030-01-01T00:00:00Z). ``written_at`` of due entries, ``modified_at`` of collections and the
     visibility of queued messages are read from it."""
     clock = clock or SimulatedClock()
+    history = MemoryHistory()
     return MemoryStorage(
         clock=clock,
         collections=MemoryCollections(clock),
         jobs=MemoryJobs(),
         due=MemoryDueIndex(clock),
-        history=MemoryHistory(),
-        claims=MemoryClaims(),
+        history=history,
+        claims=MemoryClaims(history),
         scans=MemoryQueue(clock),
         executions=MemoryQueue(clock),
     )

@@ -1,5 +1,9 @@
 """In-memory execution claims (the :class:`~scheduler_core.ports.Claims` port) under the lease rule of
-:mod:`scheduler_core.model.claim`: one claim per (job identity, :func:`~scheduler_core.model.claim_key`)."""
+:mod:`scheduler_core.model.claim`: one claim per (job identity, :func:`~scheduler_core.model.claim_key`).
+
+:meth:`MemoryClaims.record` writes the history entry into the deployment's :class:`MemoryHistory` (through
+its ``add``, so a fault set there is met) and then completes the claim: two steps where the Azure adapter
+makes one write, in the order that leaves no done claim without its entry."""
 
 from __future__ import annotations
 
@@ -8,9 +12,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from scheduler_core.adapters.memory.history import MemoryHistory
 from scheduler_core.adapters.memory.seam import FaultSeam, faultable, new_etag, utc
-from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, LostAttempt
-from scheduler_core.storage.keys import format_due
+from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt
+from scheduler_core.storage.keys import JobRef, format_due
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,11 @@ class MemoryClaims(FaultSeam):
     """Claims by (partition, row). Each call is applied whole under the store's lock, so of two workers
     taking over one expired claim exactly one wins (the other finds the winner's live lease: busy)."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: MemoryHistory | None = None) -> None:
         super().__init__()
         self._rows: dict[str, dict[str, _ClaimRow]] = {}
         self._lock = threading.RLock()
+        self.history = history if history is not None else MemoryHistory()
 
     @faultable
     def claim(
@@ -76,6 +82,15 @@ class MemoryClaims(FaultSeam):
                 current.claimed_at,
                 utc(now),
             )
+
+    @faultable
+    def record(self, claim: Claim, job: JobRef, entry: HistoryEntry, now: datetime) -> None:
+        self.history.add(job, entry)
+        with self._lock:
+            current = self._rows.get(claim.partition, {}).get(claim.row)
+            taken_over = current is not None and current.etag != claim.etag and not current.done
+        if not taken_over:  # a claim another worker took over stays that worker's to complete
+            self.complete(claim, now)
 
     @faultable
     def release(self, claim: Claim) -> None:
