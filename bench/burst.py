@@ -58,6 +58,9 @@ from scheduler_core.adapters.azure.provision import provision
 
 JOBS_PER_COLLECTION = 1000  # P20Premium's largest collection
 RECEIVE_BATCH = 32  # the most one Storage queue receive returns
+#: How long the raw consumer holds what it received (the host holds its messages 10 minutes): long enough
+#: that no message comes back to another worker while a batch of 32 is worked through.
+RAW_LEASE_SECONDS = 600
 JC = "subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections"
 
 
@@ -223,6 +226,7 @@ class BurstResult:
     drain_seconds: float
     host_cpu: float
     azurite_cpu: float
+    cpu_window: float  # seconds over which host_cpu and azurite_cpu (fractions of one core) were measured
     log: HostLog
 
 
@@ -307,6 +311,7 @@ def run_burst(args: argparse.Namespace, config: settings.Settings, key: str, azu
         drain,
         host_cpu,
         azurite_cpu,
+        elapsed,
         log,
     )
 
@@ -354,7 +359,11 @@ def raw_consumer(
     def work(w: int) -> None:
         client = clients[w % queues]
         while True:
-            batch = list(client.receive_messages(messages_per_page=RECEIVE_BATCH, max_messages=RECEIVE_BATCH))
+            batch = list(
+                client.receive_messages(
+                    messages_per_page=RECEIVE_BATCH, max_messages=RECEIVE_BATCH, visibility_timeout=RAW_LEASE_SECONDS
+                )
+            )
             if not batch:
                 return
             for message in batch:
@@ -420,10 +429,12 @@ def main() -> None:
     key = auth.generate_key()
     with benchmark_settings(args, key) as (config, azurite):
         burst = run_burst(args, config, key, azurite.pid)
+        report(burst, [], args)  # printed now, and again with the raw consumer's numbers
         raws = [] if args.no_raw else [raw_consumer(config, args.queues, args.jobs, args.workers, azurite.pid)]
         if args.queues > 1 and not args.no_raw:
             raws.append(raw_consumer(config, 1, args.jobs, args.workers, azurite.pid))
-    report(burst, raws, args)
+    if raws:
+        report(burst, raws, args)
 
 
 def report(burst: BurstResult, raws: list[RawResult], args: argparse.Namespace) -> None:
@@ -480,6 +491,8 @@ def report(burst: BurstResult, raws: list[RawResult], args: argparse.Namespace) 
             f"{burst.azurite_cpu:.0%}",
         ]
     ]
+    cpu_ms = burst.host_cpu * burst.cpu_window / fired * 1000 if fired else float("nan")
+    azurite_ms = burst.azurite_cpu * burst.cpu_window / fired * 1000 if fired else float("nan")
     rows += [
         [
             f"raw consumer (receive 32, insert, delete), {r.queues} queue(s)",
@@ -501,6 +514,7 @@ def report(burst: BurstResult, raws: list[RawResult], args: argparse.Namespace) 
         else "not in the log"
     )
     print(f"created {burst.jobs} jobs in {burst.created_seconds:.1f} s; {burst.created_late} after T - lookahead")
+    print(f"CPU per fire while draining: host {cpu_ms:.1f} ms, Azurite {azurite_ms:.1f} ms")
     print(f"last scan of the burst finished {scans} (host log, whole seconds)")
     executions = [ms for durations in log.executions.values() for ms in durations]
     per_function = ", ".join(f"{name}: {len(d)}" for name, d in sorted(log.executions.items()))
