@@ -1,0 +1,381 @@
+"""The capacity model: how many fires per second and jobs one deployment on Azure can take, how late a burst
+runs, and what a million fires cost, from measured operation counts and Azure's documented limits.
+
+    .venv/bin/python -m bench.capacity [--ops-per-fire 4] [--queues 6] [--shards 16] [--accounts 1] ...
+
+Every input is a parameter (:class:`FireCost`, :class:`Limits`, :class:`Deployment`, :class:`Compute`,
+:class:`Prices`); the defaults are the measured numbers and the documented limits and list prices written
+in docs/capacity.md, which explains each. The functions are plain arithmetic (tests/unit/test_capacity_model.py
+checks them on fixed inputs); ``main`` prints the tables of docs/capacity.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, replace
+
+SECONDS_PER_MONTH = 30.4375 * 86400  # an average month (365.25 / 12 days)
+
+
+@dataclass(frozen=True)
+class FireCost:
+    """What one fired occurrence costs in storage requests, and where they land."""
+
+    label: str
+    #: Every table request per fire (reads, queries, inserts, merges, updates, deletes, batches): billed and
+    #: counted against the account's request rate.
+    table_requests: float
+    #: Requests on the execution queues per fire (put, get, delete, update). A get takes up to 32 messages,
+    #: so under load it is a fraction of a request per fire.
+    queue_requests: float
+    #: Other queue requests per fire (the scan queue: a few per shard per minute).
+    other_queue_requests: float
+    #: Entities read or written in the job's due-index shard (one table partition) per fire: the scan's read
+    #: of the row, the move to the next occurrence (delete + insert), the watch row (insert, read, delete).
+    due_entities: float
+    #: Entities read or written in the job's collection partition of the Jobs table per fire.
+    job_entities: float
+    #: Table and queue requests per job created through the API.
+    create_requests: float
+
+    @property
+    def requests(self) -> float:
+        """Every storage request per fire."""
+        return self.table_requests + self.queue_requests + self.other_queue_requests
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Documented Azure limits (Standard general-purpose v2 storage; Functions Flex Consumption)."""
+
+    account_requests_per_s: float = 20_000  # one storage account (scalability target)
+    partition_entities_per_s: float = 2_000  # one table partition
+    queue_messages_per_s: float = 2_000  # one queue (1 KiB messages)
+    #: True: every request on a queue (put, get, delete) counts against its 2,000/s (conservative); False:
+    #: only the messages put (the target's wording: messages per second).
+    queue_limit_counts_requests: bool = True
+    max_instances: int = 1_000  # Flex Consumption: maximumInstanceCount's largest value
+    instance_memory_gb: float = 2.0  # Flex Consumption instance memory (2,048 MB, the default)
+    instance_vcpus: float = 1.0  # CPU of a 2,048 MB instance (assumed: proportional to memory)
+    worker_processes: int = 1  # FUNCTIONS_WORKER_PROCESS_COUNT: Python runs on one core per process
+    per_instance_concurrency: int = 40  # host.json batchSize 16 + newBatchThreshold 24 = threads (40)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The knobs of one deployment."""
+
+    execution_queues: int = 1  # SCHEDULER_EXECUTION_QUEUE_COUNT (K)
+    due_shards: int = 16  # SCHEDULER_DUE_SHARDS (per storage account)
+    storage_accounts: int = 1  # collections sharded across accounts (docs/capacity.md: not built yet)
+
+
+@dataclass(frozen=True)
+class Compute:
+    """What a fire costs an instance: CPU (measured on the local host) and wall time (assumed for Azure)."""
+
+    cpu_ms_per_fire: float
+    wall_ms_per_fire: float = 150.0  # ~8 sequential storage calls of ~10 ms in-region + a 50 ms HTTP target
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """How fast Flex Consumption adds instances to one queue function (assumed; Microsoft gives no rate)."""
+
+    initial_instances_per_function: float = 1.0
+    instances_added_per_second_per_function: float = 1.0
+    #: Seconds between the dispatch tick and the due second of a burst (tick at :45, occurrences at :00).
+    dispatch_lead_s: float = 15.0
+    #: Execution messages the scans send per second (all shards together); infinity: never the bottleneck.
+    dispatch_sends_per_s: float = math.inf
+
+
+@dataclass(frozen=True)
+class Prices:
+    """List prices in USD (parameters: check the pricing pages for your region and redundancy)."""
+
+    table_per_10k_requests: float = 0.00036  # Table Storage transactions
+    queue_per_10k_requests: float = 0.004  # Queue Storage (GPv2, LRS) class 1 and class 2 operations
+    functions_per_gb_s: float = 0.000026  # Flex Consumption on demand, execution time
+    functions_per_million_executions: float = 0.40  # Flex Consumption on demand, executions
+    executions_per_fire: float = 1.0  # one execute_occurrence invocation (scans and ticks amortise to ~0)
+
+
+# ------------------------------------------------------------------------------------------------ ceilings
+
+
+def ceilings(cost: FireCost, limits: Limits, deployment: Deployment, compute: Compute) -> dict[str, float]:
+    """Fires per second that each limit allows the deployment (each on its own)."""
+    queue_per_fire = cost.queue_requests if limits.queue_limit_counts_requests else 1.0
+    per_instance = per_instance_fires_per_s(limits, compute)
+    return {
+        "storage account requests": deployment.storage_accounts * limits.account_requests_per_s / cost.requests,
+        "execution queues": deployment.execution_queues * limits.queue_messages_per_s / queue_per_fire,
+        "due-index shards (partitions)": (
+            deployment.storage_accounts * deployment.due_shards * limits.partition_entities_per_s / cost.due_entities
+        ),
+        "function instances": limits.max_instances * per_instance,
+    }
+
+
+def per_instance_fires_per_s(limits: Limits, compute: Compute) -> float:
+    """Fires per second one instance runs: its CPU (one core per Python worker process) or its concurrency
+    over the wall time of a fire, whichever is less."""
+    cores = min(limits.instance_vcpus, limits.worker_processes)
+    cpu_bound = cores * 1000.0 / compute.cpu_ms_per_fire
+    wall_bound = limits.per_instance_concurrency * 1000.0 / compute.wall_ms_per_fire
+    return min(cpu_bound, wall_bound)
+
+
+def max_fires_per_second(cost: FireCost, limits: Limits, deployment: Deployment, compute: Compute) -> tuple[float, str]:
+    """The deployment's ceiling and the limit that sets it (what breaks first)."""
+    found = ceilings(cost, limits, deployment, compute)
+    name = min(found, key=lambda key: found[key])
+    return found[name], name
+
+
+def per_collection_fires_per_s(cost: FireCost, limits: Limits) -> float:
+    """The most fires per second of one collection's jobs (its Jobs partition)."""
+    return limits.partition_entities_per_s / cost.job_entities
+
+
+def queues_needed(target_fires_per_s: float, cost: FireCost, limits: Limits) -> int:
+    """The fewest execution queues that carry ``target_fires_per_s``."""
+    queue_per_fire = cost.queue_requests if limits.queue_limit_counts_requests else 1.0
+    return max(1, math.ceil(target_fires_per_s * queue_per_fire / limits.queue_messages_per_s))
+
+
+def accounts_needed(target_fires_per_s: float, cost: FireCost, limits: Limits) -> int:
+    """The fewest storage accounts whose request rate carries ``target_fires_per_s``."""
+    return max(1, math.ceil(target_fires_per_s * cost.requests / limits.account_requests_per_s))
+
+
+# ------------------------------------------------------------------------------------------------ jobs
+
+
+def jobs_per_deployment(fires_per_s: float, mean_period_s: float, utilisation: float) -> float:
+    """Jobs that fire every ``mean_period_s`` on average, spread over the period, that the deployment runs
+    at ``utilisation`` of its ceiling."""
+    return fires_per_s * mean_period_s * utilisation
+
+
+def create_rate(cost: FireCost, limits: Limits, deployment: Deployment) -> float:
+    """Jobs created per second (an import), if creating were all the account did."""
+    return deployment.storage_accounts * limits.account_requests_per_s / cost.create_requests
+
+
+# ------------------------------------------------------------------------------------------------ a burst
+
+
+@dataclass(frozen=True)
+class Lateness:
+    p50: float
+    p99: float
+    max: float
+
+
+def burst_lateness(
+    burst: int,
+    ceiling_fires_per_s: float,
+    per_instance: float,
+    limits: Limits,
+    deployment: Deployment,
+    scaling: Scaling,
+    step: float = 0.05,
+) -> Lateness:
+    """Seconds after their due second at which the median, 99th percentile and last of ``burst`` fires due
+    at the same second run. Dispatch sends at ``scaling.dispatch_sends_per_s`` from ``dispatch_lead_s``
+    before the due second (a fire cannot run before its message is sent); executions drain at the ceiling
+    or at what the instances added so far run (each of the K queue functions scales on its own), whichever
+    is less."""
+    if burst <= 0:
+        return Lateness(0.0, 0.0, 0.0)
+    marks = {"p50": math.ceil(0.5 * burst), "p99": math.ceil(0.99 * burst), "max": burst}
+    found: dict[str, float] = {}
+    drained = 0.0
+    t = -scaling.dispatch_lead_s  # time from the due second; scaling starts when messages are visible (t=0)
+    while len(found) < len(marks):
+        t += step
+        sent = min(float(burst), scaling.dispatch_sends_per_s * (t + scaling.dispatch_lead_s))
+        if t > 0:
+            per_function = scaling.initial_instances_per_function + scaling.instances_added_per_second_per_function * t
+            instances = min(float(limits.max_instances), deployment.execution_queues * per_function)
+            rate = min(ceiling_fires_per_s, instances * per_instance)
+            drained = min(sent, drained + rate * step)
+        for name, count in marks.items():
+            if name not in found and drained >= count - 1e-9:
+                found[name] = max(t, 0.0)
+    return Lateness(found["p50"], found["p99"], found["max"])
+
+
+# ------------------------------------------------------------------------------------------------ cost
+
+
+def cost_per_million_fires(cost: FireCost, prices: Prices, limits: Limits, compute: Compute) -> dict[str, float]:
+    """USD per million fires by part. Flex Consumption bills an instance's memory while it executes, shared
+    by the executions running on it at once: a busy instance bills memory / (its fires per second) GB-s
+    per fire."""
+    million = 1_000_000
+    gb_s_per_fire = limits.instance_memory_gb / per_instance_fires_per_s(limits, compute)
+    return {
+        "table requests": million * cost.table_requests * prices.table_per_10k_requests / 10_000,
+        "queue requests": (
+            million * (cost.queue_requests + cost.other_queue_requests) * prices.queue_per_10k_requests / 10_000
+        ),
+        "function executions": prices.executions_per_fire * prices.functions_per_million_executions,
+        "function execution time": million * gb_s_per_fire * prices.functions_per_gb_s,
+    }
+
+
+@dataclass(frozen=True)
+class PeerPrices:
+    """The peers' list prices in USD."""
+
+    eventbridge_per_million: float = 1.00  # EventBridge Scheduler, per million invocations
+    cloud_scheduler_per_job_month: float = 0.10  # Google Cloud Scheduler, per job per month
+    logic_apps_per_action: float = 0.000025  # Logic Apps Consumption, built-in trigger or action execution
+    logic_apps_actions_per_fire: int = 2  # the recurrence trigger and one HTTP action
+
+
+def peer_cost_per_million_fires(peers: PeerPrices, period_s: float) -> dict[str, float]:
+    """USD per million fires of the peers, for jobs firing every ``period_s`` seconds (Cloud Scheduler
+    bills per job, so its cost per fire depends on how often the job fires)."""
+    fires_per_job_month = SECONDS_PER_MONTH / period_s
+    return {
+        "EventBridge Scheduler": peers.eventbridge_per_million,
+        "Cloud Scheduler": peers.cloud_scheduler_per_job_month / fires_per_job_month * 1_000_000,
+        "Logic Apps (Consumption) recurrence": peers.logic_apps_per_action * peers.logic_apps_actions_per_fire * 1e6,
+    }
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+
+#: Execution-queue requests per fire under load: one put, one delete, and a share of a get that returns
+#: up to 16 messages (host.json batchSize). Retries and error actions add a put and a delete each.
+QUEUE_REQUESTS_UNDER_LOAD = 1.0 + 1.0 + 1.0 / 16
+
+#: Measured on main before issue 15 (the issue's count at Azurite, 50 every-minute jobs, steady state, idle
+#: polling subtracted): 8.4 requests per fire. Of those, the execution queue's share under load
+#: (:data:`QUEUE_REQUESTS_UNDER_LOAD`, plus 0.3 puts of watchdog re-sends and retries) and the rest table
+#: requests (2 job reads, 2 merges, 1 update, 1 history insert, 0.6 queries, 0.3 batches per fire).
+MEASURED_BEFORE = FireCost(
+    label="main before issue 15 (8.4 requests/fire, measured)",
+    table_requests=8.4 - 0.02 - (QUEUE_REQUESTS_UNDER_LOAD + 0.3),
+    queue_requests=QUEUE_REQUESTS_UNDER_LOAD + 0.3,
+    other_queue_requests=0.02,
+    due_entities=6.0,
+    job_entities=3.0,
+    create_requests=5.0,
+)
+#: The issue's goal for steady state, 4 requests per fire (claim and history one entity, counters merged
+#: without a read, the job reload avoided, index advances batched: helper B's work, counted by
+#: bench/opcount.py): the execution queue's share and 1.92 table requests.
+GOAL = FireCost(
+    label="goal of issue 15 (4 requests/fire)",
+    table_requests=4.0 - 0.02 - QUEUE_REQUESTS_UNDER_LOAD,
+    queue_requests=QUEUE_REQUESTS_UNDER_LOAD,
+    other_queue_requests=0.02,
+    due_entities=6.0,
+    job_entities=2.0,
+    create_requests=4.0,
+)
+
+
+def scenario_rows(
+    costs: list[FireCost], deployment: Deployment, limits: Limits, compute: Compute
+) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for cost in costs:
+        found = ceilings(cost, limits, deployment, compute)
+        top, name = max_fires_per_second(cost, limits, deployment, compute)
+        rows.append(
+            [
+                cost.label,
+                f"{cost.requests:.2f}",
+                f"K={deployment.execution_queues}, S={deployment.due_shards}, accounts={deployment.storage_accounts}",
+                *(f"{value:,.0f}" for value in found.values()),
+                f"**{top:,.0f}** ({name})",
+            ]
+        )
+    return rows
+
+
+def main() -> None:
+    from bench.common import table
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ops-per-fire", type=float, help="measured requests per fire (replaces the table share)")
+    parser.add_argument("--cpu-ms-per-fire", type=float, default=9.0, help="host CPU per fire (bench/burst.py)")
+    parser.add_argument("--wall-ms-per-fire", type=float, default=150.0)
+    parser.add_argument("--queues", type=int, default=6, help="SCHEDULER_EXECUTION_QUEUE_COUNT")
+    parser.add_argument("--shards", type=int, default=16, help="SCHEDULER_DUE_SHARDS")
+    parser.add_argument("--accounts", type=int, default=1, help="storage accounts")
+    parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
+    parser.add_argument("--period", type=float, default=3600.0, help="mean seconds between a job's fires")
+    parser.add_argument("--utilisation", type=float, default=0.5)
+    args = parser.parse_args()
+    limits, compute = Limits(), Compute(args.cpu_ms_per_fire, args.wall_ms_per_fire)
+    costs = [MEASURED_BEFORE, GOAL]
+    if args.ops_per_fire is not None:
+        table_share = max(0.0, args.ops_per_fire - GOAL.queue_requests - GOAL.other_queue_requests)
+        costs.append(replace(GOAL, label=f"measured ({args.ops_per_fire} requests/fire)", table_requests=table_share))
+    deployments = [
+        Deployment(1, args.shards, 1),
+        Deployment(args.queues, args.shards, 1),
+        Deployment(args.queues, args.shards, args.accounts),
+    ]
+    headers = ["requests per fire", "requests", "deployment", *ceilings(GOAL, limits, deployments[0], compute)]
+    rows = [row for d in dict.fromkeys(deployments) for row in scenario_rows(costs, d, limits, compute)]
+    print(table([*headers, "ceiling (what breaks first)"], rows))
+    print()
+    per_instance = per_instance_fires_per_s(limits, compute)
+    scaling = Scaling()
+    burst_rows: list[list[object]] = []
+    for cost in costs:
+        for deployment in dict.fromkeys(deployments):
+            top, _ = max_fires_per_second(cost, limits, deployment, compute)
+            late = burst_lateness(args.burst, top, per_instance, limits, deployment, scaling)
+            jobs = jobs_per_deployment(top, args.period, args.utilisation)
+            burst_rows.append(
+                [
+                    cost.label,
+                    f"K={deployment.execution_queues}, accounts={deployment.storage_accounts}",
+                    f"{jobs / 1e6:,.1f} M",
+                    f"{create_rate(cost, limits, deployment):,.0f}",
+                    f"{late.p50:,.0f}",
+                    f"{late.p99:,.0f}",
+                    f"{late.max:,.0f}",
+                ]
+            )
+    print(
+        table(
+            [
+                "requests per fire",
+                "deployment",
+                f"jobs (period {args.period:.0f} s, {args.utilisation:.0%} busy)",
+                "creates/s",
+                f"burst of {args.burst:,}: p50 s",
+                "p99 s",
+                "max s",
+            ],
+            burst_rows,
+        )
+    )
+    print()
+    prices, peers = Prices(), PeerPrices()
+    cost_rows: list[list[object]] = []
+    for cost in costs:
+        parts = cost_per_million_fires(cost, prices, limits, compute)
+        cost_rows.append([cost.label, *(f"${v:.2f}" for v in parts.values()), f"**${sum(parts.values()):.2f}**"])
+    print(table(["per million fires", *cost_per_million_fires(GOAL, prices, limits, compute), "total"], cost_rows))
+    print()
+    peer_rows = [
+        [f"every {label}", *(f"${v:,.2f}" for v in peer_cost_per_million_fires(peers, period).values())]
+        for label, period in (("minute", 60.0), ("hour", 3600.0), ("day", 86400.0))
+    ]
+    print(table(["peers, per million fires, jobs firing", *peer_cost_per_million_fires(peers, 60.0)], peer_rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""bench/capacity.py's model on fixed inputs: each figure worked out by hand below, so a slip in its
+arithmetic (or a limit left out of the minimum) fails here."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.capacity import (
+    GOAL,
+    MEASURED_BEFORE,
+    Compute,
+    Deployment,
+    FireCost,
+    Limits,
+    PeerPrices,
+    Prices,
+    Scaling,
+    accounts_needed,
+    burst_lateness,
+    ceilings,
+    cost_per_million_fires,
+    create_rate,
+    jobs_per_deployment,
+    max_fires_per_second,
+    peer_cost_per_million_fires,
+    per_collection_fires_per_s,
+    per_instance_fires_per_s,
+    queues_needed,
+)
+
+COST = FireCost(
+    label="fixed",
+    table_requests=3.0,
+    queue_requests=2.0,
+    other_queue_requests=0.0,
+    due_entities=4.0,
+    job_entities=2.0,
+    create_requests=5.0,
+)
+LIMITS = Limits(max_instances=100)  # 20,000 req/s, 2,000 entities/s, 2,000 msgs/s, 2 GB, 1 vCPU, 40 threads
+COMPUTE = Compute(cpu_ms_per_fire=10.0, wall_ms_per_fire=200.0)
+
+
+def top(cost: FireCost, limits: Limits, deployment: Deployment) -> tuple[float, str]:
+    """The ceiling to a thousandth of a fire per second, and the limit that sets it."""
+    value, name = max_fires_per_second(cost, limits, deployment, COMPUTE)
+    return round(value, 3), name
+
+
+def test_the_documented_limits_are_the_defaults() -> None:
+    limits = Limits()
+    assert (limits.account_requests_per_s, limits.partition_entities_per_s, limits.queue_messages_per_s) == (
+        20_000,
+        2_000,
+        2_000,
+    )
+    assert (limits.max_instances, limits.per_instance_concurrency) == (1_000, 40)
+
+
+def test_an_instance_runs_what_its_core_or_its_threads_allow() -> None:
+    assert per_instance_fires_per_s(LIMITS, COMPUTE) == pytest.approx(100.0)  # 1 core / 10 ms (40/0.2 s = 200)
+    slow_target = Compute(cpu_ms_per_fire=10.0, wall_ms_per_fire=800.0)
+    assert per_instance_fires_per_s(LIMITS, slow_target) == pytest.approx(50.0)  # 40 threads / 0.8 s
+    two_cores_one_process = Limits(instance_vcpus=2.0, worker_processes=1)
+    assert per_instance_fires_per_s(two_cores_one_process, COMPUTE) == pytest.approx(100.0)  # one interpreter
+    two_processes = Limits(instance_vcpus=2.0, worker_processes=2)
+    assert per_instance_fires_per_s(two_processes, COMPUTE) == pytest.approx(200.0)
+
+
+def test_each_limit_gives_its_ceiling_and_the_least_one_breaks_first() -> None:
+    deployment = Deployment(execution_queues=2, due_shards=5, storage_accounts=1)
+    found = ceilings(COST, LIMITS, deployment, COMPUTE)
+    assert found == pytest.approx(
+        {
+            "storage account requests": 20_000 / 5,  # 4,000
+            "execution queues": 2 * 2_000 / 2,  # 2,000
+            "due-index shards (partitions)": 5 * 2_000 / 4,  # 2,500
+            "function instances": 100 * 100.0,  # 10,000
+        }
+    )
+    assert top(COST, LIMITS, deployment) == (2_000, "execution queues")
+    more_queues = Deployment(execution_queues=8, due_shards=5, storage_accounts=1)
+    assert top(COST, LIMITS, more_queues) == (2_500, "due-index shards (partitions)")
+    wide = Deployment(execution_queues=8, due_shards=64, storage_accounts=1)
+    assert top(COST, LIMITS, wide) == (4_000, "storage account requests")
+    two_accounts = Deployment(execution_queues=10, due_shards=64, storage_accounts=2)
+    # 40,000 / 5 (queues 10,000, shards 64,000, instances 10,000)
+    assert top(COST, LIMITS, two_accounts) == (8_000, "storage account requests")
+    few_instances = Limits(max_instances=10)
+    assert top(COST, few_instances, two_accounts) == (1_000, "function instances")
+
+
+def test_the_queue_limit_may_count_messages_instead_of_requests() -> None:
+    messages = Limits(max_instances=100, queue_limit_counts_requests=False)
+    deployment = Deployment(execution_queues=2, due_shards=64)
+    assert ceilings(COST, messages, deployment, COMPUTE)["execution queues"] == pytest.approx(4_000)
+    assert queues_needed(5_000, COST, messages) == 3  # 5,000 messages / 2,000 per queue
+
+
+def test_what_a_target_needs() -> None:
+    assert queues_needed(5_000, COST, LIMITS) == 5  # 10,000 queue requests / 2,000
+    assert queues_needed(1, COST, LIMITS) == 1
+    assert accounts_needed(5_000, COST, LIMITS) == 2  # 25,000 requests / 20,000
+    assert accounts_needed(4_000, COST, LIMITS) == 1
+    assert per_collection_fires_per_s(COST, LIMITS) == pytest.approx(1_000)  # 2,000 entities / 2 per fire
+
+
+def test_jobs_and_creates() -> None:
+    assert jobs_per_deployment(2_000, 3_600, 0.5) == pytest.approx(3_600_000)
+    assert jobs_per_deployment(5_000, 86_400, 1.0) == pytest.approx(432_000_000)
+    assert create_rate(COST, LIMITS, Deployment()) == pytest.approx(4_000)  # 20,000 / 5
+    assert create_rate(COST, LIMITS, Deployment(storage_accounts=3)) == pytest.approx(12_000)
+
+
+def test_cost_per_million_fires() -> None:
+    parts = cost_per_million_fires(COST, Prices(), LIMITS, COMPUTE)
+    assert parts == pytest.approx(
+        {
+            "table requests": 1e6 * 3 * 0.00036 / 1e4,  # $0.108
+            "queue requests": 1e6 * 2 * 0.004 / 1e4,  # $0.80
+            "function executions": 0.40,
+            "function execution time": 1e6 * (2.0 / 100.0) * 0.000026,  # 0.02 GB-s per fire: $0.52
+        }
+    )
+    assert sum(parts.values()) == pytest.approx(1.828)
+
+
+def test_peer_prices_per_million_fires() -> None:
+    hourly = peer_cost_per_million_fires(PeerPrices(), 3_600)
+    month = 30.4375 * 86_400
+    assert hourly["EventBridge Scheduler"] == pytest.approx(1.00)
+    assert hourly["Cloud Scheduler"] == pytest.approx(0.10 / (month / 3_600) * 1e6)  # about $136.89
+    assert hourly["Cloud Scheduler"] == pytest.approx(136.89, abs=0.01)
+    assert hourly["Logic Apps (Consumption) recurrence"] == pytest.approx(50.0)  # 2 actions x $0.000025
+    assert peer_cost_per_million_fires(PeerPrices(), 60)["Cloud Scheduler"] == pytest.approx(2.28, abs=0.01)
+
+
+def test_a_burst_drains_at_the_ceiling() -> None:
+    scaling = Scaling(initial_instances_per_function=1.0, instances_added_per_second_per_function=0.0)
+    late = burst_lateness(1_000, 100.0, 1_000.0, LIMITS, Deployment(), scaling)
+    assert late.p50 == pytest.approx(5.0, abs=0.06)  # 500 at 100/s
+    assert late.p99 == pytest.approx(9.9, abs=0.06)
+    assert late.max == pytest.approx(10.0, abs=0.06)
+    assert burst_lateness(0, 100.0, 1_000.0, LIMITS, Deployment(), scaling).max == 0.0
+
+
+def test_a_burst_waits_for_instances_and_k_queues_scale_out_k_times_faster() -> None:
+    scaling = Scaling(initial_instances_per_function=1.0, instances_added_per_second_per_function=1.0)
+    one = burst_lateness(1_000, math.inf, 10.0, LIMITS, Deployment(execution_queues=1), scaling)
+    assert one.max == pytest.approx(-1 + math.sqrt(201), abs=0.06)  # 10 (t + t^2/2) = 1,000: 13.18 s
+    two = burst_lateness(1_000, math.inf, 10.0, LIMITS, Deployment(execution_queues=2), scaling)
+    assert two.max == pytest.approx(-1 + math.sqrt(101), abs=0.06)  # 20 (t + t^2/2) = 1,000: 9.05 s
+    capped = Limits(max_instances=2)
+    flat = burst_lateness(1_000, math.inf, 10.0, capped, Deployment(execution_queues=2), scaling)
+    assert flat.max == pytest.approx(50.0, abs=0.06)  # 2 instances x 10/s
+
+
+def test_a_burst_cannot_run_before_the_scans_sent_it() -> None:
+    scaling = Scaling(dispatch_lead_s=15.0, dispatch_sends_per_s=50.0)
+    late = burst_lateness(1_000, math.inf, math.inf, LIMITS, Deployment(), scaling)
+    assert late.max == pytest.approx(5.0, abs=0.06)  # 1,000 sends at 50/s from 15 s before the due second
+    assert late.p50 == pytest.approx(0.0, abs=0.06)  # 500 were sent by -5 s
+
+
+def test_the_built_in_inputs_add_up_to_their_labels() -> None:
+    assert MEASURED_BEFORE.requests == pytest.approx(8.4)
+    assert GOAL.requests == pytest.approx(4.0)
+    value, name = max_fires_per_second(GOAL, Limits(), Deployment(6, 16, 1), Compute(9.0))
+    assert (round(value), name) == (5_000, "storage account requests")  # the issue's goal, on paper
