@@ -139,9 +139,10 @@ class DueIndex(Protocol):
         """Delete entries given as ``(shard, row key)`` (missing ones are fine)."""
         ...
 
-    def due_before(self, shard: str, before: str) -> Iterator[DueEntry]:
-        """Entries of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first,
-        each with ``written_at`` (when it was last written, by the store's clock)."""
+    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
+        """Entries of ``shard`` whose row key sorts before ``before`` (a formatted due time) and after
+        ``after`` (a row key; "": from the first), oldest first, at most ``limit`` (None: all), each with
+        ``written_at`` (when it was last written, by the store's clock)."""
         ...
 
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -94,9 +96,36 @@ class ScanReport:
     stale: int = 0
     retries: int = 0
     rescued: int = 0  # attempts sent again because their worker died (watchdog)
+    handed_on: str = ""  # the row key after which the rest of the shard was handed on ("": none)
     deleted: list[tuple[str, str]] = field(default_factory=list)
     moves: list[tuple[str, DueEntry | None]] = field(default_factory=list)
     watches: list[DueEntry] = field(default_factory=list)
+
+    def add(self, other: ScanReport) -> None:
+        """Add what ``other`` (the report of some rows of the same scan) found and decided."""
+        self.fired += other.fired
+        self.coalesced += other.coalesced
+        self.stale += other.stale
+        self.retries += other.retries
+        self.rescued += other.rescued
+        self.deleted += other.deleted
+        self.moves += other.moves
+        self.watches += other.watches
+
+
+#: Rows one scan dispatches at most. A scan that finds more hands the rest of its shard on as a further scan
+#: message (the rows after its last one, by row key), sent before it dispatches its own rows, so another
+#: worker reads and sends the next rows meanwhile: a burst in one shard fans out over as many workers as
+#: the scan queue's trigger runs.
+SCAN_CHUNK = 200
+#: Rows of one scan dispatched at once (each costs a queue send, a round trip): a scan with more rows than
+#: :data:`SERIAL_ROWS` sends on this many threads of the dispatcher's pool.
+SEND_THREADS = 16
+#: A scan with at most this many rows dispatches them one after the other (no thread hand-off).
+SERIAL_ROWS = 8
+#: Jobs named in one ``JobStore.get_many`` call of a scan (14 fit one Table Storage query's filter); the
+#: calls of a large scan run on the pool too.
+JOBS_PER_READ = 14
 
 
 class Dispatcher:
@@ -104,7 +133,9 @@ class Dispatcher:
 
     Per occurrence it costs one queue send; the jobs of a scan are read a collection at a time (one query
     per 14 jobs), and the index rows it replaces (the fired row deleted, the following occurrence's row
-    written) are batched per shard, each pair in one transaction.
+    written) are batched per shard, each pair in one transaction. A scan dispatches at most ``chunk``
+    rows and hands the rest of its shard on through ``send_scan`` (:data:`SCAN_CHUNK`); without
+    ``send_scan`` it dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`).
     """
 
     def __init__(
@@ -117,6 +148,8 @@ class Dispatcher:
         lease: timedelta = CLAIM_LEASE,
         grace: timedelta = WATCH_GRACE,
         depths: DepthProbe | None = None,
+        send_scan: Callable[[str], None] | None = None,
+        chunk: int = SCAN_CHUNK,
     ) -> None:
         self.stores = stores
         self.send = send
@@ -124,6 +157,17 @@ class Dispatcher:
         self.lookahead = lookahead
         self.watchdog = Watchdog(stores, claims, send, shards, lease, grace)
         self.depths = depths
+        self.send_scan = send_scan
+        self.chunk = max(1, chunk)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _threads(self) -> ThreadPoolExecutor:
+        """The dispatcher's own pool for the sends and reads of large scans (made on first use)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="dispatch")
+            return self._pool
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
         """One scan message per shard (the timer's whole job: scans then run in parallel), then the
@@ -152,18 +196,23 @@ class Dispatcher:
         reporting.queue_depths(depths.executions, depths.poison)
         return depths
 
-    def scan(self, shard: str, now: datetime) -> ScanReport:
+    def scan_message(self, message: ScanMessage, now: datetime) -> ScanReport:
+        """Scan what a scan message names: a whole shard, or the rest of one after a row key."""
+        return self.scan(message.shard, now, after=message.after, tick=message.tick)
+
+    def scan(self, shard: str, now: datetime, after: str = "", tick: str = "") -> ScanReport:
+        """Dispatch the rows of ``shard`` due before ``now`` + the lookahead (those after the row key
+        ``after`` only), at most ``chunk`` of them when the rest can be handed on (see the class)."""
         began = time.monotonic()
         report = ScanReport(shard)
         horizon = format_due(now + self.lookahead)
-        rows = list(self.stores.due.due_before(shard, horizon))
+        limit = self.chunk + 1 if self.send_scan is not None else None
+        rows = list(self.stores.due.due_before(shard, horizon, after=after, limit=limit))
+        if limit is not None and len(rows) > self.chunk:
+            rows = rows[: self.chunk]
+            self._hand_on(shard, rows[-1].row_key, tick or format_instant(now), report)
         jobs = self._jobs_of(rows, now)
-        for row in rows:
-            try:
-                self._dispatch_row(row, now, report, jobs.get((row.job_partition, row.job_row)))
-            except Exception:
-                # One bad row must not stop the shard; it stays in the index and is retried next tick.
-                log.exception("shard %s: row %s could not be dispatched", shard, row.row_key)
+        self._dispatch_rows(rows, now, report, jobs)
         self._apply(report)
         duration = time.monotonic() - began
         reporting.scan(
@@ -171,16 +220,61 @@ class Dispatcher:
         )
         return report
 
+    def _hand_on(self, shard: str, last: str, tick: str, report: ScanReport) -> None:
+        """Send a scan message for the rows of ``shard`` after ``last``. If it cannot be sent, those rows
+        stay in the index for the next tick's scan."""
+        assert self.send_scan is not None
+        try:
+            self.send_scan(ScanMessage(shard=shard, tick=tick, after=last).to_json())
+        except Exception:
+            log.warning("shard %s: rows after %s not handed on; the next tick scans them", shard, last, exc_info=True)
+            return
+        report.handed_on = last
+        log.info("shard %s: more than %d rows due; the rows after %s handed on", shard, self.chunk, last)
+
+    def _dispatch_rows(
+        self, rows: list[DueEntry], now: datetime, report: ScanReport, jobs: dict[tuple[str, str], Job]
+    ) -> None:
+        """Dispatch each row (concurrently when there are many): a row that fails stays in the index."""
+
+        def one(row: DueEntry) -> ScanReport:
+            mine = ScanReport(report.shard)
+            try:
+                self._dispatch_row(row, now, mine, jobs.get((row.job_partition, row.job_row)))
+            except Exception:
+                # One bad row must not stop the shard; it stays in the index and is retried next tick.
+                log.exception("shard %s: row %s could not be dispatched", report.shard, row.row_key)
+                return ScanReport(report.shard)  # none of its sends, moves or watches counts
+            return mine
+
+        if len(rows) <= SERIAL_ROWS:
+            for row in rows:
+                report.add(one(row))
+            return
+        for part in self._threads().map(one, rows):
+            report.add(part)
+
     def _jobs_of(self, rows: list[DueEntry], now: datetime) -> dict[tuple[str, str], Job]:
-        """The jobs the rows name, read a partition (collection) at a time (a watch entry's job only when
-        the entry is due: it is looked at then)."""
+        """The jobs the rows name, read a partition (collection) at a time, :data:`JOBS_PER_READ` keys a call
+        (concurrently for a large scan; a watch entry's job only when the entry is due: it is looked at then)."""
         wanted: dict[str, set[str]] = {}
         for row in rows:
             if row.kind != WATCH or row.due <= now:
                 wanted.setdefault(row.job_partition, set()).add(row.job_row)
+        reads = [
+            (partition, ordered[start : start + JOBS_PER_READ])
+            for partition, keys in wanted.items()
+            for ordered in [sorted(keys)]
+            for start in range(0, len(ordered), JOBS_PER_READ)
+        ]
+
+        def read(part: tuple[str, list[str]]) -> dict[str, Job]:
+            return self.stores.jobs.get_many(*part)
+
+        found = map(read, reads) if len(reads) <= 1 else self._threads().map(read, reads)
         jobs: dict[tuple[str, str], Job] = {}
-        for partition, keys in wanted.items():
-            for key, job in self.stores.jobs.get_many(partition, keys).items():
+        for (partition, _keys), got in zip(reads, found, strict=True):
+            for key, job in got.items():
                 jobs[(partition, key)] = job
         return jobs
 

@@ -133,3 +133,17 @@ def test_an_entry_of_a_generation_beyond_32_bits_reads_back_whole_also_when_move
     moved = due_entry(T0 + timedelta(hours=1), generation=generation)
     backend.stores.due.advance("0001", [(entry.row_key, moved)])
     assert [(e.row_key, e.generation) for e in scan(backend)] == [(moved.row_key, generation)]
+
+
+def test_due_before_reads_a_range_after_a_row_key_and_at_most_a_limit(backend: Backend) -> None:
+    dues = [T0 + timedelta(seconds=s) for s in range(7)]
+    for index, due in enumerate(dues):
+        backend.stores.due.put(due_entry(due, job=JobRef(COLLECTION, f"job-{index}")))
+    every = scan(backend)
+    first = list(backend.stores.due.due_before("0001", END, limit=3))
+    assert keys(first) == keys(every)[:3]
+    rest = list(backend.stores.due.due_before("0001", END, after=first[-1].row_key, limit=3))
+    assert keys(rest) == keys(every)[3:6]
+    bound = format_due(dues[5])
+    assert keys(list(backend.stores.due.due_before("0001", bound, after=rest[0].row_key))) == keys(every)[4:5]
+    assert list(backend.stores.due.due_before("0001", END, after=every[-1].row_key)) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -58,6 +59,8 @@ from scheduler_core.storage.names import (
 SCHEMA_VERSION = 1
 #: Table Storage accepts at most 100 operations in one batch transaction.
 MAX_BATCH = 100
+#: Table Storage returns at most 1,000 entities per page of a query.
+MAX_PAGE = 1000
 #: Row keys per query of :meth:`TableJobs.get_many` (a filter may hold at most 15 comparisons, and one of
 #: them names the partition).
 MAX_FILTER_KEYS = 14
@@ -403,10 +406,16 @@ class TableDueIndex:
         for shard, keys in by_shard.items():
             delete_rows(self.table, shard, keys)
 
-    def due_before(self, shard: str, before: str) -> Iterator[DueEntry]:
-        """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time), oldest first."""
-        rows = self.table.query_entities("PartitionKey eq @p and RowKey lt @b", parameters={"p": shard, "b": before})
-        for row in rows:
+    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
+        """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time) and after ``after``,
+        oldest first, at most ``limit`` (read in pages of at most that many)."""
+        query = "PartitionKey eq @p and RowKey lt @b" + (" and RowKey gt @a" if after else "")
+        rows = self.table.query_entities(
+            query,
+            parameters={"p": shard, "b": before, "a": after} if after else {"p": shard, "b": before},
+            results_per_page=min(limit, MAX_PAGE) if limit else None,
+        )
+        for row in itertools.islice(rows, limit):
             yield DueEntry(
                 shard=row["PartitionKey"],
                 row_key=row["RowKey"],

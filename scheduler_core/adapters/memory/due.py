@@ -60,8 +60,10 @@ class MemoryDueIndex(FaultSeam):
                 self._rows.pop(key, None)
 
     @faultable
-    def due_before(self, shard: str, before: str) -> Iterator[DueEntry]:
+    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
         with self._lock:
-            found = sorted((key[1], row) for key, row in self._rows.items() if key[0] == shard and key[1] < before)
-        for _, row in found:
+            found = sorted(
+                (key[1], row) for key, row in self._rows.items() if key[0] == shard and after < key[1] < before
+            )
+        for _, row in found[:limit]:
             yield row
