@@ -1,9 +1,11 @@
-"""Schemathesis against the running service with Microsoft's published OpenAPI document of Microsoft.Scheduler.
+"""Schemathesis against the running service with Microsoft's published OpenAPI document of Microsoft.Scheduler,
+and with the document of api-version 2026-12-01-preview derived from it.
 
 The real function app runs on the local host over the test Azurite; schemathesis generates requests for each
-of the document's 15 operations (valid and invalid bodies and parameters, with a fixed seed and a bounded
-number of cases) and every answer must keep the contract: no 5xx, status codes and bodies as the document
-says, and every error an ARM error body ``{"error": {"code", "message"}}``.
+of the 2016-03-01 document's 15 operations and of the preview document's 20 (valid and invalid bodies and
+parameters, with a fixed seed and a bounded number of cases) and every answer must keep the contract: no 5xx,
+status codes and bodies as the document says, and every error an ARM error body ``{"error": {"code",
+"message"}}``.
 
 The document is used as Microsoft published it, except for the amendments in :data:`AMENDMENTS` and the one
 check exception in :func:`media_type_of_bodies`, each named and justified where the document is inconsistent
@@ -48,8 +50,9 @@ pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 #: Fixed seed and bound: the same few hundred cases on every run.
 SEED = 20160301
 MAX_EXAMPLES = 30  # per operation: 15 operations, at most 450 cases
+PREVIEW_MAX_EXAMPLES = 20  # per operation of the preview document: 20 operations, at most 400 cases
 
-SUBSCRIPTION, GROUP, COLLECTION, JOB = "sub1", "rg", "jc", "j1"
+SUBSCRIPTION, GROUP, COLLECTION, JOB, CALENDAR = "sub1", "rg", "jc", "j1", "holidays"
 COLLECTION_PATH = f"subscriptions/{SUBSCRIPTION}/resourceGroups/{GROUP}/providers/Microsoft.Scheduler/jobCollections"
 
 # ------------------------------------------------------------------------------------------------ the document
@@ -115,26 +118,33 @@ AMENDMENTS: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
-def contract() -> dict[str, Any]:
-    """The shipped document with :data:`AMENDMENTS` applied (the shipped bytes stay as published)."""
-    document: dict[str, Any] = copy.deepcopy(json.loads(openapi.document()))
+def contract(name: str = openapi.DOCUMENT_NAME) -> dict[str, Any]:
+    """A shipped document with :data:`AMENDMENTS` applied (the shipped bytes stay as published)."""
+    document: dict[str, Any] = copy.deepcopy(json.loads(openapi.document(name)))
     for amend in AMENDMENTS.values():
         amend(document)
     return document
 
 
-CONFIG = schemathesis.Config.from_dict(
-    {
-        "seed": SEED,
-        "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "database": "none", "deterministic": True},
-        # Fuzzing only. The document has no examples; the coverage phase would add thousands of deterministic
-        # cases (about 2,100 for the job PUT alone), over the bound; its probes of methods the document does
-        # not list are test_a_method_the_contract_does_not_list_gets_an_arm_405 below.
-        "phases": {"examples": {"enabled": False}, "coverage": {"enabled": False}, "fuzzing": {"enabled": True}},
-    }
-)
+def config(max_examples: int) -> schemathesis.Config:
+    return schemathesis.Config.from_dict(
+        {
+            "seed": SEED,
+            "generation": {"mode": "all", "max-examples": max_examples, "database": "none", "deterministic": True},
+            # Fuzzing only. The documents have no examples; the coverage phase would add thousands of
+            # deterministic cases (about 2,100 for the job PUT alone), over the bound; its probes of methods
+            # a document does not list are test_a_method_the_contract_does_not_list_gets_an_arm_405 below.
+            "phases": {"examples": {"enabled": False}, "coverage": {"enabled": False}, "fuzzing": {"enabled": True}},
+        }
+    )
+
+
 CONTRACT = contract()
-schema = schemathesis.openapi.from_dict(CONTRACT, config=CONFIG)
+PREVIEW_CONTRACT = contract(openapi.PREVIEW_DOCUMENT_NAME)
+#: Each document by its api-version.
+CONTRACTS = {CONTRACT["info"]["version"]: CONTRACT, PREVIEW_CONTRACT["info"]["version"]: PREVIEW_CONTRACT}
+schema = schemathesis.openapi.from_dict(CONTRACT, config=config(MAX_EXAMPLES))
+preview_schema = schemathesis.openapi.from_dict(PREVIEW_CONTRACT, config=config(PREVIEW_MAX_EXAMPLES))
 
 # ------------------------------------------------------------------------------------ names the fuzzing uses
 
@@ -145,6 +155,7 @@ VALID_NAMES: dict[str, list[str]] = {
     "resourceGroupName": [GROUP],
     "jobCollectionName": [COLLECTION, COLLECTION, "jc-fuzz"],
     "jobName": [JOB, "j-fuzz"],
+    "calendarName": [CALENDAR, "c-fuzz"],
 }
 #: Hostile names tried besides the ones schemathesis generates (any string: the document sets no pattern).
 HOSTILE_NAMES = [
@@ -167,7 +178,6 @@ HOSTILE_NAMES = [
 ]
 
 
-@schema.hook
 def flatmap_path_parameters(ctx: schemathesis.HookContext, path_parameters: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Three cases in four use valid-looking names only; the others make one name hostile (from
     :data:`HOSTILE_NAMES` or schemathesis' own string)."""
@@ -204,12 +214,25 @@ def overlay(base: Any, generated: Any) -> Any:
     return merged
 
 
-@schema.hook
+VALID_CALENDAR: dict[str, Any] = {"properties": {"dates": ["2031-12-25"]}}
+
+
 def flatmap_body(ctx: schemathesis.HookContext, body: Any) -> st.SearchStrategy[Any]:
     """Two bodies in three are laid over a valid definition; the others are sent as generated."""
     assert ctx.operation is not None
-    base = VALID_JOB if ctx.operation.path.endswith("/jobs/{jobName}") else VALID_COLLECTION
+    path = ctx.operation.path
+    if path.endswith("/jobs/{jobName}"):
+        base = VALID_JOB
+    elif path.endswith("/calendars/{calendarName}"):
+        base = VALID_CALENDAR
+    else:
+        base = VALID_COLLECTION
     return st.sampled_from([True, True, False]).map(lambda laid: overlay(base, body) if laid else body)
+
+
+for _schema in (schema, preview_schema):
+    _schema.hook(flatmap_path_parameters)
+    _schema.hook(flatmap_body)
 
 
 # ---------------------------------------------------------------------------------------------- the service
@@ -251,14 +274,15 @@ def service(azurite: Azurite) -> Iterator[Service]:
 
 
 def _seed(service: Service) -> None:
-    def put(path: str, body: dict[str, Any]) -> None:
-        url = f"{service.base_url}/{path}?api-version=2016-03-01"
+    def put(path: str, body: dict[str, Any], version: str = "2016-03-01") -> None:
+        url = f"{service.base_url}/{path}?api-version={version}"
         response = requests.put(url, json=body, headers=service.headers(), timeout=30)
         assert response.status_code in (200, 201), response.text
 
     collection = f"{COLLECTION_PATH}/{COLLECTION}"
     put(collection, VALID_COLLECTION)
     put(f"{collection}/jobs/{JOB}", VALID_JOB)
+    put(f"{collection}/calendars/{CALENDAR}", VALID_CALENDAR, PREVIEW_CONTRACT["info"]["version"])
 
 
 # --------------------------------------------------------------------------------------------------- checks
@@ -291,8 +315,9 @@ def no_server_error(ctx: CheckContext, response: schemathesis.Response, case: sc
 
 
 def documented_without_body(case: schemathesis.Case, status: int) -> bool:
-    """The document gives ``status`` for this operation and no schema for it (nothing to return)."""
-    responses = CONTRACT["paths"][case.operation.path][case.method.lower()]["responses"]
+    """The document gives ``status`` for this operation and no schema for it (nothing to return). The
+    preview document holds every operation of the 2016-03-01 one, with the same responses."""
+    responses = PREVIEW_CONTRACT["paths"][case.operation.path][case.method.lower()]["responses"]
     documented = responses.get(str(status))
     return documented is not None and "schema" not in documented
 
@@ -324,12 +349,15 @@ CHECKS = [
 # ---------------------------------------------------------------------------------------------------- tests
 
 
-def test_the_contract_is_served_at_its_documented_path(service: Service) -> None:
-    url = f"{service.base_url}/{openapi.ROUTE}"
+@pytest.mark.parametrize("name", openapi.DOCUMENT_NAMES)
+def test_the_contract_is_served_at_its_documented_path(service: Service, name: str) -> None:
+    url = f"{service.base_url}/openapi/{name}"
     response = requests.get(url, timeout=30)  # anonymous: the document is public
     assert response.status_code == 200
-    assert response.content == (ROOT / "scheduler_core/api/openapi" / openapi.DOCUMENT_NAME).read_bytes()
-    assert response.json()["info"] == {"title": "SchedulerManagementClient", "version": "2016-03-01"}
+    assert response.content == (ROOT / "scheduler_core/api/openapi" / name).read_bytes()
+    version = name.removeprefix("microsoft-scheduler-").removesuffix(".json")
+    assert response.json()["info"]["title"] == "SchedulerManagementClient"
+    assert response.json()["info"]["version"] == version
     head = requests.head(url, timeout=30)
     assert head.status_code == 200
     assert not head.content
@@ -354,25 +382,35 @@ def test_the_service_keeps_microsofts_contract(case: schemathesis.Case, seeded: 
     case.validate_response(response, checks=CHECKS, headers=service.headers())
 
 
+@preview_schema.parametrize()
+@hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+def test_the_service_keeps_the_preview_contract(case: schemathesis.Case, seeded: Service) -> None:
+    service = seeded
+    response = case.call(base_url=service.base_url, headers=service.headers(), timeout=30)
+    case.validate_response(response, checks=CHECKS, headers=service.headers())
+
+
 PROBED_METHODS = ("GET", "PUT", "PATCH", "DELETE", "POST", "OPTIONS", "TRACE")
 
 
+@pytest.mark.parametrize("version", sorted(CONTRACTS))
 @pytest.mark.parametrize("method", PROBED_METHODS)
-def test_a_method_the_contract_does_not_list_gets_an_arm_405(service: Service, method: str) -> None:
+def test_a_method_the_contract_does_not_list_gets_an_arm_405(service: Service, method: str, version: str) -> None:
     names = {
         "{subscriptionId}": SUBSCRIPTION,
         "{resourceGroupName}": GROUP,
         "{jobCollectionName}": COLLECTION,
         "{jobName}": JOB,
+        "{calendarName}": CALENDAR,
     }
     probed = 0
-    for template, operations in CONTRACT["paths"].items():
+    for template, operations in CONTRACTS[version]["paths"].items():
         if method.lower() in operations:
             continue
         path = template
         for placeholder, name in names.items():
             path = path.replace(placeholder, name)
-        url = f"{service.base_url}{path}?api-version=2016-03-01"
+        url = f"{service.base_url}{path}?api-version={version}"
         response = requests.request(method, url, headers=service.headers(), data=b"{}", timeout=30)
         assert response.status_code == 405, f"{method} {path}: {response.status_code} {response.content[:300]!r}"
         is_arm_error(response)
