@@ -8,13 +8,17 @@ followed by its path and query only, on the configured endpoint, so the key neve
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import requests
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 from scheduler_core.cli.common import (
     EXIT_API_ERROR,
@@ -79,13 +83,58 @@ class Answer:
     etag: str | None
 
 
+def default_credential() -> TokenCredential:
+    """ENTRA ID SIGN-IN: azure-identity's ``DefaultAzureCredential`` (environment variables, workload or
+    managed identity, the Azure CLI's or PowerShell's sign-in, ...), imported on first use."""
+    from azure.identity import DefaultAzureCredential
+
+    return DefaultAzureCredential()
+
+
+#: A token is fetched again when it expires within this many seconds (long imports outlive a token).
+TOKEN_REFRESH_MARGIN = 300
+
+
+class EntraToken:
+    """ENTRA ID SIGN-IN: an access token for one scope, from a credential, fetched on first use and again
+    shortly before it expires. A credential that cannot give one is a :class:`CliError` (exit status 4)."""
+
+    def __init__(self, scope: str, credential: Callable[[], TokenCredential] | None = None) -> None:
+        self.scope = scope
+        self._make = credential
+        self._credential: TokenCredential | None = None
+        self._token = ""
+        self._expires_on = 0
+
+    def value(self) -> str:
+        if self._token and self._expires_on - time.time() > TOKEN_REFRESH_MARGIN:
+            return self._token
+        from azure.core.exceptions import ClientAuthenticationError
+
+        try:
+            if self._credential is None:
+                self._credential = (self._make or default_credential)()
+            token = self._credential.get_token(self.scope)
+        except ClientAuthenticationError as exc:  # CredentialUnavailableError is one
+            reason = " ".join(str(exc.message if hasattr(exc, "message") else exc).split())[:400]
+            raise CliError(f"could not get an Entra ID token for scope {self.scope}: {reason}", EXIT_AUTH) from None
+        self._token, self._expires_on = token.token, int(token.expires_on)
+        return self._token
+
+
 class SchedulerClient:
     """The management API of one endpoint, for one subscription."""
 
-    def __init__(self, conn: Connection, session: requests.Session | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        session: requests.Session | None = None,
+        credential: Callable[[], TokenCredential] | None = None,
+    ) -> None:
         self.conn = conn
         self.endpoint = conn.endpoint
         self.session = session or requests.Session()
+        self.token = EntraToken(conn.entra_scope, credential) if conn.entra_scope else None
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if conn.api_key:
             if conn.functions_key_header:
@@ -123,6 +172,8 @@ class SchedulerClient:
         """One request; raises :class:`ApiError` for an error answer, :class:`Unreachable` for none."""
         url = f"{self.endpoint}{path}"
         headers = dict(self.headers)
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token.value()}"
         if if_match:
             headers["If-Match"] = if_match
         query: dict[str, str] | None = None

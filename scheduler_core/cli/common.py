@@ -28,6 +28,8 @@ ENV_API_KEY_FILE = "SCHEDULER_API_KEY_FILE"
 ENV_SUBSCRIPTION = "SCHEDULER_SUBSCRIPTION"
 ENV_RESOURCE_GROUP = "SCHEDULER_RESOURCE_GROUP"
 ENV_COLLECTION = "SCHEDULER_COLLECTION"
+#: ENTRA ID SIGN-IN: the scope of the access token (``<Application ID URI>/.default``, docs/security.md).
+ENV_ENTRA_SCOPE = "SCHEDULER_ENTRA_SCOPE"
 
 #: The endpoint of `make run`.
 DEFAULT_ENDPOINT = "http://127.0.0.1:7071"
@@ -74,6 +76,9 @@ class Connection:
     functions_key_header: bool
     headers: tuple[tuple[str, str], ...]
     timeout: float
+    #: ENTRA ID SIGN-IN: when set, requests carry an Entra ID access token for this scope (from
+    #: azure-identity's DefaultAzureCredential) as ``Authorization: Bearer``, and no API key.
+    entra_scope: str | None = None
 
     def require_subscription(self) -> str:
         if not self.subscription:
@@ -116,6 +121,12 @@ def add_connection_options(parser: argparse.ArgumentParser, *, resource_group: b
         help=f"read the API key from a file (default: ${ENV_API_KEY_FILE}; for a loopback endpoint, "
         f"{LOCAL_KEY_FILE} as `make run` writes it)",
     )
+    group.add_argument(
+        "--entra-scope",
+        metavar="SCOPE",
+        help="sign in with Entra ID instead of an API key: an access token for SCOPE (e.g. "
+        f"api://scheduler/.default) from azure-identity's DefaultAzureCredential (default: ${ENV_ENTRA_SCOPE})",
+    )
     group.add_argument("--subscription", help=f"subscription id (default: ${ENV_SUBSCRIPTION})")
     if resource_group:
         group.add_argument("-g", "--resource-group", help=f"resource group (default: ${ENV_RESOURCE_GROUP})")
@@ -152,6 +163,23 @@ def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
         raise CliError(f"the endpoint must be an http(s) URL such as {DEFAULT_ENDPOINT}, not {endpoint!r}")
     if parts.query or parts.fragment:
         raise CliError(f"the endpoint must not carry a query or fragment: {endpoint!r}")
+    scope = _entra_scope(args, env, endpoint)
+    key = None if scope else _api_key(args, env, endpoint)
+    return Connection(
+        endpoint=endpoint,
+        api_key=key,
+        subscription=(args.subscription or env.get(ENV_SUBSCRIPTION) or "").strip() or None,
+        resource_group=(getattr(args, "resource_group", None) or env.get(ENV_RESOURCE_GROUP) or "").strip() or None,
+        functions_key_header=bool(args.functions_key_header),
+        headers=tuple(args.header or ()),
+        timeout=float(args.timeout),
+        entra_scope=scope,
+    )
+
+
+def _api_key(args: argparse.Namespace, env: Mapping[str, str], endpoint: str) -> str | None:
+    """The API key: ``--api-key``, ``--api-key-file``, ``$SCHEDULER_API_KEY``, ``$SCHEDULER_API_KEY_FILE``, then
+    (for a loopback endpoint) the key ``make run`` wrote."""
     key: str | None = args.api_key or None
     key_file = args.api_key_file or (None if args.api_key or env.get(ENV_API_KEY) else env.get(ENV_API_KEY_FILE))
     if key is None and not key_file:
@@ -163,12 +191,31 @@ def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
             key = Path(key_file).read_text(encoding="utf-8").strip() or None
         except OSError as exc:
             raise CliError(f"cannot read the API key file {key_file}: {exc.strerror or exc}") from None
-    return Connection(
-        endpoint=endpoint,
-        api_key=key,
-        subscription=(args.subscription or env.get(ENV_SUBSCRIPTION) or "").strip() or None,
-        resource_group=(getattr(args, "resource_group", None) or env.get(ENV_RESOURCE_GROUP) or "").strip() or None,
-        functions_key_header=bool(args.functions_key_header),
-        headers=tuple(args.header or ()),
-        timeout=float(args.timeout),
-    )
+    return key
+
+
+def _entra_scope(args: argparse.Namespace, env: Mapping[str, str], endpoint: str) -> str | None:
+    """ENTRA ID SIGN-IN: the token scope, when the command signs in with Entra ID rather than an API key.
+
+    A flag wins over the environment (``--api-key`` over ``$SCHEDULER_ENTRA_SCOPE``, ``--entra-scope`` over
+    ``$SCHEDULER_API_KEY``); both kinds at one level is an error, as is a token for a plain-http endpoint
+    that is not this machine (a bearer token is sent over TLS only, as the Azure SDK does)."""
+    flag: str | None = (getattr(args, "entra_scope", None) or "").strip() or None
+    key_flag = bool(args.api_key or args.api_key_file)
+    if flag and key_flag:
+        raise CliError("pass either an API key (--api-key, --api-key-file) or --entra-scope, not both")
+    scope = flag
+    if scope is None and not key_flag:
+        scope = (env.get(ENV_ENTRA_SCOPE) or "").strip() or None
+        if scope and (env.get(ENV_API_KEY) or env.get(ENV_API_KEY_FILE)):
+            raise CliError(
+                f"both {ENV_ENTRA_SCOPE} and {ENV_API_KEY} (or {ENV_API_KEY_FILE}) are set: unset one, or choose "
+                "with --entra-scope or --api-key"
+            )
+    if scope is None:
+        return None
+    if args.functions_key_header:
+        raise CliError("--functions-key-header sends an API key; with --entra-scope no key is sent")
+    if urlsplit(endpoint).scheme != "https" and not _is_loopback(endpoint):
+        raise CliError(f"an Entra ID token is sent over https only (or to this machine), not to {endpoint}")
+    return scope

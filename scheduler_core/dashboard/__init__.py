@@ -8,15 +8,16 @@ What it serves (``path`` is what follows ``/dashboard/``):
   end's sources are in ``dashboard/`` at the top of the repository; ``npm run build:dashboard`` bundles
   them into ``static/`` (committed; ``tests/browser/test_assets.py`` checks they are up to date);
 * ``api/job/<ARM path of a job>?count=N[&after=ISO]``: what the management API does not answer about a
-  job, read-only and behind the same API key check (:func:`scheduler_core.auth.authenticate`, subscription
-  scope included): its next occurrences from the recurrence engine (``count`` applied here, where the job's
-  creation time is known), in UTC and in the job's time zone, and which of its write-only fields
-  (passwords, keys, tokens) are set. Never a secret's value. ``python -m scheduler_core jobs preview``
-  uses it too;
+  job, read-only and behind the management API's own check (``ApiServices.authenticate`` and
+  ``authorize``: an API key or an Entra ID access token, and the role to read the job over its scope):
+  its next occurrences from the recurrence engine (``count`` applied here, where the job's creation time
+  is known), in UTC and in the job's time zone, and which of its write-only fields (passwords, keys,
+  tokens) are set. Never a secret's value. ``python -m scheduler_core jobs preview`` uses it too;
 * ``api/status/subscriptions/<sub>/providers/Microsoft.Scheduler/jobCollections``: the ``/health`` answer
   of this instance (:func:`scheduler_core.health.check`: storage reachable, the dispatch heartbeat's age,
   queue depths, warnings) and live counts of the subscription (collections, jobs by state, their
-  counters, jobs due within a minute), behind the same key check.
+  counters, jobs due within a minute), behind the same check (the role to list the subscription's
+  collections).
 
 Everything else the page shows and does (lists, history, run now, enable, disable, delete) goes through the
 management API.
@@ -37,12 +38,19 @@ from datetime import datetime, timedelta
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core import auth, health
+from scheduler_core import health
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paths import parse_path
 from scheduler_core.dashboard.insight import job_insight
-from scheduler_core.errors import MethodNotAllowedError, NotFoundError, SchedulerError, StorageError, ValidationError
+from scheduler_core.errors import (
+    AuthenticationError,
+    MethodNotAllowedError,
+    NotFoundError,
+    SchedulerError,
+    StorageError,
+    ValidationError,
+)
 from scheduler_core.model import JobState
 from scheduler_core.recurrence import format_instant, parse_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -155,12 +163,13 @@ def _job_api(
 ) -> ApiResponse:
     # The host decoded the route value once; the ARM path parser decodes each name exactly once.
     path = parse_path(ApiRequest.path_from_route(route_path))
-    auth.authenticate(services.api_keys, headers, path.subscription)
+    principal = services.authenticate(headers)  # 401 before anything about the path is said
     if path.kind != "job" or path.resource_group is None or path.collection is None or path.job is None:
         raise NotFoundError(
             "expected /dashboard/api/job/subscriptions/{sub}/resourceGroups/{rg}/providers/"
             "Microsoft.Scheduler/jobCollections/{jc}/jobs/{job}"
         )
+    services.authorize(principal, path, "GET")  # the role to read the job (403 over the subscription without one)
     count = _count(query)
     after = _after(query)
     service = services.service
@@ -211,11 +220,12 @@ def _status_api(
     fleet: Callable[[], Services],
 ) -> ApiResponse:
     path = parse_path(ApiRequest.path_from_route(route_path))
-    auth.authenticate(services.api_keys, headers, path.subscription)
+    principal = services.authenticate(headers)
     if path.kind != "subscription_collections":
         raise NotFoundError(
             "expected /dashboard/api/status/subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections"
         )
+    services.authorize(principal, path, "GET")  # the role to list the subscription's collections
     code, checked = health.check(fleet)
     body: dict[str, Any] = {
         "subscription": path.subscription,
@@ -267,6 +277,8 @@ def serve(
     except Exception as exc:
         if isinstance(exc, SchedulerError) and not isinstance(exc, StorageError):
             response = ApiResponse.error(exc)
+            if isinstance(exc, AuthenticationError) and services is not None:  # raised once they were built
+                response.headers["WWW-Authenticate"] = services().gate.challenge(exc)
         else:  # a bug, or storage that failed: logged with its cause, answered without details
             log.exception("dashboard request %s: %s failed", request_id, method)
             response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))

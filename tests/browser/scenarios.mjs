@@ -450,6 +450,11 @@ async function tokenSignIn() {
   await page.getByLabel("Access token").fill(ARGS.acceptedToken);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+  await page.locator("tbody th a").first().waitFor();
+  observed.collections = await page.locator("tbody th a").allTextContents();
+  const health = page.getByLabel("Health", { exact: true });
+  await health.waitFor({ timeout: WAIT });
+  observed.health = await health.locator("dd").first().textContent();
   observed.stored = await page.evaluate(() => ({
     token: sessionStorage.getItem("scheduler.dashboard.accessToken"),
     key: sessionStorage.getItem("scheduler.dashboard.apiKey"),

@@ -172,7 +172,7 @@ def test_status_is_behind_the_key_check(proxied: Proxied) -> None:
     url = f"{proxied.api.base_url}{STATUS}"
     assert_arm_error(requests.get(url, timeout=30), 401, "authentication required")
     assert_arm_error(proxied.status("sks_not-a-key"), 401, "not valid")
-    assert_arm_error(proxied.status(proxied.scoped_key), 403, f"subscription '{SUB}'")
+    assert_arm_error(proxied.status(proxied.scoped_key), 403, f"over scope '/subscriptions/{SUB}'")
     other = f"{proxied.api.base_url}{STATUS.replace(SUB, OTHER)}"
     mine = requests.get(other, headers={"Authorization": f"Bearer {proxied.scoped_key}"}, timeout=60)
     assert mine.status_code == 200 and mine.json()["counts"]["collections"] == 0
