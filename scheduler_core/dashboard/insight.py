@@ -35,9 +35,13 @@ _WHEN_MISSING = {
 def _action_fields(action: Mapping[str, Any], prefix: str) -> list[str]:
     kind = str(action.get("type", "")).lower()
     if kind in ("http", "https"):
-        authentication = (action.get("request") or {}).get("authentication") or {}
+        request = action.get("request") or {}
+        authentication = request.get("authentication") or {}
         names = _HTTP_AUTH_SECRETS.get(str(authentication.get("type", "")).lower(), ())
-        return [f"{prefix}.request.authentication.{name}" for name in names]
+        fields = [f"{prefix}.request.authentication.{name}" for name in names]
+        if request.get("signing"):  # api-version 2026-12-01-preview: request signing's write-only secret
+            fields.append(f"{prefix}.request.signing.secret")
+        return fields
     if kind == "storagequeue":
         return [f"{prefix}.queueMessage.sasToken"]
     return [
@@ -49,8 +53,8 @@ def _action_fields(action: Mapping[str, Any], prefix: str) -> list[str]:
 
 def write_only_fields(properties: Mapping[str, Any]) -> list[str]:
     """The dotted paths (inside a job's ``properties``) of the fields its definition may hold that the API
-    never returns: passwords, client secrets, certificates, SAS tokens and keys, of the action and of its
-    error action."""
+    never returns: passwords, client secrets, certificates, SAS tokens and keys, request signing secrets, of
+    the action and of its error action."""
     action = properties.get("action") or {}
     fields = _action_fields(action, "action")
     error = action.get("errorAction")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -10,10 +10,12 @@ import pytest
 from scheduler_core.api import views
 from scheduler_core.api.paging import link_after, parse_occurrence_query
 from scheduler_core.api.paths import check_url, parse_path
-from scheduler_core.definitions import Wire
+from scheduler_core.dashboard.insight import job_insight
+from scheduler_core.definitions import Wire, parse_job
 from scheduler_core.errors import NotFoundError, ValidationError
+from scheduler_core.model import Job, JobState
 from scheduler_core.model.collection import Calendar
-from scheduler_core.storage.keys import CollectionRef
+from scheduler_core.storage.keys import CollectionRef, JobRef
 
 JC = "subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/jc1"
 
@@ -82,3 +84,31 @@ def test_occurrences_page_by_instant() -> None:
         "value": [{"scheduledTime": "2030-01-01T08:00:00Z", "fireTime": "2030-01-01T08:04:01Z"}],
         "nextLink": link,
     }
+
+
+def test_the_dashboard_lists_the_signing_secret_as_write_only_and_never_shows_it() -> None:
+    secret = "whsec_" + "QUJD" * 8
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    body = {
+        "properties": {
+            "startTime": "2030-01-01T06:00:00Z",
+            "action": {
+                "type": "Https",
+                "request": {
+                    "uri": "https://example.org/x",
+                    "method": "POST",
+                    "signing": {"scheme": "StandardWebhooks", "secret": secret},
+                },
+            },
+            "recurrence": {"frequency": "Hour", "jitter": "PT10M"},
+        }
+    }
+    definition = parse_job(body, now=now, wire=Wire.PREVIEW).definition
+    job = Job(JobRef(CollectionRef("s1", "rg1", "jc1"), "j"), definition, JobState.ENABLED, 1, now, now)
+    insight = job_insight(job, now, 3)
+    assert {"path": "action.request.signing.secret", "set": True, "meaning": "set"} in insight["writeOnly"]
+    assert secret not in str(insight)
+    fires = [datetime.fromisoformat(item["utc"].replace("Z", "+00:00")) for item in insight["occurrences"]]
+    nominal = [datetime(2030, 1, 1, 6 + i, tzinfo=UTC) for i in range(3)]
+    assert all(n <= f < n + timedelta(minutes=10) for n, f in zip(nominal, fires, strict=True))
+    assert fires != nominal  # the dashboard shows the jittered instants
