@@ -87,7 +87,7 @@ def cleanup(timer: func.TimerRequest) -> None:
 
 @app.function_name("openapi_document")
 @app.route(
-    route="openapi/microsoft-scheduler-2016-03-01.json",  # scheduler_core.api.openapi.ROUTE
+    route="openapi/{document}",  # scheduler_core.api.openapi.ROUTE_TEMPLATE
     # No method list: every method reaches the function, so that a write gets an ARM 405 error body rather
     # than a bare 405.
 )
@@ -95,7 +95,7 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
     """Microsoft's OpenAPI document of the management API, anonymous (public, no secret in it)."""
     from scheduler_core.api import openapi  # imported here, as this block is appended below the wiring above
 
-    response = openapi.serve(req.method)
+    response = openapi.serve(req.method, req.route_params.get("document", openapi.DOCUMENT_NAME))
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
 
 

@@ -16,8 +16,9 @@ from typing import Any
 from scheduler_core import auth
 from scheduler_core.api import views
 from scheduler_core.api.messages import ApiRequest, ApiResponse
-from scheduler_core.api.paging import Page, paginate, parse_filter, parse_paging
+from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
+from scheduler_core.definitions import API_VERSIONS, Wire, wire_of
 from scheduler_core.errors import (
     AuthenticationError,
     MethodNotAllowedError,
@@ -32,8 +33,6 @@ from scheduler_core.storage.keys import CollectionRef, JobRef
 
 log = logging.getLogger("scheduler_core.api")
 
-#: api-version values accepted (2016-03-01 is what azure-mgmt-scheduler 7.0.0 sends).
-API_VERSIONS = frozenset({"2016-03-01", "2016-01-01", "2014-08-01-preview"})
 #: Largest request body read (a job definition may be 16,000 characters; JSON escapes can grow it).
 MAX_BODY_BYTES = 64 * 1024
 #: Longest request URL (as Azure Scheduler's limit on URLs).
@@ -120,7 +119,7 @@ class ManagementApi:
             raise ValidationError(
                 "api-version", f"'{version}' is not supported; use one of {', '.join(sorted(API_VERSIONS))}"
             )
-        operation = _Operation(services.service, request, path)
+        operation = _Operation(services.service, request, path, wire_of(version))
         run = operation.handler()
         services.authorize(principal, path, operation.method)
         return run()
@@ -143,15 +142,20 @@ def _body(request: ApiRequest) -> dict[str, Any]:
 class _Operation:
     """One request: picks the operation from the method and the path kind."""
 
-    def __init__(self, service: SchedulerService, request: ApiRequest, path: ResourcePath) -> None:
+    def __init__(
+        self, service: SchedulerService, request: ApiRequest, path: ResourcePath, wire: Wire = Wire.CLASSIC
+    ) -> None:
         self.service = service
         self.request = request
         self.path = path
+        self.wire = wire
         self.method = request.method.upper()
         self.if_match = request.header("If-Match")
 
     def handler(self) -> Callable[[], ApiResponse]:
-        """What runs this request (405 for a method the path does not support)."""
+        """What runs this request (400 for a preview-only path with a classic api-version, 405 for a method
+        the path does not support)."""
+        views.require_preview(self.wire, self.path)
         handlers: dict[tuple[str, str], Callable[[], ApiResponse]] = {
             ("subscription_collections", "GET"): self.list_collections,
             ("group_collections", "GET"): self.list_collections,
@@ -167,6 +171,11 @@ class _Operation:
             ("job", "DELETE"): self.delete_job,
             ("job_run", "POST"): self.run_job,
             ("job_history", "GET"): self.list_history,
+            ("job_occurrences", "GET"): self.list_occurrences,
+            ("calendars", "GET"): self.list_calendars,
+            ("calendar", "GET"): self.get_calendar,
+            ("calendar", "PUT"): self.put_calendar,
+            ("calendar", "DELETE"): self.delete_calendar,
         }
         handler = handlers.get((self.path.kind, self.method))
         if handler is None:
@@ -227,19 +236,19 @@ class _Operation:
         wanted = parse_filter(self.request.query, "state", views.JOB_STATES)
         if wanted is not None:
             jobs = [job for job in jobs if job.state == wanted]
-        return self._list(jobs, views.job)
+        return self._list(jobs, lambda job: views.job(job, self.wire))
 
     def get_job(self) -> ApiResponse:
         record = self.service.get_job(self.job_ref())
-        return ApiResponse.json(200, views.job(record), {"ETag": record.etag})
+        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.etag})
 
     def put_job(self) -> ApiResponse:
-        record, created = self.service.put_job(self.job_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(201 if created else 200, views.job(record), {"ETag": record.etag})
+        record, created = self.service.put_job(self.job_ref(), _body(self.request), self.if_match, self.wire)
+        return ApiResponse.json(201 if created else 200, views.job(record, self.wire), {"ETag": record.etag})
 
     def patch_job(self) -> ApiResponse:
-        record = self.service.patch_job(self.job_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(200, views.job(record), {"ETag": record.etag})
+        record = self.service.patch_job(self.job_ref(), _body(self.request), self.if_match, self.wire)
+        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.etag})
 
     def delete_job(self) -> ApiResponse:
         self.service.delete_job(self.job_ref(), self.if_match)
@@ -256,3 +265,32 @@ class _Operation:
         if wanted is not None:
             rows = [row for row in rows if row.status == wanted]
         return self._list(rows, lambda row: views.history(ref, row))
+
+    def list_occurrences(self) -> ApiResponse:
+        top, after = parse_occurrence_query(self.request.query)
+        items, more = self.service.job_occurrences(self.job_ref(), after, top)
+        link = link_after(self.request.url, items[-1][1]) if more and items else None
+        return ApiResponse.json(200, views.occurrences(items, link))
+
+    # ------------------------------------------------------------------------------ calendars (preview)
+
+    def calendar_name(self) -> str:
+        assert self.path.calendar is not None
+        return self.path.calendar
+
+    def list_calendars(self) -> ApiResponse:
+        ref = self.collection_ref()
+        return self._list(self.service.list_calendars(ref), lambda item: views.calendar(ref, item))
+
+    def get_calendar(self) -> ApiResponse:
+        ref = self.collection_ref()
+        return ApiResponse.json(200, views.calendar(ref, self.service.get_calendar(ref, self.calendar_name())))
+
+    def put_calendar(self) -> ApiResponse:
+        ref = self.collection_ref()
+        record, created = self.service.put_calendar(ref, self.calendar_name(), _body(self.request))
+        return ApiResponse.json(201 if created else 200, views.calendar(ref, record))
+
+    def delete_calendar(self) -> ApiResponse:
+        self.service.delete_calendar(self.collection_ref(), self.calendar_name())
+        return ApiResponse.empty(200)

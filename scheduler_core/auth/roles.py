@@ -55,6 +55,9 @@ JOB_WRITE = Operation(f"{_P}/jobs/write", Role.CONTRIBUTOR)
 JOB_DELETE = Operation(f"{_P}/jobs/delete", Role.CONTRIBUTOR)
 JOB_RUN = Operation(f"{_P}/jobs/run/action", Role.CONTRIBUTOR)
 HISTORY_READ = Operation(f"{_P}/jobs/jobHistories/read", Role.READER)
+CALENDAR_READ = Operation(f"{_P}/calendars/read", Role.READER)
+CALENDAR_WRITE = Operation(f"{_P}/calendars/write", Role.CONTRIBUTOR)
+CALENDAR_DELETE = Operation(f"{_P}/calendars/delete", Role.CONTRIBUTOR)
 
 #: (path kind of ``scheduler_core.api.paths``, HTTP method, action segment) -> the operation.
 OPERATIONS: dict[tuple[str, str, str | None], Operation] = {
@@ -73,6 +76,11 @@ OPERATIONS: dict[tuple[str, str, str | None], Operation] = {
     ("job", "DELETE", None): JOB_DELETE,
     ("job_run", "POST", None): JOB_RUN,
     ("job_history", "GET", None): HISTORY_READ,
+    ("job_occurrences", "GET", None): JOB_READ,
+    ("calendars", "GET", None): CALENDAR_READ,
+    ("calendar", "GET", None): CALENDAR_READ,
+    ("calendar", "PUT", None): CALENDAR_WRITE,
+    ("calendar", "DELETE", None): CALENDAR_DELETE,
 }
 
 

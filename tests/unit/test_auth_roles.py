@@ -4,7 +4,6 @@ token validation itself is exercised against a real OpenID provider in tests/e2e
 from __future__ import annotations
 
 import logging
-import uuid
 
 import pytest
 
@@ -15,8 +14,9 @@ from scheduler_core.api.paths import ResourcePath
 from scheduler_core.auth.roles import OPERATIONS, Grant, Principal, Role, operation_for, permits
 from scheduler_core.errors import AuthenticationError, ConfigurationError, ForbiddenError, MethodNotAllowedError
 
-OID = str(uuid.uuid4())
-GROUP = str(uuid.uuid4())
+# Fixed ids: they appear in parametrized test ids, which must be the same in every pytest-xdist worker.
+OID = "3554f5a6-acf7-442f-af58-f92b9167bddb"
+GROUP = "5c3d10c8-5517-430c-b0e7-6ef72ced7dbf"
 
 
 # ------------------------------------------------------------------------------------------- API keys

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 EVERY_METHOD: set[str] = set()
 EXPECTED_HTTP = {
     "management_api": ("subscriptions/{*resource}", EVERY_METHOD),
-    "openapi_document": ("openapi/microsoft-scheduler-2016-03-01.json", EVERY_METHOD),
+    "openapi_document": ("openapi/{document}", EVERY_METHOD),
     "dashboard": ("dashboard/{*path}", EVERY_METHOD),
     "health": ("health", EVERY_METHOD),
 }
@@ -116,16 +116,21 @@ def test_queue_functions_pass_the_message_body_to_their_trigger(
 def test_openapi_route_is_the_documented_one() -> None:
     from scheduler_core.api import openapi
 
-    assert EXPECTED_HTTP["openapi_document"][0] == openapi.ROUTE
-    route = compile_route(openapi.ROUTE, "doc")
-    assert route.pattern.match("openapi/microsoft-scheduler-2016-03-01.json")
-    assert route.pattern.match("subscriptions/s/openapi/microsoft-scheduler-2016-03-01.json") is None
+    assert EXPECTED_HTTP["openapi_document"][0] == openapi.ROUTE_TEMPLATE
+    route = compile_route(openapi.ROUTE_TEMPLATE, "doc")
+    for name in openapi.DOCUMENT_NAMES:
+        assert route.pattern.match(f"openapi/{name}")
+        assert route.pattern.match(f"subscriptions/s/openapi/{name}") is None
 
 
 def test_openapi_function_serves_microsofts_document_unchanged(function_index: AppIndex) -> None:
     handler = next(f.handler for f in function_index.http if f.name == "openapi_document")
     request = func.HttpRequest(
-        method="GET", url="http://localhost/openapi/microsoft-scheduler-2016-03-01.json", headers={}, body=b""
+        method="GET",
+        url="http://localhost/openapi/microsoft-scheduler-2016-03-01.json",
+        headers={},
+        body=b"",
+        route_params={"document": "microsoft-scheduler-2016-03-01.json"},
     )
     response = handler(request)  # no API key: the document is public
     assert response.status_code == 200

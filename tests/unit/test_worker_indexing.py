@@ -94,7 +94,7 @@ EXPECTED_RAW_BINDINGS: dict[str, list[dict[str, Any]]] = {
             "type": "httpTrigger",
             "name": "req",
             "authLevel": "ANONYMOUS",
-            "route": "openapi/microsoft-scheduler-2016-03-01.json",
+            "route": "openapi/{document}",
         },
         _HTTP_OUT,
     ],

@@ -32,7 +32,14 @@ from azure.data.tables import (
 )
 
 from scheduler_core.adapters.azure.errors import translated
-from scheduler_core.definitions import collection_json, job_json, read_collection_properties, read_job_definition
+from scheduler_core.definitions import (
+    calendars_json,
+    collection_json,
+    job_json,
+    read_calendars,
+    read_collection_properties,
+    read_job_definition,
+)
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import (
     ActionName,
@@ -144,6 +151,7 @@ class TableCollections:
             etag=_etag(entity),
             job_count=entity.get("JobCount"),
             modified_at=_aware(entity.metadata.get("timestamp")),
+            calendars=read_calendars(json.loads(entity.get("Calendars") or "[]")),
         )
 
     def get(self, ref: CollectionRef) -> JobCollection | None:
@@ -184,6 +192,8 @@ class TableCollections:
         }
         if record.job_count is not None:
             entity["JobCount"] = record.job_count
+        if record.calendars:  # api-version 2026-12-01-preview; at most 1,000 dates in all (13 KB)
+            entity["Calendars"] = json.dumps(calendars_json(record.calendars))
         etag = _write(self.table, entity, None if create else record.etag or None, create)
         return replace(record, etag=etag)
 
