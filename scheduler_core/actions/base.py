@@ -8,7 +8,7 @@ registered here; :meth:`ActionRunner.run` matches every class of the union, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, cast
 
 from scheduler_core.model.actions import (
@@ -30,13 +30,40 @@ A_contra = TypeVar("A_contra", contravariant=True)
 
 @dataclass(frozen=True)
 class ActionContext:
-    """Who is firing and why: sent to targets as x-ms-scheduler-* headers, used in messages."""
+    """Who is firing and why: sent to targets as x-ms-scheduler-* headers, used in messages, and the values
+    of the placeholders (:mod:`scheduler_core.actions.placeholders`) when ``expand_placeholders`` is on.
+
+    ``message_id`` names what every attempt of one occurrence's action delivers (the Standard Webhooks
+    ``webhook-id``: the same on each retry, so a receiver drops a repeat); None: the ``execution_id``.
+    ``started_at`` is when the attempt started on the executor's clock (None: now)."""
 
     job_id: str  # ARM resource id of the job
     collection_id: str  # ARM resource id of the collection
     expected_time: datetime  # the occurrence (the same on every retry)
     execution_id: str  # one per attempt
     retry_count: int  # 0 on the first try
+    started_at: datetime | None = None
+    expand_placeholders: bool = False  # the job's action.expandPlaceholders
+    message_id: str | None = None
+
+    @property
+    def job_name(self) -> str:
+        """The job's name (the last segment of its resource id)."""
+        return self.job_id.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def collection_name(self) -> str:
+        """The job collection's name (the last segment of its resource id)."""
+        return self.collection_id.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def delivery_id(self) -> str:
+        """``message_id``, or the execution id when the context has none."""
+        return self.message_id or self.execution_id
+
+    def actual_time(self) -> datetime:
+        """When the attempt started: ``started_at``, or now (UTC)."""
+        return self.started_at if self.started_at is not None else datetime.now(UTC)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,18 @@ whose message says which host was refused and why.
 
 Each call is a client span (OpenTelemetry), the child of the attempt's span, and the target receives its
 context as a W3C ``traceparent`` header (when tracing is configured: :mod:`scheduler_core.telemetry`), so
-that it can join the trace. The result carries the answer's status code (``ActionResult.status_code``)."""
+that it can join the trace. The result carries the answer's status code (``ActionResult.status_code``).
+
+A request is built in this order: the placeholders expanded (``action.expandPlaceholders``,
+:mod:`~scheduler_core.actions.placeholders`), the ``x-ms-scheduler-*`` headers then the job's own, the trace
+context, the authentication scheme, and last the signature (``request.signing``,
+:mod:`~scheduler_core.actions.signing`) over the body exactly as sent. A header value that Latin-1 cannot
+hold (a job named in another script) is sent as its UTF-8 bytes (:func:`wire_header`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import assert_never
 from urllib.parse import urlsplit
 
@@ -29,13 +36,17 @@ from scheduler_core.actions.http_auth import (
     OutboundRequest,
     RequestAuth,
 )
+from scheduler_core.actions.managed_identity import ManagedIdentityAuth, ManagedIdentityTokens
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guard_session
+from scheduler_core.actions.placeholders import expand_http
+from scheduler_core.actions.signing import signer_for
 from scheduler_core.model.actions import (
     ActiveDirectoryOAuthAuthentication,
     BasicAuthentication,
     ClientCertificateAuthentication,
     HttpAction,
     HttpAuthentication,
+    ManagedServiceIdentityAuthentication,
 )
 from scheduler_core.recurrence import format_instant
 
@@ -44,11 +55,22 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 
+def wire_header(value: str) -> str:
+    """A header value as ``http.client`` can send it: unchanged when Latin-1 holds it (``http.client`` sends
+    it so), else the text whose Latin-1 bytes are the value's UTF-8 bytes (sent as UTF-8, as receivers read
+    header bytes today), never an error that would lose the attempt."""
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8").decode("latin-1")
+    return value
+
+
 def scheduler_headers(context: ActionContext) -> dict[str, str]:
     """Headers that let a receiver recognise and de-duplicate a call (compatible with Azure Scheduler)."""
     return {
-        "x-ms-scheduler-jobid": context.job_id,
-        "x-ms-scheduler-jobcollectionid": context.collection_id,
+        "x-ms-scheduler-jobid": wire_header(context.job_id),
+        "x-ms-scheduler-jobcollectionid": wire_header(context.collection_id),
         "x-ms-scheduler-expected-execution-time": format_instant(context.expected_time),
         "x-ms-scheduler-execution-id": context.execution_id,
         "x-ms-scheduler-retry-count": str(context.retry_count),
@@ -62,10 +84,14 @@ class HttpSender:
     ``requests.Session`` (its http and https adapters are replaced by ones guarded by ``policy``, whose
     ``resolver`` is the name-resolution seam);
     ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting; by default its calls
-    are guarded by ``policy`` too). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS; a guarded
-    session per certificate, which copies ``session``'s trust settings) and ``ActiveDirectoryOAuth``
-    (``Authorization: Bearer``), each a scheme of :mod:`~scheduler_core.actions.http_auth` that sees the
-    built request (:meth:`authenticator`)."""
+    are guarded by ``policy`` too); ``identity`` gets the app's own tokens for ``ManagedServiceIdentity``
+    (by default none: such an action fails, saying the app has no identity; ``default_runner`` passes the
+    platform's). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS; a guarded session per
+    certificate, which copies ``session``'s trust settings), ``ActiveDirectoryOAuth`` and
+    ``ManagedServiceIdentity`` (``Authorization: Bearer``), each a scheme of
+    :mod:`~scheduler_core.actions.http_auth` / :mod:`~scheduler_core.actions.managed_identity` that sees the
+    built request (:meth:`authenticator`); then the signature, if any. ``clock`` (seconds since the epoch)
+    stamps signatures."""
 
     def __init__(
         self,
@@ -73,6 +99,8 @@ class HttpSender:
         policy: OutboundPolicy | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         oauth: OAuthTokens | None = None,
+        identity: ManagedIdentityTokens | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.policy = policy or OutboundPolicy()
         self.session = guard_session(session or requests.Session(), self.policy)
@@ -82,6 +110,8 @@ class HttpSender:
         self.timeout = timeout
         self.oauth = oauth or OAuthTokens(policy=self.policy)
         self.certificates = ClientCertificateSessions(self.session, self.policy)
+        self.identity = identity or ManagedIdentityTokens(None)
+        self.clock = clock
 
     def authenticator(self, authentication: HttpAuthentication | None) -> RequestAuth | None:
         """The scheme that authenticates a request with ``authentication`` (None: none)."""
@@ -94,6 +124,8 @@ class HttpSender:
                 return BearerTokenAuth(authentication, self.oauth)
             case ClientCertificateAuthentication():
                 return ClientCertificateAuth(authentication, self.certificates)
+            case ManagedServiceIdentityAuthentication():
+                return ManagedIdentityAuth(authentication, self.identity)
             case _:
                 assert_never(authentication)
 
@@ -102,6 +134,7 @@ class HttpSender:
         whose context the target receives as ``traceparent``. Success is a 2xx answer after redirects."""
         from opentelemetry.trace import SpanKind, StatusCode
 
+        action = expand_http(action, context)
         uri = action.uri
         host = urlsplit(uri).hostname or ""
         method = action.method.upper()
@@ -119,15 +152,24 @@ class HttpSender:
         request = OutboundRequest(
             method=method,
             uri=uri,
-            headers={**scheduler_headers(context), **(action.headers or {})},
+            headers={
+                **scheduler_headers(context),
+                **{name: wire_header(value) for name, value in (action.headers or {}).items()},
+            },
             body=action.body.encode() if action.body is not None else None,
             session=self.session,
         )
         telemetry.inject_trace_context(request.headers)  # a traceparent of the job's own headers is kept
+        steps: list[RequestAuth] = []
         auth = self.authenticator(action.authentication)
         if auth is not None:
+            steps.append(auth)
+        signer = signer_for(action.signing, context.delivery_id, self.clock)
+        if signer is not None:
+            steps.append(signer)  # last: it signs the body as sent
+        for step in steps:
             try:
-                auth.apply(request)
+                step.apply(request)
             except AuthenticationProblem as exc:
                 return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {exc}")
         deadline = time.monotonic() + self.timeout

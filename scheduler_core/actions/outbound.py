@@ -15,6 +15,10 @@ function app's own identity tokens. So the check is made where the socket is ope
   (SNI, certificate and host name checks) and the ``Host`` header stay on the name. Each redirect hop is a
   connection of its own, so it is checked the same way. Proxies are not used: a proxy would resolve and
   connect on our behalf, out of the check's reach.
+- Endpoints (host and port): ``reserved`` ones are refused to every action (the platform's managed identity
+  endpoint, ``IDENTITY_ENDPOINT``, which is on loopback or link-local and hands out the app's tokens to
+  whoever knows its header), and a policy with ``only`` set connects to nothing but those (the identity
+  client's own policy: it reaches that endpoint and nothing else, whatever a response redirects to).
 """
 
 from __future__ import annotations
@@ -122,6 +126,17 @@ def host_name(host: str) -> str:
     return host.strip().strip("[]").rstrip(".").lower()
 
 
+#: A host and a port: the host's canonical address as text when it is an IP literal, else its name as
+#: :func:`host_name` gives it.
+Endpoint = tuple[str, int]
+
+
+def endpoint(host: str, port: int) -> Endpoint:
+    """``host``:``port`` as :attr:`OutboundPolicy.reserved` and :attr:`OutboundPolicy.only` hold it."""
+    literal = literal_address(host)
+    return (str(canonical(literal)) if literal is not None else host_name(host), port)
+
+
 class OutboundRefused(Exception):
     """The target is not allowed by the outbound policy. The message names the host and the address."""
 
@@ -140,6 +155,10 @@ class OutboundPolicy:
 
     allow_metadata_endpoints: bool = False
     resolver: Resolver = field(default=system_resolver, compare=False, repr=False)
+    #: Endpoints no action may connect to (see :func:`endpoint`), unless ``allow_metadata_endpoints``.
+    reserved: frozenset[Endpoint] = frozenset()
+    #: When set, the only endpoints a connection may go to (see :func:`endpoint`).
+    only: frozenset[Endpoint] | None = None
 
     def refused(self, address: IPAddress) -> bool:
         """Whether a connection to ``address`` (in any spelling) is refused."""
@@ -183,11 +202,31 @@ class OutboundPolicy:
         except socket.gaierror:
             return
 
+    def check_endpoint(self, host: str, port: int, addresses: Sequence[IPAddress] = ()) -> None:
+        """Raise :class:`OutboundRefused` if ``host``:``port`` is not one of :attr:`only` (when set), or is
+        one of :attr:`reserved`, by its name or by any of ``addresses`` (what it resolved to)."""
+        if self.only is not None and endpoint(host, port) not in self.only:
+            raise OutboundRefused(f"'{host}' port {port} is not an endpoint this client may call", host)
+        if self.allow_metadata_endpoints or not self.reserved:
+            return
+        keys = {endpoint(host, port)} | {(str(canonical(address)), port) for address in addresses}
+        if keys & self.reserved:
+            raise OutboundRefused(
+                f"'{host}' port {port} is the platform's managed identity endpoint (IDENTITY_ENDPOINT), "
+                "which only the app's own identity client may call",
+                host,
+            )
+
     def socket_addresses(self, host: str, port: int) -> list[tuple[socket.AddressFamily, Any]]:
-        """``(family, sockaddr)`` to connect to, each checked by :meth:`addresses`; an IPv4-mapped address
-        is connected to over IPv4 (where the kernel would send it anyway)."""
+        """``(family, sockaddr)`` to connect to, each checked by :meth:`addresses` and the endpoint by
+        :meth:`check_endpoint`; an IPv4-mapped address is connected to over IPv4 (where the kernel would send
+        it anyway)."""
+        if self.only is not None:
+            self.check_endpoint(host, port)  # before any name is resolved
+        found = self.addresses(host)
+        self.check_endpoint(host, port, found)
         targets: list[tuple[socket.AddressFamily, Any]] = []
-        for checked in self.addresses(host):
+        for checked in found:
             mapped = checked.ipv4_mapped if isinstance(checked, ipaddress.IPv6Address) else None
             address = mapped or checked
             for info in socket.getaddrinfo(str(address), port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST):

@@ -56,6 +56,7 @@ from azure.servicebus.exceptions import (
 )
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.endpoints import DEFAULT_SERVICE_BUS_ENDPOINT, Namespace, namespace_endpoint
@@ -80,14 +81,15 @@ CredentialFactory = Callable[[], TokenCredential]
 
 
 def build_message(action: ServiceBusAction, context: ActionContext) -> ServiceBusMessage:
-    """The AMQP message of a Service Bus action. Raises ``ValueError`` for values Service Bus refuses
-    (e.g. a partitionKey that differs from the sessionId)."""
+    """The AMQP message of a Service Bus action (its body's placeholders expanded when
+    ``context.expand_placeholders`` is on). Raises ``ValueError`` for values Service Bus refuses (e.g. a
+    partitionKey that differs from the sessionId)."""
     props = action.brokered_properties or BrokeredMessageProperties()
     ttl = props.time_to_live.value if props.time_to_live is not None else None
     if ttl is not None and ttl > MAX_HEADER_TTL:
         ttl = None  # the entity's default time to live (see the module's docstring)
     message = ServiceBusMessage(
-        action.message or "",
+        expand_message(action, context) or "",
         application_properties={str(k): str(v) for k, v in (action.custom_properties or {}).items()} or None,
         session_id=props.session_id,
         message_id=props.message_id or context.execution_id,

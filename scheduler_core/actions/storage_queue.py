@@ -11,7 +11,9 @@ app's own identity (a token credential, ``DefaultAzureCredential`` by default), 
 under the configured endpoint (and ``SCHEDULER_IDENTITY_ALLOWED_HOSTS``, see
 :class:`scheduler_core.identity.IdentityScope`): an action naming any other host fails without connecting.
 
-The message is written in one of three formats (setting ``SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT``):
+With ``action.expandPlaceholders`` the message's placeholders are expanded first
+(:mod:`scheduler_core.actions.placeholders`). The message is written in one of three formats (setting
+``SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT``):
 
 * ``envelope`` (default): Azure Scheduler's ``StorageQueueMessage`` XML envelope (execution tag, client
   request id, expected execution time, job and collection names, the message), base64-encoded as the
@@ -47,6 +49,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
 from scheduler_core.endpoints import DEFAULT_STORAGE_QUEUE_ENDPOINT, account_url
@@ -66,8 +69,8 @@ CredentialFactory = Callable[[], TokenCredential]
 
 def envelope(message: str, context: ActionContext) -> str:
     """Azure Scheduler's ``StorageQueueMessage`` XML around the message text."""
-    job = context.job_id.rstrip("/").rsplit("/", 1)[-1]
-    collection = context.collection_id.rstrip("/").rsplit("/", 1)[-1]
+    job = context.job_name
+    collection = context.collection_name
     return (
         '<?xml version="1.0" encoding="utf-16"?>\n'
         '<StorageQueueMessage xmlns:xsd="http://www.w3.org/2001/XMLSchema" '
@@ -148,7 +151,7 @@ class StorageQueueSender:
         token = raw_token.strip().lstrip("?") if raw_token else None
         where = f"queue '{queue}' of storage account '{account}'"
         url = account_url(self.endpoint, account)
-        content = encode_message(action.message, context, self.message_format)
+        content = encode_message(expand_message(action, context) or "", context, self.message_format)
         if token is None:
             host = self.scope.storage_queue_host(account)
             refusal = self.scope.storage_queue_refusal(host)
