@@ -131,7 +131,7 @@ param scanQueueName string = 'scheduler-scan'
 @description('SCHEDULER_EXECUTION_QUEUE: queue of execution attempts.')
 param executionQueueName string = 'scheduler-executions'
 
-@description('SCHEDULER_EXECUTION_QUEUE_COUNT: execution queues K, each with a function of its own (execute_occurrence, execute_occurrence_1...) that Flex Consumption scales on its own. Queue 0 is executionQueueName, queue i executionQueueName-i (docs/capacity.md). Raise it freely; lower it only once the queues above the new count are empty.')
+@description('SCHEDULER_EXECUTION_QUEUE_COUNT: execution queues K, each with a function of its own (execute_occurrence, execute_occurrence_1...) that Flex Consumption scales on its own. Queue 0 is executionQueueName, queue i executionQueueName-i (docs/capacity.md). Raise it freely; lowering it strands what waits in the queues that go away (docs/deploy.md section 12).')
 @minValue(1)
 @maxValue(32)
 param executionQueueCount int = 1

@@ -15,16 +15,20 @@ beyond that wait for a thread, invisible, as they wait in the worker's queue in 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
+import requests
 from azure.core.exceptions import ResourceExistsError
+from azure.core.pipeline.transport import RequestsTransport
 from azure.functions.queue import QueueMessage as FunctionQueueMessage
 from azure.storage.queue import (
     BinaryBase64DecodePolicy,
@@ -94,6 +98,28 @@ def connection_string_for(connection: str) -> str:
     return value
 
 
+#: Connections kept open to the storage host by the pollers' clients together: every worker thread settles
+#: (deletes) its message through its poller's client, so the pool must hold one per thread, or each call
+#: beyond requests' default of 10 opens and drops a connection ("Connection pool is full").
+POOL_CONNECTIONS = 128
+
+
+@functools.cache
+def _transport() -> RequestsTransport:
+    """One pooled HTTP transport for the pollers' queue clients (the Functions host keeps its connections)."""
+    session = requests.Session()
+    session.trust_env = bool(urllib.request.getproxies())
+    adapter = requests.adapters.HTTPAdapter(pool_connections=POOL_CONNECTIONS, pool_maxsize=POOL_CONNECTIONS)
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, adapter)
+    return RequestsTransport(
+        session=session,
+        session_owner=False,
+        connection_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+    )
+
+
 def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
     policies: dict[str, Any] = {}
     if encoding == "base64":
@@ -106,6 +132,7 @@ def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
         queue,
         connection_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
+        transport=_transport(),
         **policies,
     )
 

@@ -77,8 +77,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "queue i is SCHEDULER_EXECUTION_QUEUE-i (function execute_occurrence_i, trigger "
         "%SCHEDULER_EXECUTION_QUEUE%-i). A job's attempts (first tries, retries, error actions, runs on "
         "demand) always go to the queue of a stable hash of the job. Read when the app is indexed: a change "
-        "restarts the app. Raise it freely; lower it only once queues K..old K-1 are empty "
-        "(docs/capacity.md).",
+        "restarts the app. Raise it freely; lowering it strands what waits in the queues that go away "
+        "(docs/deploy.md §12).",
     ),
     SettingSpec(
         "SCHEDULER_DISPATCH_SCHEDULE",
