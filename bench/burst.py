@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableServiceClient
 
 from bench.common import ROOT, percentile, table
@@ -58,9 +59,9 @@ from scheduler_core.adapters.azure.provision import provision
 
 JOBS_PER_COLLECTION = 1000  # P20Premium's largest collection
 RECEIVE_BATCH = 32  # the most one Storage queue receive returns
-#: How long the raw consumer holds what it received (the host holds its messages 10 minutes): long enough
-#: that no message comes back to another worker while a batch of 32 is worked through.
-RAW_LEASE_SECONDS = 600
+#: How long the raw consumer holds what it received: long enough that no message comes back to another
+#: worker while a batch of 32 is worked through, short enough that one whose receive was lost comes back.
+RAW_LEASE_SECONDS = 120
 JC = "subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections"
 
 
@@ -191,7 +192,8 @@ class HostLog:
     scans_done: datetime | None  # when the last scan of the burst finished (log time, whole seconds)
 
 
-def read_host_log(path: Path, since: datetime) -> HostLog:
+def read_host_log(path: Path, since: datetime, scans_before: datetime) -> HostLog:
+    """Executions from ``since`` on; the scans from ``since`` to ``scans_before`` (the burst's tick's)."""
     executions: dict[str, list[float]] = defaultdict(list)
     outcomes: Counter[str] = Counter()
     scans_done: datetime | None = None
@@ -203,7 +205,8 @@ def read_host_log(path: Path, since: datetime) -> HostLog:
         if at < since:
             continue
         if match["function"] == "scan_shard":
-            scans_done = max(scans_done or at, at)
+            if at < scans_before:
+                scans_done = max(scans_done or at, at)
         else:
             executions[match["function"]].append(float(match["ms"]))
             outcomes[match["outcome"].split(",")[0]] += 1
@@ -293,7 +296,9 @@ def run_burst(args: argparse.Namespace, config: settings.Settings, key: str, azu
         time.sleep(args.settle)  # duplicates arrive late, if at all
         arrivals = sink.snapshot()
         host.stop()
-        log = read_host_log(host.log, due - timedelta(seconds=config.lookahead_seconds + 20))
+        log = read_host_log(
+            host.log, due - timedelta(seconds=config.lookahead_seconds + 20), due + timedelta(seconds=40)
+        )
     expected = {f"/j{i}" for i in range(args.jobs)}
     firsts = [min(times) for path, times in arrivals.items() if path in expected]
     lateness = [at - due.timestamp() for at in firsts]
@@ -353,7 +358,8 @@ def raw_consumer(
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(fill, range(messages)))
-    handled = Counter[int]()
+    handled: set[str] = set()
+    repeats = Counter[str]()  # what came back: a message received twice, a delete that found it gone
     lock = threading.Lock()
 
     def work(w: int) -> None:
@@ -365,19 +371,33 @@ def raw_consumer(
                 )
             )
             if not batch:
-                return
+                with lock:
+                    if len(handled) >= messages:
+                        return
+                time.sleep(0.5)  # the rest are in other workers' hands (or come back after their lease)
+                continue
             for message in batch:
-                raw_table.create_entity({"PartitionKey": f"p{w % 16}", "RowKey": message.id, "Body": message.content})
-                client.delete_message(message)
-            with lock:
-                handled[w] += len(batch)
+                try:
+                    raw_table.create_entity({"PartitionKey": "p", "RowKey": message.id, "Body": message.content})
+                except ResourceExistsError:
+                    with lock:
+                        repeats["received again"] += 1
+                try:
+                    client.delete_message(message)
+                except ResourceNotFoundError:  # a retried delete whose first try went through, or a repeat
+                    with lock:
+                        repeats["delete found it gone"] += 1
+                with lock:
+                    handled.add(message.id)
 
     cpu = cpu_seconds(azurite_pid)
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(work, range(workers)))
     seconds = time.perf_counter() - started
-    assert sum(handled.values()) == messages, f"raw consumer handled {sum(handled.values())} of {messages}"
+    assert len(handled) == messages, f"raw consumer handled {len(handled)} of {messages}"
+    if repeats:
+        print(f"raw consumer, {queues} queue(s): {dict(repeats)}")
     return RawResult(queues, messages, seconds, (cpu_seconds(azurite_pid) - cpu) / seconds)
 
 
