@@ -1,11 +1,16 @@
 """Benchmark: dispatch of many jobs due in the same minute, next to raw queue sends.
 
-    .venv/bin/python bench/dispatch.py [--jobs 20000] [--threads 8]
+    .venv/bin/python -m bench.dispatch [--jobs 20000] [--threads 8] [--shards 16] [--fan-out W] [--chunk 200]
 
 Writes ``--jobs`` hourly jobs due in the same minute straight into the tables (batched, not timed), then
 times the scans of every due-index shard (``--threads`` shards at a time) from the first read to the last
 execution message sent, and the same number of raw ``send_message`` calls on the same queue from this
 process with the same concurrency. Prints executions per second of each and the ratio.
+
+``--fan-out W``: the scans hand the rest of a shard on after ``--chunk`` rows (a scan message on the real
+scan queue), and ``W`` worker threads take scan messages from that queue, as W scan-queue invocations on
+instances that scale out would; one scan message per shard starts it, as a tick does. Timed until the scan
+queue is empty and every worker idle. ``--shards 1`` puts every job into one shard: the case fan-out is for.
 """
 
 from __future__ import annotations
@@ -68,12 +73,68 @@ def seed(jobs: int, due: datetime) -> None:
             due_index.table.submit_transaction(ops)
 
 
+def fan_out(workers: int, chunk: int, now: datetime) -> tuple[int, int]:
+    """Scan every shard with hand-on: one scan message per shard, taken by ``workers`` threads from the real
+    scan queue (each runs ``Dispatcher.scan_message``), until the queue is empty and every worker is idle.
+    Returns (rows fired, scans run)."""
+    import threading
+
+    from scheduler_core.pipeline.dispatch import Dispatcher
+    from scheduler_core.pipeline.messages import ScanMessage
+
+    services = wiring.services()
+    scans = services.scans
+    assert isinstance(scans, MessageQueue)
+    base = services.dispatcher
+    dispatcher = Dispatcher(
+        services.stores,
+        base.send,
+        base.shards,
+        base.lookahead,
+        services.executor.claims,
+        send_scan=scans.send,
+        chunk=chunk,
+    )
+    for shard in range(base.shards):
+        scans.send(ScanMessage(shard=f"{shard:04d}", tick="bench").to_json())
+    lock = threading.Lock()
+    busy, fired, runs = 0, 0, 0
+
+    def work() -> None:
+        nonlocal busy, fired, runs
+        while True:
+            with lock:
+                busy += 1
+            taken = list(scans.client.receive_messages(max_messages=1, visibility_timeout=300))
+            for message in taken:
+                report = dispatcher.scan_message(ScanMessage.from_json(message.content), now)
+                scans.client.delete_message(message)
+                with lock:
+                    fired, runs = fired + report.fired, runs + 1
+            with lock:
+                busy -= 1
+                if not taken and busy == 0:
+                    return  # nobody is scanning, so nothing more can be handed on
+            if not taken:
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return fired, runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--shards", type=int, default=16, help="due-index shards")
+    parser.add_argument("--fan-out", type=int, default=0, help="scan workers taking handed-on scans (0: off)")
+    parser.add_argument("--chunk", type=int, default=200, help="rows per scan before it hands the rest on")
     args = parser.parse_args()
-    with azurite_settings() as config:
+    with azurite_settings(SCHEDULER_DUE_SHARDS=str(args.shards)) as config:
         services = wiring.services()
         now = datetime.now(UTC).replace(microsecond=0)
         due = now + timedelta(seconds=30)
@@ -82,10 +143,14 @@ def main() -> None:
         print(f"seeded {args.jobs} jobs in {time.perf_counter() - started:.1f} s (not timed)")
         shards = [f"{s:04d}" for s in range(config.due_shards)]
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=args.threads) as pool:
-            reports = list(pool.map(lambda shard: services.dispatcher.scan(shard, now), shards))
+        runs = len(shards)
+        if args.fan_out:
+            fired, runs = fan_out(args.fan_out, args.chunk, now)
+        else:
+            with ThreadPoolExecutor(max_workers=args.threads) as pool:
+                reports = list(pool.map(lambda shard: services.dispatcher.scan(shard, now), shards))
+            fired = sum(r.fired for r in reports)
         dispatch_seconds = time.perf_counter() - started
-        fired = sum(r.fired for r in reports)
         assert fired == args.jobs, f"dispatched {fired} of {args.jobs}"
         assert isinstance(services.executions, MessageQueue)
         queue = services.executions.client
@@ -100,9 +165,10 @@ def main() -> None:
             ["operation", "count", "threads", "seconds", "per second", "vs raw send"],
             [
                 [
-                    "dispatch (scan → execution message)",
+                    f"dispatch (scan → execution message), {args.shards} shards"
+                    + (f", fan-out: {runs} scans of ≤ {args.chunk} rows" if args.fan_out else ""),
                     fired,
-                    args.threads,
+                    args.fan_out or args.threads,
                     f"{dispatch_seconds:.1f}",
                     f"{dispatch_rate:.0f}",
                     f"{dispatch_rate / raw_rate:.0%}",
