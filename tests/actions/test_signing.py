@@ -1,6 +1,7 @@
 """Standard Webhooks signing of HTTP actions (``request.signing``), verified as a receiver verifies it: by a
 real HTTP server on 127.0.0.1 that checks every request with the specification's own library
-(``standardwebhooks`` from PyPI) and answers 204 when it verifies, 401 when it does not."""
+(``standardwebhooks`` from PyPI) and answers 204 when it verifies, 401 when it does not
+(``tests/actions/webhook_receiver.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ import base64
 import logging
 import secrets
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Lock, Thread
 from typing import Any
 
 import pytest
@@ -23,70 +19,10 @@ from scheduler_core.actions import ActionContext
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.signing import standard_webhooks_signature
 from scheduler_core.model.actions import BasicAuthentication, HttpAction, RequestSigning, Secret
+from tests.actions.webhook_receiver import receiver
 
 SECRET = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 JOB = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc/jobs/hook"
-
-
-@dataclass
-class Delivery:
-    headers: dict[str, str]
-    body: bytes
-    verified: bool
-    reason: str
-
-
-@dataclass
-class Receiver:
-    """A webhook receiver: verifies each request with the reference library under ``secret``."""
-
-    secret: str
-    base_url: str = ""
-    deliveries: list[Delivery] = field(default_factory=list)
-    lock: Lock = field(default_factory=Lock)
-
-    def received(self) -> list[Delivery]:
-        with self.lock:
-            return list(self.deliveries)
-
-
-@contextmanager
-def receiver(secret: str = SECRET) -> Iterator[Receiver]:
-    state = Receiver(secret)
-    webhook = Webhook(secret)
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            headers = dict(self.headers)
-            try:
-                webhook.verify(body, headers, json_parse=False)
-                verified, reason = True, ""
-            except WebhookVerificationError as exc:
-                verified, reason = False, str(exc)
-            with state.lock:
-                state.deliveries.append(Delivery(headers, body, verified, reason))
-            self.send_response(204 if verified else 401)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        do_PUT = do_GET = do_POST
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def context(
@@ -108,7 +44,7 @@ def signed(url: str, body: str | None = '{"event": "tick"}', secret: str = SECRE
 
 
 def test_the_receiver_verifies_a_signed_call_with_the_reference_library() -> None:
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         before = int(time.time())
         result = HttpSender(timeout=5).send(signed(hook.base_url + "/in"), context("exec-a", 0))
         [delivery] = hook.received()
@@ -124,7 +60,7 @@ def test_a_retry_carries_the_same_webhook_id_and_a_fresh_signature() -> None:
     """The specification's webhook-id is the message's: the same when it is sent again after a failure, so
     the receiver can drop the repeat. Each attempt has its own execution id, the message id stays."""
     sender = HttpSender(timeout=5)
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         first = sender.send(signed(hook.base_url), context("exec-attempt-0", 0))
         second = sender.send(signed(hook.base_url), context("exec-attempt-1", 1))
         deliveries = hook.received()
@@ -135,14 +71,14 @@ def test_a_retry_carries_the_same_webhook_id_and_a_fresh_signature() -> None:
 
 
 def test_without_a_message_id_the_execution_id_is_the_webhook_id() -> None:
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         assert HttpSender(timeout=5).send(signed(hook.base_url), context("exec-only", 0, message_id=None)).succeeded
         [delivery] = hook.received()
     assert delivery.verified and delivery.headers["webhook-id"] == "exec-only"
 
 
 def test_a_tampered_body_a_replayed_old_timestamp_and_another_secret_fail_verification() -> None:
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         assert HttpSender(timeout=5).send(signed(hook.base_url), context("exec-a", 0)).succeeded
         [delivery] = hook.received()
     webhook = Webhook(SECRET)
@@ -177,7 +113,7 @@ def test_a_receiver_with_another_secret_refuses_and_the_attempt_fails() -> None:
 
 def test_the_body_signed_is_the_body_sent_after_placeholders() -> None:
     body = '{"attempt": @{attempt}, "job": "@{jobName}", "run": "@{executionId}"}'
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         action = signed(hook.base_url, body=body, headers={"Content-Type": "application/json"})
         result = HttpSender(timeout=5).send(action, context("exec-3", 3, expand_placeholders=True))
         [delivery] = hook.received()
@@ -187,7 +123,7 @@ def test_the_body_signed_is_the_body_sent_after_placeholders() -> None:
 
 
 def test_a_call_without_a_body_is_signed_over_the_empty_body() -> None:
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         assert HttpSender(timeout=5).send(signed(hook.base_url, body=None), context("exec-a", 0)).succeeded
         [delivery] = hook.received()
     assert delivery.verified and delivery.body == b""
@@ -196,7 +132,7 @@ def test_a_call_without_a_body_is_signed_over_the_empty_body() -> None:
 def test_the_jobs_own_webhook_headers_are_replaced_and_authentication_still_applies() -> None:
     headers = {"Webhook-Id": "forged", "WEBHOOK-SIGNATURE": "v1,Zm9yZ2Vk", "webhook-timestamp": "1"}
     basic = BasicAuthentication("user", Secret("basic-password"))
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         action = signed(hook.base_url, headers=headers, authentication=basic)
         assert HttpSender(timeout=5).send(action, context("exec-a", 0)).succeeded
         [delivery] = hook.received()
@@ -209,7 +145,7 @@ def test_the_jobs_own_webhook_headers_are_replaced_and_authentication_still_appl
 def test_the_secret_is_never_logged_nor_in_the_result_nor_in_the_actions_repr(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     action = signed("http://127.0.0.1:9/")  # nothing listens: the failure path too
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         ok = HttpSender(timeout=5).send(signed(hook.base_url), context("exec-a", 0))
     failed = HttpSender(timeout=2).send(action, context("exec-b", 0))
     assert ok.succeeded and not failed.succeeded
@@ -219,7 +155,7 @@ def test_the_secret_is_never_logged_nor_in_the_result_nor_in_the_actions_repr(ca
 
 
 def test_a_secret_that_is_not_base64_fails_the_attempt_without_sending() -> None:
-    with receiver() as hook:
+    with receiver(SECRET) as hook:
         result = HttpSender(timeout=5).send(signed(hook.base_url, secret="whsec_not*base64!"), context("exec-a", 0))
         assert hook.received() == []
     assert not result.succeeded
