@@ -126,6 +126,8 @@ SERIAL_ROWS = 8
 #: Jobs named in one ``JobStore.get_many`` call of a scan (14 fit one Table Storage query's filter); the
 #: calls of a large scan run on the pool too.
 JOBS_PER_READ = 14
+_POOL: list[ThreadPoolExecutor] = []  # at most one: the process's pool for large scans
+_POOL_LOCK = threading.Lock()
 
 
 class Dispatcher:
@@ -159,15 +161,15 @@ class Dispatcher:
         self.depths = depths
         self.send_scan = send_scan
         self.chunk = max(1, chunk)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
 
-    def _threads(self) -> ThreadPoolExecutor:
-        """The dispatcher's own pool for the sends and reads of large scans (made on first use)."""
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="dispatch")
-            return self._pool
+    @staticmethod
+    def _threads() -> ThreadPoolExecutor:
+        """The process's pool for the sends and reads of large scans (made on first use, shared by every
+        dispatcher and scan of the process: at most :data:`SEND_THREADS` storage calls of scans at once)."""
+        with _POOL_LOCK:
+            if not _POOL:
+                _POOL.append(ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="dispatch"))
+            return _POOL[0]
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
         """One scan message per shard (the timer's whole job: scans then run in parallel), then the
