@@ -301,51 +301,224 @@ def scenario_rows(
     return rows
 
 
+# ------------------------------------------------------------------------------------------------ a count
+
+
+@dataclass
+class Counted:
+    """Storage requests counted per phase (``--count``): operation -> requests."""
+
+    creates: int
+    fires: int
+    create_ops: dict[str, int]
+    fire_ops: dict[str, int]
+
+    def per_create(self) -> float:
+        return sum(self.create_ops.values()) / self.creates
+
+    def per_fire(self) -> float:
+        return sum(self.fire_ops.values()) / self.fires
+
+    def as_fire_cost(self) -> FireCost:
+        """This count as the model's input: the execution-queue share under load from what was counted, the
+        partition figures as in :data:`GOAL` (the count does not see entities per partition)."""
+        queue = sum(n for op, n in self.fire_ops.items() if op.startswith("queue")) / self.fires
+        table = sum(n for op, n in self.fire_ops.items() if op.startswith("table")) / self.fires
+        return replace(
+            GOAL,
+            label=f"counted here ({self.per_fire():.1f} requests/fire)",
+            table_requests=table,
+            queue_requests=queue,
+            other_queue_requests=0.0,
+            create_requests=self.per_create(),
+        )
+
+
+def classify_request(method: str, url: str, headers: dict[str, str], table_port: int | None) -> str:
+    """``"<service> <operation>"`` of one storage request (Azurite's path-style URLs)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    method = headers.get("X-HTTP-Method", method).upper()
+    if parts.port == table_port:
+        last = path.rsplit("/", 1)[-1]
+        if last == "$batch":
+            return "table batch"
+        if method == "GET":
+            return "table get" if "PartitionKey=" in last and "RowKey=" in last else "table query"
+        kinds = {"POST": "insert", "PUT": "update", "MERGE": "merge", "PATCH": "merge", "DELETE": "delete"}
+        return f"table {kinds.get(method, method.lower())}"
+    if path.endswith("/messages"):
+        return {"POST": "queue put", "GET": "queue get"}.get(method, f"queue {method.lower()}")
+    if "/messages/" in path:
+        return {"DELETE": "queue delete", "PUT": "queue update"}.get(method, f"queue {method.lower()}")
+    return f"queue {method.lower()} (other)"
+
+
+def count_operations(jobs: int) -> Counted:
+    """A simple count of the storage requests per create and per fire of one-shot HTTP jobs, in this process
+    on a private Azurite: every request the app's storage clients send (they share one transport) is
+    counted by operation. Creates go through the management API's handler; the fires through one scan of
+    every shard, the executions of the messages received from the execution queue (32 at a time, each
+    deleted after its execution, as the Functions host does) and the scan that later drops their watch
+    rows. Not counted: the idle polling of the host and the tick's own messages (a few per shard a minute)."""
+    import threading
+    import time
+    from collections import Counter
+    from datetime import UTC, datetime, timedelta
+    from typing import Any
+
+    from bench.burst import http_sink
+    from bench.common import azurite_settings
+    from scheduler_core import auth, wiring
+    from scheduler_core.adapters.azure.clients import queue_client, storage_transport
+    from scheduler_core.api import ApiRequest, ManagementApi
+    from scheduler_core.pipeline.messages import ExecutionMessage
+
+    key = auth.generate_key()
+    counter: Counter[str] = Counter()
+    lock = threading.Lock()
+    with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, http_sink() as sink:
+        table_port = int(
+            (config.storage_connection_string or "").split("TableEndpoint=")[1].split(":")[2].split("/")[0]
+        )
+        shift = [timedelta(0)]
+        built = wiring.build(config, clock=lambda: datetime.now(UTC) + shift[0])
+        wiring.install(built)
+        api = ManagementApi(wiring.api_services)
+        session = storage_transport().session
+        original = session.send
+
+        def counting_send(request: Any, **kwargs: Any) -> Any:
+            with lock:
+                counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
+            return original(request, **kwargs)
+
+        session.send = counting_send
+
+        def call(method: str, path: str, body: dict[str, Any]) -> None:
+            import json as json_module
+
+            answer = api.handle(
+                ApiRequest(
+                    method=method,
+                    url=f"http://127.0.0.1/{path}?api-version=2016-03-01",
+                    path=path,
+                    query={"api-version": "2016-03-01"},
+                    headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                    body=json_module.dumps(body).encode(),
+                )
+            )
+            assert answer.status in (200, 201), answer.body[:300]
+
+        collection = "subscriptions/count/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c0"
+        call("PUT", collection, {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}})
+        due = (datetime.now(UTC) + timedelta(seconds=config.lookahead_seconds + 60)).replace(microsecond=0)
+        counter.clear()
+        for i in range(jobs):
+            action = {"type": "Http", "request": {"uri": f"{sink.base_url}/j{i}", "method": "GET"}}
+            call("PUT", f"{collection}/jobs/job{i}", {"properties": {"startTime": due.isoformat(), "action": action}})
+        create_ops = dict(counter)
+        counter.clear()
+        shift[0] = due - timedelta(seconds=10) - datetime.now(UTC)  # the app's clock: 10 s before the due second
+        shards = [f"{shard:04d}" for shard in range(config.due_shards)]
+        for shard in shards:
+            built.dispatcher.scan(shard, built.clock())
+        time.sleep(10)  # the messages become visible a second before the due second
+        queue = queue_client(config, config.execution_queue)
+        fired = 0
+        deadline = time.monotonic() + 120
+        while fired < jobs and time.monotonic() < deadline:
+            for message in queue.receive_messages(messages_per_page=32, max_messages=32, visibility_timeout=300):
+                built.executor.execute(ExecutionMessage.from_json(message.content))
+                queue.delete_message(message)
+                fired += 1
+        assert sink.count() == jobs, f"{sink.count()} of {jobs} jobs fired"
+        shift[0] += timedelta(minutes=3)  # past the claims' lease: the scans drop the watch rows
+        for shard in shards:
+            built.dispatcher.scan(shard, built.clock())
+        fire_ops = dict(counter)
+        session.send = original
+        wiring.reset()
+    return Counted(jobs, fired, create_ops, fire_ops)
+
+
+def print_count(counted: Counted) -> None:
+    from bench.common import table
+
+    operations = sorted(set(counted.create_ops) | set(counted.fire_ops))
+    rows: list[list[object]] = [
+        [
+            op,
+            f"{counted.create_ops.get(op, 0) / counted.creates:.2f}",
+            f"{counted.fire_ops.get(op, 0) / counted.fires:.2f}",
+        ]
+        for op in operations
+    ]
+    rows.append(["**total**", f"**{counted.per_create():.2f}**", f"**{counted.per_fire():.2f}**"])
+    print(table(["storage requests", f"per create ({counted.creates})", f"per one-shot fire ({counted.fires})"], rows))
+    print()
+
+
 def main() -> None:
     from bench.common import table
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ops-per-fire", type=float, help="measured requests per fire (replaces the table share)")
-    parser.add_argument("--cpu-ms-per-fire", type=float, default=9.0, help="host CPU per fire (bench/burst.py)")
+    parser.add_argument("--ops-per-fire", type=float, help="measured requests per fire (bench/opcount.py)")
+    parser.add_argument("--cpu-ms-per-fire", type=float, default=10.0, help="host CPU per fire (bench/burst.py)")
     parser.add_argument("--wall-ms-per-fire", type=float, default=150.0)
     parser.add_argument("--queues", type=int, default=6, help="SCHEDULER_EXECUTION_QUEUE_COUNT")
     parser.add_argument("--shards", type=int, default=16, help="SCHEDULER_DUE_SHARDS")
-    parser.add_argument("--accounts", type=int, default=1, help="storage accounts")
+    parser.add_argument("--accounts", type=int, default=2, help="storage accounts of the last row (not built)")
     parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
-    parser.add_argument("--period", type=float, default=3600.0, help="mean seconds between a job's fires")
-    parser.add_argument("--utilisation", type=float, default=0.5)
+    parser.add_argument("--utilisation", type=float, default=0.7, help="share of the ceiling used on average")
+    parser.add_argument("--count", type=int, default=0, help="count requests of this many one-shot jobs first")
     args = parser.parse_args()
     limits, compute = Limits(), Compute(args.cpu_ms_per_fire, args.wall_ms_per_fire)
     costs = [MEASURED_BEFORE, GOAL]
+    if args.count:
+        counted = count_operations(args.count)
+        print_count(counted)
+        costs.append(counted.as_fire_cost())
     if args.ops_per_fire is not None:
         table_share = max(0.0, args.ops_per_fire - GOAL.queue_requests - GOAL.other_queue_requests)
         costs.append(replace(GOAL, label=f"measured ({args.ops_per_fire} requests/fire)", table_requests=table_share))
-    deployments = [
-        Deployment(1, args.shards, 1),
-        Deployment(args.queues, args.shards, 1),
-        Deployment(args.queues, args.shards, args.accounts),
-    ]
+    deployments = list(
+        dict.fromkeys(
+            [
+                Deployment(1, args.shards, 1),
+                Deployment(args.queues, args.shards, 1),
+                Deployment(args.queues * args.accounts, args.shards, args.accounts),
+            ]
+        )
+    )
+    print(f"per instance: {per_instance_fires_per_s(limits, compute):.0f} fires/s; per collection: ", end="")
+    print(", ".join(f"{per_collection_fires_per_s(c, limits):.0f} fires/s ({c.label})" for c in costs))
+    print()
     headers = ["requests per fire", "requests", "deployment", *ceilings(GOAL, limits, deployments[0], compute)]
-    rows = [row for d in dict.fromkeys(deployments) for row in scenario_rows(costs, d, limits, compute)]
+    rows = [row for d in deployments for row in scenario_rows(costs, d, limits, compute)]
     print(table([*headers, "ceiling (what breaks first)"], rows))
     print()
-    per_instance = per_instance_fires_per_s(limits, compute)
-    scaling = Scaling()
-    burst_rows: list[list[object]] = []
     for cost in costs:
-        for deployment in dict.fromkeys(deployments):
+        needs = ", ".join(
+            f"{target:,} fires/s: K={queues_needed(target, cost, limits)}, "
+            f"accounts={accounts_needed(target, cost, limits)}"
+            for target in (1_000, 5_000, 10_000)
+        )
+        print(f"{cost.label}: {needs}")
+    print()
+    periods = (("minute", 60.0), ("hour", 3_600.0), ("day", 86_400.0))
+    job_rows: list[list[object]] = []
+    for cost in costs:
+        for deployment in deployments:
             top, _ = max_fires_per_second(cost, limits, deployment, compute)
-            late = burst_lateness(args.burst, top, per_instance, limits, deployment, scaling)
-            jobs = jobs_per_deployment(top, args.period, args.utilisation)
-            burst_rows.append(
+            job_rows.append(
                 [
                     cost.label,
                     f"K={deployment.execution_queues}, accounts={deployment.storage_accounts}",
-                    f"{jobs / 1e6:,.1f} M",
+                    *(f"{jobs_per_deployment(top, p, args.utilisation) / 1e6:,.2f} M" for _, p in periods),
                     f"{create_rate(cost, limits, deployment):,.0f}",
-                    f"{late.p50:,.0f}",
-                    f"{late.p99:,.0f}",
-                    f"{late.max:,.0f}",
                 ]
             )
     print(
@@ -353,15 +526,32 @@ def main() -> None:
             [
                 "requests per fire",
                 "deployment",
-                f"jobs (period {args.period:.0f} s, {args.utilisation:.0%} busy)",
+                *(f"jobs every {name} ({args.utilisation:.0%} busy)" for name, _ in periods),
                 "creates/s",
-                f"burst of {args.burst:,}: p50 s",
-                "p99 s",
-                "max s",
             ],
-            burst_rows,
+            job_rows,
         )
     )
+    print()
+    per_instance = per_instance_fires_per_s(limits, compute)
+    scaling = Scaling()
+    burst_rows: list[list[object]] = []
+    for cost in costs:
+        for deployment in deployments:
+            top, _ = max_fires_per_second(cost, limits, deployment, compute)
+            for burst in (args.burst, 1_000_000):
+                late = burst_lateness(burst, top, per_instance, limits, deployment, scaling, step=0.5)
+                burst_rows.append(
+                    [
+                        cost.label,
+                        f"K={deployment.execution_queues}, accounts={deployment.storage_accounts}",
+                        f"{burst:,}",
+                        f"{late.p50:,.0f}",
+                        f"{late.p99:,.0f}",
+                        f"{late.max:,.0f}",
+                    ]
+                )
+    print(table(["requests per fire", "deployment", "burst", "lateness p50 s", "p99 s", "max s"], burst_rows))
     print()
     prices, peers = Prices(), PeerPrices()
     cost_rows: list[list[object]] = []
@@ -371,8 +561,8 @@ def main() -> None:
     print(table(["per million fires", *cost_per_million_fires(GOAL, prices, limits, compute), "total"], cost_rows))
     print()
     peer_rows = [
-        [f"every {label}", *(f"${v:,.2f}" for v in peer_cost_per_million_fires(peers, period).values())]
-        for label, period in (("minute", 60.0), ("hour", 3600.0), ("day", 86400.0))
+        [f"every {name}", *(f"${v:,.2f}" for v in peer_cost_per_million_fires(peers, period).values())]
+        for name, period in periods
     ]
     print(table(["peers, per million fires, jobs firing", *peer_cost_per_million_fires(peers, 60.0)], peer_rows))
 

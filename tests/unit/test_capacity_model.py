@@ -169,3 +169,37 @@ def test_the_built_in_inputs_add_up_to_their_labels() -> None:
     assert GOAL.requests == pytest.approx(4.0)
     value, name = max_fires_per_second(GOAL, Limits(), Deployment(6, 16, 1), Compute(9.0))
     assert (round(value), name) == (5_000, "storage account requests")  # the goal, on paper
+
+
+def test_the_simple_count_classifies_storage_requests() -> None:
+    from bench.capacity import Counted, classify_request
+
+    table = "http://127.0.0.1:10002/devstoreaccount1"
+    queue = "http://127.0.0.1:10001/devstoreaccount1/exec"
+    cases = {
+        ("GET", f"{table}/Jobs(PartitionKey='a',RowKey='b')", ""): "table get",
+        ("GET", f"{table}/Jobs()?$filter=x", ""): "table query",
+        ("POST", f"{table}/$batch", ""): "table batch",
+        ("POST", f"{table}/Executions", ""): "table insert",
+        ("PUT", f"{table}/Jobs(PartitionKey='a',RowKey='b')", ""): "table update",
+        ("PATCH", f"{table}/Jobs(PartitionKey='a',RowKey='b')", ""): "table merge",
+        ("POST", f"{table}/Jobs(PartitionKey='a',RowKey='b')", "MERGE"): "table merge",
+        ("DELETE", f"{table}/DueIndex(PartitionKey='a',RowKey='b')", ""): "table delete",
+        ("POST", f"{queue}/messages", ""): "queue put",
+        ("GET", f"{queue}/messages?numofmessages=32", ""): "queue get",
+        ("DELETE", f"{queue}/messages/id-1?popreceipt=x", ""): "queue delete",
+        ("PUT", f"{queue}/messages/id-1?popreceipt=x", ""): "queue update",
+    }
+    for (method, url, tunnel), expected in cases.items():
+        headers = {"X-HTTP-Method": tunnel} if tunnel else {}
+        assert classify_request(method, url, headers, 10002) == expected, (method, url)
+    counted = Counted(
+        creates=2,
+        fires=4,
+        create_ops={"table insert": 6, "table get": 2},
+        fire_ops={"queue put": 4, "queue get": 1, "queue delete": 4, "table insert": 4, "table merge": 3},
+    )
+    assert (counted.per_create(), counted.per_fire()) == (4.0, 4.0)
+    cost = counted.as_fire_cost()
+    assert (cost.queue_requests, cost.table_requests, cost.create_requests) == (2.25, 1.75, 4.0)
+    assert cost.requests == 4.0
