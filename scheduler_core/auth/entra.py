@@ -9,6 +9,16 @@ A token is accepted when:
 - its ``aud`` is one of the configured audiences (the API's Application ID URI, its client id);
 - ``exp`` and ``nbf`` hold, with :data:`LEEWAY_SECONDS` of clock skew, and it carries an ``oid``.
 
+What Entra ID never issues is refused before PyJWT looks at the token (:func:`_segments`): a header or payload
+that is not one JSON object, repeats a member (parsers disagree on which copy counts, so a front such as
+Easy Auth could read another token than this check), or holds ``NaN``/``Infinity``; a header that is not
+exactly ``alg: RS256`` with a string ``kid``, or that names critical extensions (``crit``). Keys embedded in
+or named by the header (``jwk``, ``jku``, ``x5u``, ``x5c``) are never used nor fetched: only the tenant's JWKS
+is. Once the signature holds, the claims must have Entra ID's types: ``aud`` one string (a token for several
+audiences could be replayed by each of them), ``exp``, ``nbf`` and ``iat`` finite numbers (a string or a
+boolean is not a NumericDate), ``oid`` a GUID. Text of the token quoted in a refusal is cut short and has its
+control characters replaced, so it cannot forge a log line.
+
 The OpenID configuration and the JWKS are fetched over https on first use and cached
 (:class:`SigningKeys`): a request never waits on the network unless its key id is unknown (keys rotated),
 and then the keys are fetched again at most once per :data:`REFRESH_INTERVAL_SECONDS`; they are also
@@ -18,7 +28,11 @@ asked again for :data:`RETRY_AFTER_FAILURE_SECONDS`.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import logging
+import math
 import re
 import threading
 import time
@@ -183,13 +197,13 @@ class SigningKeys:
             assert self._keys is not None
             found = self._keys.get(kid)
             if found is None and self._clock() - self._fetched_at >= self.refresh_interval:
-                log.info("Entra ID token signed with an unknown key id %r: fetching the tenant's keys again", kid)
+                log.info("Entra ID token signed with an unknown key id %r: fetching the tenant's keys again", kid[:80])
                 self._load(keep_old=True)
                 found = self._keys.get(kid)
             if found is None:
                 raise InvalidTokenError(
-                    f"The access token is signed with the key '{kid[:80]}', which is not one of the signing keys "
-                    f"of tenant '{self.config.tenant}'."
+                    f"The access token is signed with the key '{_show(kid, 80)}', which is not one of the signing "
+                    f"keys of tenant '{self.config.tenant}'."
                 )
             return found
 
@@ -284,13 +298,97 @@ def _instant(value: Any) -> str:
     try:
         return datetime.fromtimestamp(float(value), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (TypeError, ValueError, OverflowError, OSError):
-        return str(value)[:40]
+        return _show(value, 40)
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, limit: int = 200) -> str:
+    """A value of the token as a refusal quotes it: cut at ``limit`` characters, control and other
+    unprintable characters replaced by ``?`` (a refusal is logged and sent in a header)."""
     if isinstance(value, list):
-        return ",".join(_show(v) for v in value[:5])
-    return str(value)[:200]
+        return ",".join(_show(v, limit) for v in value[:5])
+    return "".join(c if c.isprintable() else "?" for c in str(value)[:limit])
+
+
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+", re.ASCII)
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", re.ASCII)
+
+
+class _Malformed(ValueError):
+    """A header or payload that Entra ID would never issue (the reason is the message)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in out:
+            raise _Malformed(f"its '{_show(name, 40)}' member is given more than once")
+        out[name] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Malformed(f"it holds {name}, which is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Malformed(f"it holds the number {_show(text, 40)}, which is out of range")
+    return value
+
+
+def _part(segment: str, name: str) -> dict[str, Any]:
+    """One base64url JSON object of a compact JWS, strictly: an object, no member twice, finite numbers."""
+    try:
+        data = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        value = json.loads(data, object_pairs_hook=_object, parse_constant=_constant, parse_float=_finite)
+    except _Malformed as exc:
+        raise InvalidTokenError(f"The access token's {name} is malformed: {exc}.") from None
+    except (binascii.Error, ValueError, RecursionError):
+        raise InvalidTokenError("The access token is not a JSON Web Token.") from None
+    if not isinstance(value, dict):
+        raise InvalidTokenError(f"The access token's {name} is not a JSON object.")
+    return value
+
+
+def _segments(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and the payload of a compact JWS, read strictly (:func:`_part`)."""
+    parts = token.split(".")
+    # an empty signature is a shape (alg: none), refused for its algorithm
+    shaped = len(parts) == 3 and bool(_BASE64URL.fullmatch(parts[0]) and _BASE64URL.fullmatch(parts[1]))
+    if not shaped or not (parts[2] == "" or _BASE64URL.fullmatch(parts[2])):
+        raise InvalidTokenError("The access token is not a JSON Web Token.")
+    return _part(parts[0], "header"), _part(parts[1], "payload")
+
+
+def _numeric_date(claims: Mapping[str, Any], name: str) -> None:
+    value = claims.get(name)
+    if value is None and name == "iat":
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidTokenError(
+            f"The access token's '{name}' claim must be a number of seconds since 1970 (a NumericDate), not "
+            f"'{_show(json.dumps(value), 40)}'."
+        )
+
+
+def _check_types(claims: Mapping[str, Any], audiences: tuple[str, ...]) -> None:
+    """The claims of a token whose signature holds have the types Entra ID gives them."""
+    for name in ("exp", "nbf", "iat"):
+        _numeric_date(claims, name)
+    audience = claims.get("aud")
+    if not isinstance(audience, str):
+        allowed = ", ".join(f"'{a}'" for a in audiences)
+        raise WrongAudienceError(
+            f"The access token has been obtained for audiences '{_show(audience)}'; an access token must be for "
+            f"exactly one audience, one of the allowed audiences {allowed}."
+        )
+    oid = claims.get("oid")
+    if not isinstance(oid, str) or not _GUID.fullmatch(oid):
+        raise InvalidTokenError(
+            f"The access token's 'oid' claim must be the principal's object id (a GUID), not "
+            f"'{_show(json.dumps(oid), 60)}'."
+        )
 
 
 def looks_like_jwt(value: str) -> bool:
@@ -311,14 +409,16 @@ class TokenValidator:
         """The token's claims. Raises :class:`InvalidTokenError` (or a subclass) saying which rule failed."""
         if len(token) > MAX_TOKEN_LENGTH:
             raise InvalidTokenError(f"The access token is longer than {MAX_TOKEN_LENGTH} characters.")
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise InvalidTokenError("The access token is not a JSON Web Token.") from None
+        header, _ = _segments(token)
         alg = header.get("alg")
-        if alg not in ALGORITHMS:
+        if not isinstance(alg, str) or alg not in ALGORITHMS:
             raise InvalidTokenError(
-                f"The access token is signed with algorithm '{_show(alg)}'; only {', '.join(ALGORITHMS)} is accepted."
+                f"The access token is signed with algorithm '{_show(alg, 40)}'; only {', '.join(ALGORITHMS)} is "
+                "accepted."
+            )
+        if "crit" in header:
+            raise InvalidTokenError(
+                "The access token names critical header extensions ('crit'); none is accepted (Entra ID uses none)."
             )
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
@@ -337,6 +437,7 @@ class TokenValidator:
             )
         except jwt.PyJWTError as exc:
             raise self._refusal(token, exc, issuers) from None
+        _check_types(claims, self.config.audiences)
         return claims
 
     def _refusal(self, token: str, exc: jwt.PyJWTError, issuers: frozenset[str]) -> InvalidTokenError:

@@ -69,6 +69,11 @@ def _claim_set(claims: Mapping[str, Any], name: str, lower: bool = False) -> fro
     return frozenset(str(item).lower() if lower else str(item) for item in value if isinstance(item, str))
 
 
+def _printable(text: str) -> str:
+    """A claim shown in refusals and logs: bounded, control characters replaced (no forged log lines)."""
+    return "".join(c if c.isprintable() else "?" for c in text[:200])
+
+
 def _quoted(text: str) -> str:
     """``text`` fit for a quoted-string of a challenge: printable ASCII, no quote or backslash, bounded."""
     return "".join(c if " " <= c <= "~" and c not in '"\\' else "'" if c == '"' else "?" for c in text)[:300]
@@ -136,14 +141,26 @@ class Gate:
 
     def principal_from_claims(self, claims: Mapping[str, Any]) -> Principal:
         """The principal of a validated token: its object id, and its grants from the app roles in the token
-        (every subscription) and from the role assignments that match its object id, groups or app roles."""
+        (every subscription) and from the role assignments that match its object id, groups or app roles.
+
+        Only what the token holds counts: a token with *group overage* (``_claim_names`` naming a source for
+        ``groups``, or ``hasgroups``) holds no groups, and its source is never called (the URL is the
+        token's); the principal carries a hint saying so for the log of a refusal."""
         object_id = str(claims.get("oid", "")).lower()
-        client = _claim_text(claims, "upn", "unique_name", "preferred_username") or object_id
+        client = _printable(_claim_text(claims, "upn", "unique_name", "preferred_username") or object_id)
         app_roles = _claim_set(claims, "roles")
         groups = _claim_set(claims, "groups", lower=True)
         grants = [Grant(APP_ROLES[role], None) for role in sorted(app_roles) if role in APP_ROLES]
         grants += [a.grant for a in self.assignments if a.matches(object_id, groups, app_roles)]
-        return Principal("entra", client, object_id, tuple(grants))
+        hints: tuple[str, ...] = ()
+        names = claims.get("_claim_names")
+        overage = (isinstance(names, Mapping) and "groups" in names) or claims.get("hasgroups") is True
+        if overage and "groups" not in claims:
+            hints = (
+                "the token has group overage (the principal is in too many groups for a 'groups' claim), so "
+                "group assignments cannot match it; assign an app role to the group instead",
+            )
+        return Principal("entra", client, object_id, tuple(grants), hints)
 
     def challenge(self, exc: AuthenticationError) -> str:
         """The ``WWW-Authenticate`` value of a 401 (RFC 6750; ``authorization_uri`` as ARM sends it)."""
@@ -170,11 +187,12 @@ class Gate:
                 scope = f"/subscriptions/{subscription}"
             held = "; ".join(grant.describe() for grant in principal.grants) or "no role"
             log.warning(
-                "management API: 403 %s may not perform %s over %s (holds: %s)",
+                "management API: 403 %s may not perform %s over %s (holds: %s)%s",
                 principal.describe(),
                 operation.action,
                 scope,
                 held,
+                "".join(f"; {hint}" for hint in principal.hints),
             )
             raise refusal(principal, operation, scope)
         level = logging.INFO if operation.role >= Role.CONTRIBUTOR else logging.DEBUG

@@ -32,8 +32,11 @@ class Role(enum.IntEnum):
         return {"reader": cls.READER, "contributor": cls.CONTRIBUTOR}.get(text.strip().lower())
 
 
-#: Entra ID app roles (the ``roles`` claim) that grant a role on every subscription of the deployment.
+#: Entra ID app roles (the ``roles`` claim) that grant a role on every subscription of the deployment
+#: (matched exactly, as the token states them).
 APP_ROLES: dict[str, Role] = {"Scheduler.Reader": Role.READER, "Scheduler.Contributor": Role.CONTRIBUTOR}
+#: Their values in lower case: an ``approle`` assignment may not name one (it could not narrow it).
+BUILT_IN_APP_ROLES = frozenset(role.lower() for role in APP_ROLES)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class Principal:
     client: str
     object_id: str
     grants: tuple[Grant, ...]
+    #: What an operator should know when this principal is refused (logged with a 403, never answered).
+    hints: tuple[str, ...] = ()
 
     def role_in(self, subscription: str) -> Role | None:
         """The highest role this principal holds over ``subscription`` (None: no access)."""
@@ -208,5 +213,11 @@ def parse_assignments(text: str) -> tuple[RoleAssignment, ...]:
                 ) from None
         elif not value or any(c.isspace() for c in value):
             raise ConfigurationError(f"{where}: an approle must be an app role value without spaces, got {value!r}")
+        elif value.lower() in BUILT_IN_APP_ROLES:
+            raise ConfigurationError(
+                f"{where}: the app role {value!r} is built in: it grants its role on every subscription by itself, "
+                "so an assignment cannot narrow it to some subscriptions; for roles per subscription, assign an app "
+                "role of your own (for example Ops.Contributor) or name the group or the object id"
+            )
         assignments.append(RoleAssignment(role, kind, value, parse_subscriptions(scope)))
     return tuple(assignments)
