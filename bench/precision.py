@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--chart", type=Path, default=None, help="export metrics over OTLP and draw them (SVG)")
     parser.add_argument("--failing", type=int, default=0, help="with --chart: jobs whose target answers 500")
     parser.add_argument("--reporting-cost", action="store_true", help="measure what reporting an attempt costs")
+    parser.add_argument("--worst", type=int, default=0, help="also list the N latest calls (due time, lateness)")
     args = parser.parse_args()
     if args.reporting_cost:
         print(reporting_cost())
@@ -78,7 +79,7 @@ def main() -> None:
                 "OTEL_METRIC_EXPORT_INTERVAL": str(CHART_EXPORT_INTERVAL_MS),
                 "OTEL_BSP_SCHEDULE_DELAY": str(CHART_EXPORT_INTERVAL_MS),
             }
-        lateness, fired, duplicates, first, cpu = run(args, extra)
+        lateness, fired, duplicates, first, cpu, worst = run(args, extra)
         if collector is not None:
             time.sleep(CHART_EXPORT_INTERVAL_MS / 1000 + 1)  # the last export after the last attempt
             title = (
@@ -87,6 +88,8 @@ def main() -> None:
             )
             args.chart.write_text(render_dashboard(collector, first.timestamp(), title), encoding="utf-8")
             print(f"chart: {args.chart} ({len(collector.points)} data points, {len(collector.spans)} spans)")
+    for seconds, at in worst:
+        print(f"late: due {at:%H:%M:%S} (second {at.second:2d} of its minute) arrived {seconds:.3f} s late")
     print(
         table(
             [
@@ -117,9 +120,11 @@ def main() -> None:
     )
 
 
-def run(args: argparse.Namespace, extra: dict[str, str]) -> tuple[list[float], int, int, datetime, float]:
+def run(
+    args: argparse.Namespace, extra: dict[str, str]
+) -> tuple[list[float], int, int, datetime, float, list[tuple[float, datetime]]]:
     """Create the jobs, wait for them to fire: (lateness of each fired job, fired, duplicates, first due, CPU
-    seconds of this process from the first due time on)."""
+    seconds of this process from the first due time on, the ``--worst`` latest calls as (lateness, due))."""
     key = auth.generate_key()
     with (
         azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key), **extra),
@@ -176,13 +181,16 @@ def run(args: argparse.Namespace, extra: dict[str, str]) -> tuple[list[float], i
                 time.sleep(max(0.0, last_due.timestamp() + 25 - time.time()))
             cpu = process_cpu() - cpu_before
     lateness = []
+    late: list[tuple[float, datetime]] = []
     seen = set()
     for request in target.received:
         name = request.path.strip("/")
         if name in due and name not in seen:
             seen.add(name)
             lateness.append(request.at - due[name].timestamp())
-    return lateness, len(seen), len(target.received) - len(seen), first, cpu
+            late.append((lateness[-1], due[name]))
+    worst = sorted(late, reverse=True)[: args.worst]
+    return lateness, len(seen), len(target.received) - len(seen), first, cpu, worst
 
 
 def process_cpu() -> float:
