@@ -136,8 +136,11 @@ def test_a_dispatcher_without_a_scan_queue_dispatches_every_row_concurrently(
     hourly_jobs(one_shard, target)
     assert JOBS > SERIAL_ROWS  # the rows are sent from the dispatcher's pool
     one_shard.clock.set(LATER - timedelta(seconds=30))
+    storage = one_shard.storage
+    lookahead = timedelta(seconds=one_shard.settings.lookahead_seconds)
+    dispatcher = Dispatcher(storage.stores, storage.executions, 1, lookahead, storage.claims, chunk=CHUNK)
 
-    report = one_shard.dispatcher.scan("0000", one_shard.clock())
+    report = dispatcher.scan("0000", one_shard.clock())
 
     assert (report.fired, report.handed_on) == (JOBS, "")
     assert Counter(m.job_row for m in parsed(one_shard.queued())) == Counter({f"j{i:02d}": 1 for i in range(JOBS)})
