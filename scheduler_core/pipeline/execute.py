@@ -214,14 +214,17 @@ class Executor:
             self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
         job_action = job.definition.action
         action = action_of(job, message)
+        started = self.clock()
         context = ActionContext(
             job_id=job.ref.resource_id,
             collection_id=job.ref.collection.resource_id,
             expected_time=occurrence,
             execution_id=execution_id,
             retry_count=message.attempt,
+            started_at=started,
+            expand_placeholders=job_action.expand_placeholders,
+            message_id=message.message_id(),
         )
-        started = self.clock()
         # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
         outcome = self.runner.run(action, context) if action is not None else NO_ERROR_ACTION
         ended = self.clock()

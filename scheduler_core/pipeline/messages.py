@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import json
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -78,6 +78,12 @@ class ExecutionMessage:
         version 5 of the job and the attempt key, 32 hex digits. (Messages of earlier versions carried an
         ``execution_id`` field; it is ignored.)"""
         return uuid.uuid5(EXECUTION_ID_NAMESPACE, f"{self.job_partition}|{self.job_row}|{self.attempt_key}").hex
+
+    def message_id(self) -> str:
+        """The Standard Webhooks ``webhook-id`` of this action's call: the execution id of its first attempt,
+        the same on every retry and redelivery ("the same when resent", as the specification asks)."""
+        first = Cause.MANUAL if self.cause == Cause.MANUAL else Cause.SCHEDULE
+        return replace(self, attempt=0, cause=first).stable_execution_id()
 
 
 #: Namespace of execution ids (UUID version 5 of the job identity and the attempt key).
