@@ -193,6 +193,17 @@ TELEMETRY_SETTINGS: tuple[SettingSpec, ...] = (
 _BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in (*SETTINGS, *TELEMETRY_SETTINGS)}
 
 
+#: What the platform (App Service, Functions) sets for the app's managed identity, never the app: the HTTP
+#: sender's ManagedServiceIdentity authentication asks this endpoint for tokens.
+IDENTITY_ENVIRONMENT = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER")
+
+
+def identity_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The platform's managed identity variables that are set (:data:`IDENTITY_ENVIRONMENT`)."""
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in IDENTITY_ENVIRONMENT if env.get(name)}
+
+
 def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The value of a declared setting, its default when unset, or ``None`` when it has neither."""
     spec = _BY_NAME.get(name)

@@ -11,11 +11,11 @@ Service Bus Data Sender* on the target queues and topics (or their namespaces). 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from azure.core.credentials import TokenCredential
 
+from scheduler_core import settings
 from scheduler_core.actions.base import ActionRunner
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
@@ -42,7 +42,7 @@ def default_runner(
     connection (the action's, each redirect hop's, the OAuth authority's) is checked by one
     :class:`OutboundPolicy` (``SCHEDULER_ALLOW_METADATA_ENDPOINTS`` turns its refusals off), which refuses the
     identity endpoint too."""
-    environment = os.environ if environ is None else environ
+    environment = settings.identity_environment() if environ is None else environ
     identity = LazyCredential(credential=credential).get
     timeout = float(config.http_timeout_seconds)
     endpoint = IdentityEndpoint.from_environ(environment)

@@ -12,14 +12,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 
-if TYPE_CHECKING:
-    from azure.core.credentials import TokenCredential
-
+from scheduler_core.adapters.azure import credentials
+from scheduler_core.adapters.azure.credentials import Credential
 from scheduler_core.cli.common import (
     EXIT_API_ERROR,
     EXIT_AUTH,
@@ -83,12 +82,10 @@ class Answer:
     etag: str | None
 
 
-def default_credential() -> TokenCredential:
+def default_credential() -> Credential:
     """ENTRA ID SIGN-IN: azure-identity's ``DefaultAzureCredential`` (environment variables, workload or
     managed identity, the Azure CLI's or PowerShell's sign-in, ...), imported on first use."""
-    from azure.identity import DefaultAzureCredential
-
-    return DefaultAzureCredential()
+    return credentials.default_credential()
 
 
 #: A token is fetched again when it expires within this many seconds (long imports outlive a token).
@@ -99,26 +96,23 @@ class EntraToken:
     """ENTRA ID SIGN-IN: an access token for one scope, from a credential, fetched on first use and again
     shortly before it expires. A credential that cannot give one is a :class:`CliError` (exit status 4)."""
 
-    def __init__(self, scope: str, credential: Callable[[], TokenCredential] | None = None) -> None:
+    def __init__(self, scope: str, credential: Callable[[], Credential] | None = None) -> None:
         self.scope = scope
         self._make = credential
-        self._credential: TokenCredential | None = None
+        self._credential: Credential | None = None
         self._token = ""
         self._expires_on = 0
 
     def value(self) -> str:
         if self._token and self._expires_on - time.time() > TOKEN_REFRESH_MARGIN:
             return self._token
-        from azure.core.exceptions import ClientAuthenticationError
-
         try:
             if self._credential is None:
                 self._credential = (self._make or default_credential)()
-            token = self._credential.get_token(self.scope)
-        except ClientAuthenticationError as exc:  # CredentialUnavailableError is one
-            reason = " ".join(str(exc.message if hasattr(exc, "message") else exc).split())[:400]
-            raise CliError(f"could not get an Entra ID token for scope {self.scope}: {reason}", EXIT_AUTH) from None
-        self._token, self._expires_on = token.token, int(token.expires_on)
+            self._token, self._expires_on = credentials.access_token(self._credential, self.scope)
+        except credentials.TokenUnavailable as exc:
+            message = f"could not get an Entra ID token for scope {self.scope}: {exc.reason}"
+            raise CliError(message, EXIT_AUTH) from None
         return self._token
 
 
@@ -129,7 +123,7 @@ class SchedulerClient:
         self,
         conn: Connection,
         session: requests.Session | None = None,
-        credential: Callable[[], TokenCredential] | None = None,
+        credential: Callable[[], Credential] | None = None,
     ) -> None:
         self.conn = conn
         self.endpoint = conn.endpoint
