@@ -112,17 +112,34 @@ class ManagementApi:
         check_url(request.url)
         path = parse_path(request.path)
         principal = services.authenticate(request.headers)
-        version = request.query.get("api-version")
-        if version is None:
-            raise ValidationError("api-version", "the query parameter 'api-version' is required")
-        if version not in API_VERSIONS:
-            raise ValidationError(
-                "api-version", f"'{version}' is not supported; use one of {', '.join(sorted(API_VERSIONS))}"
-            )
-        operation = _Operation(services.service, request, path, wire_of(version))
+        operation = _Operation(services.service, request, path, wire_of(api_version(request.query)))
         run = operation.handler()
         services.authorize(principal, path, operation.method)
         return run()
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """Client text quoted in an error: cut short, control characters replaced."""
+    cut = text if len(text) <= limit else text[:limit] + "..."
+    return "".join(c if c.isprintable() else "?" for c in cut)
+
+
+def api_version(query: Mapping[str, str]) -> str:
+    """The request's ``api-version``, exactly one of :data:`API_VERSIONS` (400 naming ``api-version``
+    otherwise: missing, misspelt, in another case, or given more than once, which hosts join with commas)."""
+    supported = ", ".join(sorted(API_VERSIONS))
+    version = query.get("api-version")
+    if version is None:
+        near = next((name for name in query if name.strip().lower() == "api-version"), None)
+        sent = f" (the query has '{_shown(near)}'; parameter names are case-sensitive)" if near is not None else ""
+        raise ValidationError("api-version", f"the query parameter 'api-version' is required{sent}")
+    if version in API_VERSIONS:
+        return version
+    if "," in version:
+        raise ValidationError(
+            "api-version", f"was given more than once ('{_shown(version)}'); give exactly one of {supported}"
+        )
+    raise ValidationError("api-version", f"'{_shown(version)}' is not supported; use one of {supported}")
 
 
 def _body(request: ApiRequest) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from scheduler_core.errors import ValidationError
 from scheduler_core.model.collection import Calendar
 
 __all__ = [
+    "FIRST_LOCAL_DATE",
+    "LAST_LOCAL_DATE",
     "MAX_CALENDARS",
     "MAX_CALENDAR_DATES",
     "calendar_json",
@@ -33,6 +35,12 @@ MAX_CALENDARS = 20
 #: ... and this many dates in all of them together (each job that names a calendar carries its dates).
 MAX_CALENDAR_DATES = 1000
 
+#: The first and last local dates a calendar or an exclusion may hold. Beyond them a date's local midnight,
+#: or the midnight after it, read in a time zone far from UTC, is no instant Python can hold (year 1 in
+#: Tokyo is year 0 in UTC; the day after 9999-12-31 does not exist).
+FIRST_LOCAL_DATE = date(1900, 1, 1)
+LAST_LOCAL_DATE = date(9998, 12, 31)
+
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
 _DATE_RULE = "must be a local date written YYYY-MM-DD (2026-12-25)"
 
@@ -46,9 +54,16 @@ def parse_local_date(value: object, path: str) -> date:
         shown = repr(value) if len(value) <= 40 else "the given value"
         raise ValidationError(path, f"{_DATE_RULE}, not {shown}")
     try:
-        return date(int(match[1]), int(match[2]), int(match[3]))
+        value = date(int(match[1]), int(match[2]), int(match[3]))
     except ValueError as exc:
         raise ValidationError(path, f"{_DATE_RULE}; {exc}") from None
+    if not FIRST_LOCAL_DATE <= value <= LAST_LOCAL_DATE:
+        raise ValidationError(
+            path,
+            f"must be a local date from {format_local_date(FIRST_LOCAL_DATE)} to {format_local_date(LAST_LOCAL_DATE)}, "
+            f"not {value.isoformat()}",
+        )
+    return value
 
 
 def format_local_date(value: date) -> str:

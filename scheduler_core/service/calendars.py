@@ -6,6 +6,12 @@ the collection when the dispatcher fires them): a PUT of a calendar writes each 
 generation, the series and counters kept) once the calendar is stored, and a job written at the same time
 checks the calendars again after its own write (:meth:`JobService._written`). A calendar that an
 unfinished job names cannot be deleted (409).
+
+A delete and a job write that names the calendar may run at the same time. Each writes first and checks
+the other after: the delete removes the calendar, then lists the jobs that name it and, finding one, puts the
+calendar back and answers 409; the job write stores the job, then reads the calendars again and, finding
+one gone, undoes its write and answers 400. With storage that orders writes, at least one of the two sees
+the other, so no job is left naming a calendar that does not exist (both may be refused: retry).
 """
 
 from __future__ import annotations
@@ -78,29 +84,59 @@ class CalendarService:
 
         saved, calendar, created = self.races.retrying(f"calendar '{name}'", None, attempt)
         self.slots.forget(saved.ref)  # its row's ETag changed
-        if not created:
-            self._refresh_jobs(saved.ref, calendar.name)
+        # a created calendar too: a job may name it already (written while an earlier one of that name was
+        # being deleted, before this rule), and it must carry these dates
+        self._refresh_jobs(saved.ref, calendar.name)
         return calendar, created
 
     def delete(self, ref: CollectionRef, name: str) -> None:
-        """Delete a calendar that no unfinished job names (409 naming those jobs otherwise)."""
+        """Delete a calendar that no unfinished job names (409 naming those jobs otherwise).
+
+        The jobs are listed before the calendar is removed (the usual refusal changes nothing) and again
+        after: a job written meanwhile to name it puts the calendar back, and the delete is a 409."""
+        removed: list[Calendar] = []
 
         def attempt() -> JobCollection:
             collection = live_collection(self.stores, ref)
-            if collection.calendar(name) is None:
+            calendar = collection.calendar(name)
+            if calendar is None:
                 raise calendar_not_found(ref, name)
-            users = self._users(collection.ref, name)
-            if users:
-                shown = ", ".join(f"'{job}'" for job in users[:5]) + (" and more" if len(users) > 5 else "")
-                raise ConflictError(
-                    f"calendar '{name}' is named by job(s) {shown} in recurrence.exclusions.calendars; "
-                    "remove it from them first"
-                )
+            self._refuse_if_used(collection.ref, name)
             calendars = tuple(item for item in collection.calendars if item.name.lower() != name.lower())
-            return self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
+            saved = self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
+            removed[:] = [calendar]
+            return saved
 
         saved = self.races.retrying(f"calendar '{name}'", None, attempt)
         self.slots.forget(saved.ref)
+        try:
+            self._refuse_if_used(saved.ref, name)
+        except ConflictError:
+            self._restore(saved.ref, removed[0])
+            raise
+
+    def _refuse_if_used(self, ref: CollectionRef, name: str) -> None:
+        users = self._users(ref, name)
+        if users:
+            shown = ", ".join(f"'{job}'" for job in users[:5]) + (" and more" if len(users) > 5 else "")
+            raise ConflictError(
+                f"calendar '{name}' is named by job(s) {shown} in recurrence.exclusions.calendars; "
+                "remove it from them first"
+            )
+
+    def _restore(self, ref: CollectionRef, calendar: Calendar) -> None:
+        """Put back a calendar a delete removed while a job was written to name it (unless one of that name
+        was created meanwhile)."""
+
+        def attempt() -> None:
+            collection = self.stores.collections.get(ref)
+            if collection is None or collection.deleting or collection.calendar(calendar.name) is not None:
+                return
+            calendars = tuple(sorted([*collection.calendars, calendar], key=lambda item: item.name.lower()))
+            self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
+
+        self.races.retrying(f"calendar '{calendar.name}'", None, attempt)
+        self.slots.forget(ref)
 
     def _users(self, ref: CollectionRef, name: str) -> builtins.list[str]:
         """The unfinished jobs of the collection that name the calendar ``name``."""
