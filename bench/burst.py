@@ -40,21 +40,21 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import requests
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableServiceClient
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError, ServiceResponseError
 
 from bench.common import ROOT, percentile, table
 from local_host.azurite import Azurite, free_port
 from scheduler_core import auth, settings, wiring
-from scheduler_core.adapters.azure.clients import queue_client
+from scheduler_core.adapters.azure.clients import queue_client, table_service
 from scheduler_core.adapters.azure.provision import provision
 
 JOBS_PER_COLLECTION = 1000  # P20Premium's largest collection
@@ -346,9 +346,7 @@ def raw_consumer(
     clients = [queue_client(config, name) for name in names]
     for client in clients:
         client.create_queue()
-    raw_table = TableServiceClient.from_connection_string(config.storage_connection_string or "").create_table(
-        f"raw{suffix}"
-    )
+    raw_table = table_service(config).create_table(f"raw{suffix}")  # the app's pooled transport, as its queues
     body = json.dumps({"v": 1, "job_partition": "p" * 40, "job_row": "job", "occurrence": "2030-01-01T00:00:00Z"})
 
     def fill(i: int) -> None:
@@ -378,17 +376,30 @@ def raw_consumer(
                 continue
             for message in batch:
                 try:
-                    raw_table.create_entity({"PartitionKey": "p", "RowKey": message.id, "Body": message.content})
+                    again(partial(raw_table.create_entity, {"PartitionKey": "p", "RowKey": message.id, "Body": "x"}))
                 except ResourceExistsError:
                     with lock:
                         repeats["received again"] += 1
                 try:
-                    client.delete_message(message)
+                    again(partial(client.delete_message, message))
                 except ResourceNotFoundError:  # a retried delete whose first try went through, or a repeat
                     with lock:
                         repeats["delete found it gone"] += 1
                 with lock:
                     handled.add(message.id)
+
+    def again(call: Callable[[], object]) -> None:
+        """``call``, tried again after a dropped connection (the app's writes after an action retry too)."""
+        for attempt in range(5):
+            try:
+                call()
+                return
+            except ServiceResponseError:
+                with lock:
+                    repeats["connection dropped, tried again"] += 1
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
     cpu = cpu_seconds(azurite_pid)
     started = time.perf_counter()
