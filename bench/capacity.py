@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, replace
 
 SECONDS_PER_MONTH = 30.4375 * 86400  # an average month (365.25 / 12 days)
+FUNCTION_TIMEOUT_S = 600.0  # host.json functionTimeout (00:10:00)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Deployment:
     execution_queues: int = 1  # SCHEDULER_EXECUTION_QUEUE_COUNT (K)
     due_shards: int = 16  # SCHEDULER_DUE_SHARDS (per storage account)
     storage_accounts: int = 1  # collections sharded across accounts (docs/capacity.md: not built yet)
+    #: Execution messages one shard's scan has in flight at once: 1 when a scan sends one message after the
+    #: other; more when it fans out (further scan messages by row-key range, concurrent sends).
+    scan_concurrency: int = 1
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class Compute:
 
     cpu_ms_per_fire: float
     wall_ms_per_fire: float = 150.0  # ~8 sequential storage calls of ~10 ms in-region + a 50 ms HTTP target
+    queue_put_ms: float = 8.0  # one queue send in-region (a scan's step per fire)
+    storage_call_ms: float = 10.0  # one table query or delete in-region (the cleanup's step per job)
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,13 @@ def ceilings(cost: FireCost, limits: Limits, deployment: Deployment, compute: Co
     queue_per_fire = cost.queue_requests if limits.queue_limit_counts_requests else 1.0
     per_instance = per_instance_fires_per_s(limits, compute)
     return {
+        "dispatch (scans)": (
+            deployment.storage_accounts
+            * deployment.due_shards
+            * deployment.scan_concurrency
+            * 1000.0
+            / compute.queue_put_ms
+        ),
         "storage account requests": deployment.storage_accounts * limits.account_requests_per_s / cost.requests,
         "execution queues": deployment.execution_queues * limits.queue_messages_per_s / queue_per_fire,
         "due-index shards (partitions)": (
@@ -158,6 +171,13 @@ def jobs_per_deployment(fires_per_s: float, mean_period_s: float, utilisation: f
     """Jobs that fire every ``mean_period_s`` on average, spread over the period, that the deployment runs
     at ``utilisation`` of its ceiling."""
     return fires_per_s * mean_period_s * utilisation
+
+
+def cleanup_pass_seconds(jobs: float, compute: Compute, requests_per_job: float = 2.0, workers: int = 1) -> float:
+    """Seconds of one daily cleanup pass over ``jobs`` jobs: per job a claims query and a history query (and
+    deletes when there is something to trim), one call after the other on ``workers`` workers (1 today:
+    one timer invocation walks every job)."""
+    return jobs * requests_per_job * compute.storage_call_ms / 1000.0 / workers
 
 
 def create_rate(cost: FireCost, limits: Limits, deployment: Deployment) -> float:
@@ -282,6 +302,13 @@ GOAL = FireCost(
 )
 
 
+def label(deployment: Deployment) -> str:
+    return (
+        f"K={deployment.execution_queues}, S={deployment.due_shards}, scan x{deployment.scan_concurrency}, "
+        f"accounts={deployment.storage_accounts}"
+    )
+
+
 def scenario_rows(
     costs: list[FireCost], deployment: Deployment, limits: Limits, compute: Compute
 ) -> list[list[object]]:
@@ -293,7 +320,7 @@ def scenario_rows(
             [
                 cost.label,
                 f"{cost.requests:.2f}",
-                f"K={deployment.execution_queues}, S={deployment.due_shards}, accounts={deployment.storage_accounts}",
+                label(deployment),
                 *(f"{value:,.0f}" for value in found.values()),
                 f"**{top:,.0f}** ({name})",
             ]
@@ -471,6 +498,7 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=6, help="SCHEDULER_EXECUTION_QUEUE_COUNT")
     parser.add_argument("--shards", type=int, default=16, help="SCHEDULER_DUE_SHARDS")
     parser.add_argument("--accounts", type=int, default=2, help="storage accounts of the last row (not built)")
+    parser.add_argument("--scan-concurrency", type=int, default=8, help="sends in flight per shard scan, fanned out")
     parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
     parser.add_argument("--utilisation", type=float, default=0.7, help="share of the ceiling used on average")
     parser.add_argument("--count", type=int, default=0, help="count requests of this many one-shot jobs first")
@@ -489,7 +517,8 @@ def main() -> None:
             [
                 Deployment(1, args.shards, 1),
                 Deployment(args.queues, args.shards, 1),
-                Deployment(args.queues * args.accounts, args.shards, args.accounts),
+                Deployment(args.queues, args.shards, 1, args.scan_concurrency),
+                Deployment(args.queues * args.accounts, args.shards, args.accounts, args.scan_concurrency),
             ]
         )
     )
@@ -516,7 +545,7 @@ def main() -> None:
             job_rows.append(
                 [
                     cost.label,
-                    f"K={deployment.execution_queues}, accounts={deployment.storage_accounts}",
+                    label(deployment),
                     *(f"{jobs_per_deployment(top, p, args.utilisation) / 1e6:,.2f} M" for _, p in periods),
                     f"{create_rate(cost, limits, deployment):,.0f}",
                 ]
@@ -538,13 +567,14 @@ def main() -> None:
     burst_rows: list[list[object]] = []
     for cost in costs:
         for deployment in deployments:
-            top, _ = max_fires_per_second(cost, limits, deployment, compute)
+            found = ceilings(cost, limits, deployment, compute)
+            dispatch = replace(scaling, dispatch_sends_per_s=found.pop("dispatch (scans)"))
             for burst in (args.burst, 1_000_000):
-                late = burst_lateness(burst, top, per_instance, limits, deployment, scaling, step=0.5)
+                late = burst_lateness(burst, min(found.values()), per_instance, limits, deployment, dispatch, step=0.5)
                 burst_rows.append(
                     [
                         cost.label,
-                        f"K={deployment.execution_queues}, accounts={deployment.storage_accounts}",
+                        label(deployment),
                         f"{burst:,}",
                         f"{late.p50:,.0f}",
                         f"{late.p99:,.0f}",
@@ -552,6 +582,14 @@ def main() -> None:
                     ]
                 )
     print(table(["requests per fire", "deployment", "burst", "lateness p50 s", "p99 s", "max s"], burst_rows))
+    print()
+    for jobs in (1_000_000, 10_000_000):
+        pass_s = cleanup_pass_seconds(jobs, compute)
+        print(
+            f"daily cleanup of {jobs:,} jobs, one worker: {pass_s / 3600:,.1f} h "
+            f"(a timer invocation may run {FUNCTION_TIMEOUT_S / 60:.0f} min: "
+            f"{FUNCTION_TIMEOUT_S / pass_s * jobs:,.0f} jobs)"
+        )
     print()
     prices, peers = Prices(), PeerPrices()
     cost_rows: list[list[object]] = []

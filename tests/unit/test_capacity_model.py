@@ -20,6 +20,7 @@ from bench.capacity import (
     accounts_needed,
     burst_lateness,
     ceilings,
+    cleanup_pass_seconds,
     cost_per_million_fires,
     create_rate,
     jobs_per_deployment,
@@ -40,7 +41,7 @@ COST = FireCost(
     create_requests=5.0,
 )
 LIMITS = Limits(max_instances=100)  # 20,000 req/s, 2,000 entities/s, 2,000 msgs/s, 2 GB, 1 vCPU, 40 threads
-COMPUTE = Compute(cpu_ms_per_fire=10.0, wall_ms_per_fire=200.0)
+COMPUTE = Compute(cpu_ms_per_fire=10.0, wall_ms_per_fire=200.0, queue_put_ms=1.0)  # scans: 1,000 sends/s each
 
 
 def top(cost: FireCost, limits: Limits, deployment: Deployment) -> tuple[float, str]:
@@ -74,6 +75,7 @@ def test_each_limit_gives_its_ceiling_and_the_least_one_breaks_first() -> None:
     found = ceilings(COST, LIMITS, deployment, COMPUTE)
     assert found == pytest.approx(
         {
+            "dispatch (scans)": 5 * 1 * 1_000.0,  # 5 shards, one send at a time, 1 ms each
             "storage account requests": 20_000 / 5,  # 4,000
             "execution queues": 2 * 2_000 / 2,  # 2,000
             "due-index shards (partitions)": 5 * 2_000 / 4,  # 2,500
@@ -90,6 +92,25 @@ def test_each_limit_gives_its_ceiling_and_the_least_one_breaks_first() -> None:
     assert top(COST, LIMITS, two_accounts) == (8_000, "storage account requests")
     few_instances = Limits(max_instances=10)
     assert top(COST, few_instances, two_accounts) == (1_000, "function instances")
+
+
+def test_scans_that_send_one_message_after_the_other_cap_the_dispatch() -> None:
+    compute = Compute(cpu_ms_per_fire=10.0, queue_put_ms=8.0)  # 125 sends/s per scan
+    sequential = Deployment(execution_queues=8, due_shards=16, scan_concurrency=1)
+    assert ceilings(COST, LIMITS, sequential, compute)["dispatch (scans)"] == pytest.approx(2_000)
+    value, name = max_fires_per_second(COST, LIMITS, sequential, compute)
+    assert (round(value), name) == (2_000, "dispatch (scans)")
+    fanned_out = Deployment(execution_queues=8, due_shards=16, scan_concurrency=8)
+    assert ceilings(COST, LIMITS, fanned_out, compute)["dispatch (scans)"] == pytest.approx(16_000)
+    value, name = max_fires_per_second(COST, LIMITS, fanned_out, compute)
+    assert (round(value), name) == (4_000, "storage account requests")
+
+
+def test_the_daily_cleanup_walks_every_job() -> None:
+    compute = Compute(cpu_ms_per_fire=10.0, storage_call_ms=10.0)
+    assert cleanup_pass_seconds(10_000_000, compute) == pytest.approx(200_000)  # 2 calls x 10 ms per job
+    assert cleanup_pass_seconds(10_000_000, compute, workers=100) == pytest.approx(2_000)
+    assert cleanup_pass_seconds(30_000, compute) == pytest.approx(600)  # what one 10-minute invocation covers
 
 
 def test_the_queue_limit_may_count_messages_instead_of_requests() -> None:
@@ -167,7 +188,7 @@ def test_a_burst_cannot_run_before_the_scans_sent_it() -> None:
 def test_the_built_in_inputs_add_up_to_their_labels() -> None:
     assert MEASURED_BEFORE.requests == pytest.approx(8.4)
     assert GOAL.requests == pytest.approx(4.0)
-    value, name = max_fires_per_second(GOAL, Limits(), Deployment(6, 16, 1), Compute(9.0))
+    value, name = max_fires_per_second(GOAL, Limits(), Deployment(6, 16, 1, scan_concurrency=8), Compute(9.0))
     assert (round(value), name) == (5_000, "storage account requests")  # the goal, on paper
 
 
