@@ -42,7 +42,7 @@ MAX_URL_LENGTH = 4096
 def scope_of(path: ResourcePath) -> str:
     """The ARM scope an operation on ``path`` acts over (as a refusal names it): the subscription or
     resource group of a list of collections, the collection (its enable and disable too), the collection's
-    jobs for a list of jobs, the job (its run and history too)."""
+    jobs or calendars for a list of them, the job (its run, history and occurrences too), the calendar."""
     scope = f"/subscriptions/{path.subscription}"
     if path.resource_group is None:
         return scope
@@ -52,7 +52,9 @@ def scope_of(path: ResourcePath) -> str:
     scope += f"/providers/Microsoft.Scheduler/jobCollections/{path.collection}"
     if path.job is not None:
         return f"{scope}/jobs/{path.job}"
-    return f"{scope}/jobs" if path.kind == "jobs" else scope
+    if path.calendar is not None:
+        return f"{scope}/calendars/{path.calendar}"
+    return f"{scope}/{path.kind}" if path.kind in ("jobs", "calendars") else scope
 
 
 class ApiServices:
