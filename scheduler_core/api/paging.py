@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Generic, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -24,6 +24,10 @@ MAX_TOP = 100
 DEFAULT_PAGE = 100
 #: Occurrences answered when ``$top`` is not given.
 DEFAULT_OCCURRENCES = 10
+#: The range of ``after`` (the local dates of exclusions and calendars span the same years): near year 1 a
+#: schedule's jitter and time zone would take instants out of what Python can hold.
+FIRST_AFTER = datetime(1900, 1, 1, tzinfo=UTC)
+LAST_AFTER = datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
 _FILTER = re.compile(r"^\s*(?P<field>[A-Za-z]+)\s+eq\s+(?P<quote>'?)(?P<value>[A-Za-z]+)(?P=quote)\s*$", re.IGNORECASE)
@@ -92,7 +96,15 @@ def parse_occurrence_query(query: Mapping[str, str]) -> tuple[int, datetime | No
         raise ValidationError("$skip", "is not supported for occurrences; page with 'after' (the nextLink does)")
     top = _integer(query, "$top", 1, MAX_TOP) or DEFAULT_OCCURRENCES
     after_text = query.get("after")
-    return top, parse_instant(after_text, "after") if after_text is not None else None
+    if after_text is None:
+        return top, None
+    after = parse_instant(after_text, "after")
+    if not FIRST_AFTER <= after <= LAST_AFTER:
+        raise ValidationError(
+            "after",
+            f"must be from {format_instant(FIRST_AFTER)} to {format_instant(LAST_AFTER)}, not {format_instant(after)}",
+        )
+    return top, after
 
 
 def link_after(url: str, after: datetime) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -364,7 +365,10 @@ HOSTILE: dict[str, tuple[dict[str, Any], str, tuple[str, ...]]] = {
 }
 
 
-def test_hostile_preview_values_are_400s_naming_field_and_rule_and_store_nothing(collection: Api) -> None:
+def test_hostile_preview_values_are_400s_naming_field_and_rule_and_store_nothing(
+    collection: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     before = snapshot(collection)
     for name, (body, field, rule) in HOSTILE.items():
         answer = call(collection, "PUT", f"{JC}/jobs/hostile", body)
@@ -373,6 +377,8 @@ def test_hostile_preview_values_are_400s_naming_field_and_rule_and_store_nothing
         assert "attack-secret" not in answer.text and base64.b64encode(SECRET_BYTES).decode() not in answer.text, name
     assert snapshot(collection) == before
     assert call(collection, "GET", f"{JC}/jobs/hostile").status_code == 404
+    assert base64.b64encode(SECRET_BYTES).decode() not in caplog.text and "attack-secret" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "an error was logged"
 
 
 def test_values_the_rules_allow_are_accepted(collection: Api) -> None:
@@ -595,6 +601,29 @@ def test_deleting_a_calendar_while_jobs_are_written_to_use_it_never_leaves_a_job
     assert outcomes  # every round was judged
 
 
+def test_hostile_occurrence_queries_are_400s_naming_the_parameter(collection: Api) -> None:
+    body = job({"frequency": "Minute", "jitter": "PT10S", "exclusions": {"dates": ["2030-01-01"]}})
+    assert call(collection, "PUT", f"{JC}/jobs/j", body).status_code == 201
+    path = f"{JC}/jobs/j/occurrences"
+    for query, field, rule in [
+        ({"$top": "0"}, "$top", "between 1 and 100"),
+        ({"$top": "101"}, "$top", "between 1 and 100"),
+        ({"$top": "1e3"}, "$top", "ASCII digits"),
+        ({"$top": "\uff15"}, "$top", "ASCII digits"),
+        ({"$skip": "1"}, "$skip", "after"),
+        ({"after": "garbage"}, "after", "ISO 8601"),
+        ({"after": ""}, "after", "ISO 8601"),
+        ({"after": "0001-01-01T00:00:00Z"}, "after", "from 1900-01-01T00:00:00Z"),
+        ({"after": "1899-12-31T23:59:59Z"}, "after", "from 1900-01-01T00:00:00Z"),
+        ({"after": "9999-12-31T23:59:00Z"}, "after", "to 9998-12-31T23:59:59Z"),
+        ({"after": "0001-01-01T00:00:00%2B14:00"}, "after", "out of range"),  # %2B: the test client does not encode
+        ({"after": "2030-13-01T00:00:00Z"}, "after", "month"),
+    ]:
+        refused_with(call(collection, "GET", path, **query), field, rule)
+    west = call(collection, "GET", path, after="2030-01-01T00:00:00-14:00", **{"$top": "1"})
+    assert west.status_code == 200 and west.json()["value"][0]["scheduledTime"] == "2030-01-02T00:00:00Z"
+
+
 # ------------------------------------------------------------------------------------- api-version
 
 
@@ -644,7 +673,10 @@ def test_the_api_version_parameter_name_is_exact_and_the_400_says_which_was_sent
 # ----------------------------------------------------------------------------- what old clients see
 
 
-def test_classic_clients_never_see_preview_properties_nor_secrets(collection: Api) -> None:
+def test_classic_clients_never_see_preview_properties_nor_secrets(
+    collection: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     assert call(collection, "PUT", f"{JC}/calendars/hol", {"properties": {"dates": ["2030-12-25"]}}).status_code == 201
     body = http(
         {
@@ -721,3 +753,4 @@ def test_classic_clients_never_see_preview_properties_nor_secrets(collection: Ap
         call(collection, "PUT", f"{JC}/jobs/full", sneaky, CLASSIC), "properties.recurrence.jitter", "not a known field"
     )
     assert json.loads(call(collection, "GET", f"{JC}/jobs/full").text)["properties"]["recurrence"]["jitter"] == "PT10M"
+    assert base64.b64encode(SECRET_BYTES).decode() not in caplog.text and collection.key not in caplog.text
