@@ -16,10 +16,10 @@ What it does, on a private in-memory Azurite:
    - T) p50/p99/max, misses (never called), duplicates (called twice), the drain rate (calls / (last arrival
    - T)), when the scans finished (from the host's log), the executions' own durations and how they spread
    over the queues, and the CPU that the host and Azurite used;
-4. stops the host and runs the raw consumer on the same Azurite: ``--jobs`` messages in the same number of
-   queues, consumed by ``--workers`` threads that each receive 32 at a time and, per message, insert one
-   table entity and delete the message. Its rate is the ratio's denominator. With more than one queue it
-   also runs on a single queue: the one-queue raw consumer is always the denominator.
+4. stops the host and runs the raw consumer on the same Azurite: ``--jobs`` messages in one queue,
+   consumed by ``--workers`` threads that each receive 32 at a time and, per message, insert one table
+   entity and delete the message. Its rate is the ratio's denominator. With ``--queues`` K > 1 it runs on
+   K queues first (printed beside it).
 
 Numbers are from one machine where the host, Azurite (single-threaded Node) and this client share the CPUs;
 Azurite's queue receive slows down as a queue gets deeper (see the reference notes), which a burst does.
