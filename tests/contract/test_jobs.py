@@ -12,6 +12,7 @@ import pytest
 from scheduler_core.definitions import job_json, parse_job
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
 from scheduler_core.model import Job, JobState
+from scheduler_core.model.actions import HttpAction
 from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -181,19 +182,14 @@ def test_list_gives_a_collections_jobs_by_name_case_insensitively_and_count_coun
 def test_stored_values_are_copies_of_the_callers_dicts(stores: Stores) -> None:
     headers = {"X-One": "1"}
     record = job()
-    record = replace(
-        record,
-        definition=replace(
-            record.definition,
-            action=replace(record.definition.action, main=replace(record.definition.action.main, headers=headers)),
-        ),
-    )
+    main = record.definition.action.main
+    assert isinstance(main, HttpAction)
+    action = replace(record.definition.action, main=replace(main, headers=headers))
+    record = replace(record, definition=replace(record.definition, action=action))
     stores.jobs.save(record, create=True)
     headers["X-One"] = "changed after the write"
     got = stores.jobs.get(JOB)
-    assert got is not None and got.definition.action.main == replace(
-        record.definition.action.main, headers={"X-One": "1"}
-    )
+    assert got is not None and got.definition.action.main == replace(main, headers={"X-One": "1"})
 
 
 def test_a_definition_reads_back_whole_with_its_secrets_and_as_the_wire_wrote_it(stores: Stores) -> None:
