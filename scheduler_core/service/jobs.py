@@ -9,6 +9,7 @@ is not the job's, so a crash between two writes loses nothing and fires nothing 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -20,9 +21,11 @@ from scheduler_core import definitions
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import (
     ConflictError,
+    EtagMismatchError,
     QuotaExceededError,
     SchedulerError,
     ValidationError,
+    WriteRaceError,
 )
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import HistoryEntry, Job, JobCollection, JobDefinition, JobState
@@ -168,7 +171,7 @@ class JobService:
                 definition = with_calendar_dates(definition, calendar_dates(definition, collection))
             plans.check_job_fits(ref, definition, collection)
             if existing is not None:
-                return self._written(self.writer.write(ref, definition, spec.state, existing)), False
+                return self._written(self.writer.write(ref, definition, spec.state, existing), existing), False
             reserved = self.slots.reserve(collection)
             if reserved is None:  # the collection changed since this process last saw it: start again
                 collection = live_collection(self.stores, ref.collection)
@@ -181,7 +184,7 @@ class JobService:
                     f"its quota.maxJobCount"
                 )
             release = functools.partial(self.slots.release, ref.collection)
-            return self._written(self.writer.write(ref, definition, spec.state, None, not_written=release)), True
+            return self._written(self.writer.write(ref, definition, spec.state, None, not_written=release), None), True
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 
@@ -213,24 +216,38 @@ class JobService:
                     definition, calendar_dates(definition, live_collection(self.stores, ref.collection))
                 )
             plans.check_job_fits(ref, definition, collection)
-            return self._written(self.writer.write(ref, definition, spec.state, existing))
+            return self._written(self.writer.write(ref, definition, spec.state, existing), existing)
 
         return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 
-    def _written(self, job: Job) -> Job:
+    def _written(self, job: Job, previous: Job | None) -> Job:
         """A job just written; when it names calendars and one changed while it was being written (a
         calendar PUT that listed the jobs before this one was stored), it is written again with their dates
-        as they are now."""
+        as they are now. When one it names is gone (a calendar DELETE that listed the jobs before this one
+        was stored), the write is undone (``previous`` restored, or a created job removed) and the request is
+        a 400 naming the calendar: no job is left naming a calendar that does not exist."""
         exclusions = job.definition.exclusions
         if exclusions is None or not exclusions.calendars:
             return job
         try:
             current = calendar_dates(job.definition, live_collection(self.stores, job.ref.collection))
+        except ValidationError:
+            self._undo(job, previous)
+            raise
         except SchedulerError:
-            return job  # a calendar deleted meanwhile (refused while in use) or the collection gone
+            return job  # the collection gone
         if current == exclusions.calendar_dates:
             return job
         return self.refresh_calendars(job.ref) or job
+
+    def _undo(self, job: Job, previous: Job | None) -> None:
+        """Take back the write of ``job`` (ETag-guarded: a later write by another request stays)."""
+        if previous is None:
+            if self.stores.remove_job(job):
+                self.slots.release(job.ref.collection)
+            return
+        with contextlib.suppress(EtagMismatchError, WriteRaceError):  # written again meanwhile: that write stands
+            self.writer.write(job.ref, previous.definition, previous.state, job)
 
     def refresh_calendars(self, ref: JobRef) -> Job | None:
         """Write the job again with the dates its calendars hold now, when they changed (a calendar was

@@ -542,11 +542,6 @@ def test_a_job_cannot_name_a_calendar_of_another_collection(collection: Api) -> 
     assert snapshot(collection) == before
 
 
-@pytest.mark.xfail(
-    reason="needs JobService._written to undo a job written while a calendar it names was deleted "
-    "(scheduler_core/service/jobs.py, /tmp/h/H-service-jobs.diff, handed to the LEAD): remove this mark with it",
-    strict=False,
-)
 def test_deleting_a_calendar_while_jobs_are_written_to_use_it_never_leaves_a_job_naming_a_missing_calendar(
     collection: Api,
 ) -> None:
