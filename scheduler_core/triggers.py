@@ -24,9 +24,10 @@ def on_dispatch_tick(past_due: bool = False) -> int:
 
 
 def on_scan(body: bytes) -> None:
-    """Queue (scan): dispatch the due rows of one shard."""
+    """Queue (scan): dispatch the due rows of one shard, or of the rest of one that another scan handed on."""
     s = services()
-    s.dispatcher.scan(ScanMessage.from_json(body).shard, s.clock())
+    message = ScanMessage.from_json(body)
+    s.dispatcher.scan(message.shard, s.clock(), after=message.after, tick=message.tick)
 
 
 def on_execution(body: bytes) -> None:

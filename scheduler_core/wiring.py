@@ -123,6 +123,7 @@ def build(
         claims=claims,
         lease=claim_lease,
         depths=depths,
+        send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
     )
     if runner is None:
         # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
