@@ -1,0 +1,218 @@
+"""The pipeline policies of api-version 2026-12-01-preview, as pure decisions: given a job's typed policy
+values (``JobDefinition.overlap_policy``, ``.missed_run_policy``, ``.pause_after_failures``,
+``.delete_after_completion``) and the facts the dispatcher or executor has at hand, what happens.
+
+No I/O here: the dispatcher and the executor read the facts (the job, its history) and act on the answer.
+Each default (``AllowAll``, ``RunOnce`` without a window, no pause, no delete) answers what a 2016-03-01 job
+does, so a job that names no policy is run exactly as before.
+
+* :func:`on_overlap`: an occurrence due while the previous one is unfinished runs, waits or is skipped;
+* :func:`catch_up`: of the occurrences missed while the service was down, which run (``missedRunPolicy``);
+* :func:`occurrence_end`: whether an attempt ends its occurrence, and how (completed or faulted);
+* :func:`consecutive_faults` / :func:`pauses`: ``pauseAfterFailures``;
+* :func:`deletes`: ``deleteAfterCompletion``;
+* :func:`backfill_occurrences`: the occurrences of a past window a backfill runs (at most
+  :data:`MAX_BACKFILL`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from scheduler_core.errors import ValidationError
+from scheduler_core.model.history import HistoryEntry
+from scheduler_core.model.job import MissedRunMode, MissedRunPolicy, OverlapPolicy
+from scheduler_core.model.states import ActionName, HistoryStatus, JobState
+from scheduler_core.recurrence import OccurrenceSeries, format_instant
+
+#: The most occurrences one backfill runs; a window holding more is refused (400).
+MAX_BACKFILL = 1000
+#: An occurrence found this much after its instant was missed (the service was down): the dispatcher scans
+#: ahead of time (its lookahead), so an occurrence it sends on time is never this late.
+MISSED_AFTER = timedelta(seconds=60)
+
+
+# ------------------------------------------------------------------------------------------------ overlap
+
+
+class Start(enum.StrEnum):
+    """What an occurrence due now does (:func:`on_overlap`)."""
+
+    RUN = "run"
+    """It runs now."""
+    SKIP = "skip"
+    """It does not run; recorded in history as ``Skipped`` with the reason."""
+    WAIT = "wait"
+    """It runs when the unfinished occurrence finishes (``BufferOne``: the one that waits)."""
+
+
+@dataclass(frozen=True)
+class OverlapVerdict:
+    start: Start
+    reason: str = ""
+
+
+def on_overlap(
+    policy: OverlapPolicy,
+    occurrence: datetime,
+    unfinished: datetime | None,
+    waiting: datetime | None = None,
+) -> OverlapVerdict:
+    """What ``occurrence`` does under ``policy`` when ``unfinished`` is the occurrence whose attempts (main
+    action, retries, error action) are not over (None: none is) and ``waiting`` the occurrence already
+    buffered behind it (None: none).
+
+    ``AllowAll`` runs it anyway; ``Skip`` skips it; ``BufferOne`` lets it wait, unless another already waits:
+    then it is skipped (at most one waits, the earlier). An occurrence never overlaps itself (a redelivery)."""
+    if policy is OverlapPolicy.ALLOW_ALL or unfinished is None or unfinished == occurrence:
+        return OverlapVerdict(Start.RUN)
+    running = f"the occurrence of {format_instant(unfinished)} was still running"
+    if policy is OverlapPolicy.SKIP:
+        return OverlapVerdict(Start.SKIP, f"Skipped: {running} (overlapPolicy Skip)")
+    if waiting is None or waiting == occurrence:
+        return OverlapVerdict(Start.WAIT, f"waits: {running} (overlapPolicy BufferOne)")
+    return OverlapVerdict(
+        Start.SKIP,
+        f"Skipped: {running} and the occurrence of {format_instant(waiting)} already waits for it "
+        "(overlapPolicy BufferOne)",
+    )
+
+
+# ------------------------------------------------------------------------------------------- missed runs
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What :func:`catch_up` decided: ``run``, the missed occurrences sent now, in order; ``stands_for``, how
+    many occurrences the first of them stands for (RunOnce: all that were kept; else 1); ``dropped``, the
+    missed occurrences that do not run (mode Skip, or older than the window)."""
+
+    run: tuple[datetime, ...]
+    stands_for: int
+    dropped: int
+
+    @property
+    def reason(self) -> str:
+        """Why occurrences were dropped (empty when none were)."""
+        if not self.dropped:
+            return ""
+        return f"{self.dropped} occurrence(s) missed while the service was down not run (missedRunPolicy)"
+
+
+def is_missed(occurrence: datetime, now: datetime) -> bool:
+    """Whether ``occurrence``, found due at ``now``, was missed (see :data:`MISSED_AFTER`)."""
+    return now - occurrence >= MISSED_AFTER
+
+
+def catch_up(policy: MissedRunPolicy, missed: Sequence[datetime], now: datetime) -> CatchUp:
+    """Which of ``missed`` (occurrences due before ``now`` that never fired, oldest first) run now.
+
+    The ``window`` first drops every one older than ``now - window``. ``RunOnce`` then runs the oldest kept
+    one, standing for all kept ones (Azure Scheduler's coalescing: with no window, what every 2016-03-01 job
+    does); ``RunAll`` runs each kept one, in order; ``Skip`` runs none (the schedule resumes at the next
+    future occurrence)."""
+    ordered = sorted(missed)
+    if policy.mode is MissedRunMode.SKIP:
+        return CatchUp((), 0, len(ordered))
+    window = policy.window_length
+    kept = [instant for instant in ordered if window is None or now - instant <= window]
+    dropped = len(ordered) - len(kept)
+    if not kept:
+        return CatchUp((), 0, dropped)
+    if policy.mode is MissedRunMode.RUN_ONCE:
+        return CatchUp((kept[0],), len(kept), dropped)
+    return CatchUp(tuple(kept), 1, dropped)
+
+
+# ------------------------------------------------------------------------------- occurrences and faults
+
+
+class End(enum.StrEnum):
+    """How an occurrence ended."""
+
+    COMPLETED = "completed"
+    """Its main action succeeded (on a try or a retry)."""
+    FAULTED = "faulted"
+    """Its main action failed after every retry (its error action, if any, has run)."""
+
+
+def occurrence_end(main: bool, succeeded: bool, retry_follows: bool, error_action_follows: bool) -> End | None:
+    """How the attempt just made ends its occurrence (None: the occurrence goes on: a retry or the error
+    action follows). ``main``: the attempt ran the main action (else the error action)."""
+    if retry_follows or error_action_follows:
+        return None
+    if main and succeeded:
+        return End.COMPLETED
+    return End.FAULTED
+
+
+def consecutive_faults(rows: Iterable[HistoryEntry], before: datetime | None = None) -> int:
+    """How many occurrences in a row ended faulted, counting back from the latest in ``rows`` (a job's
+    history), only those before ``before`` when given. An occurrence completed when any of its main-action
+    rows completed; skipped occurrences (status ``Skipped``) and runs on demand count neither way."""
+    outcomes: dict[datetime, bool] = {}
+    for row in rows:
+        when = row.expected_execution_time
+        if when is None or (before is not None and when >= before) or row.status == SKIPPED:
+            continue
+        if row.repeat_count == 0 or row.message.endswith("(run on demand)"):
+            continue  # a run on demand (outside the schedule)
+        completed = row.action_name == ActionName.MAIN and row.status == HistoryStatus.COMPLETED
+        outcomes[when] = outcomes.get(when, False) or completed
+    count = 0
+    for when in sorted(outcomes, reverse=True):
+        if outcomes[when]:
+            break
+        count += 1
+    return count
+
+
+def pauses(pause_after_failures: int | None, end: End | None, faults_before: int) -> bool:
+    """Whether the job is disabled now: its occurrence just ended faulted and, with the ``faults_before`` it
+    (the occurrences in a row before it that faulted), ``pause_after_failures`` occurrences in a row did."""
+    return pause_after_failures is not None and end is End.FAULTED and faults_before + 1 >= pause_after_failures
+
+
+def pause_reason(pause_after_failures: int) -> str:
+    """The reason a paused job shows (its history and its status)."""
+    return (
+        f"Disabled after {pause_after_failures} consecutive faulted occurrence(s) (pauseAfterFailures "
+        f"{pause_after_failures}); enable the job to resume"
+    )
+
+
+def deletes(delete_after_completion: bool, final_state: JobState | None) -> bool:
+    """Whether the job is removed: it asked to be (``deleteAfterCompletion``) and has just completed (a job
+    that faults is kept, so its history can be read)."""
+    return delete_after_completion and final_state == JobState.COMPLETED
+
+
+#: The status of a skipped occurrence's history entry (``HistoryStatus.SKIPPED`` once the pipeline records
+#: skips; its text is the contract).
+SKIPPED = "Skipped"
+
+
+# ----------------------------------------------------------------------------------------------- backfill
+
+
+def backfill_occurrences(
+    schedule: OccurrenceSeries, start: datetime, end: datetime, field: str = "endTime"
+) -> list[datetime]:
+    """The occurrences of ``schedule`` that fire from ``start`` (included) to ``end`` (excluded), in order (at
+    the instants they fire at: their jitter applied, excluded ones left out). More than
+    :data:`MAX_BACKFILL` is a 400 naming ``field``."""
+    found: list[datetime] = []
+    instant = schedule.after(start, inclusive=True)
+    while instant is not None and instant < end:
+        if len(found) == MAX_BACKFILL:
+            raise ValidationError(
+                field,
+                f"the window from {format_instant(start)} to {format_instant(end)} holds more than "
+                f"{MAX_BACKFILL} occurrences of the job; backfill at most {MAX_BACKFILL} at once",
+            )
+        found.append(instant)
+        instant = schedule.after(instant)
+    return found
