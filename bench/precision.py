@@ -27,7 +27,6 @@ import argparse
 import gzip
 import html
 import math
-import os
 import resource
 import threading
 import time
@@ -69,12 +68,12 @@ def main() -> None:
     if args.reporting_cost:
         print(reporting_cost())
         return
-    if args.threads is not None:
-        os.environ["PYTHON_THREADPOOL_THREAD_COUNT"] = str(args.threads)
     with otlp_collector_if(args.chart is not None) as collector:
         extra = {}
+        if args.threads is not None:  # a setting, over local.settings.sample.json's value
+            extra["PYTHON_THREADPOOL_THREAD_COUNT"] = str(args.threads)
         if collector is not None:
-            extra = {
+            extra |= {
                 "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
                 "OTEL_METRIC_EXPORT_INTERVAL": str(CHART_EXPORT_INTERVAL_MS),
                 "OTEL_BSP_SCHEDULE_DELAY": str(CHART_EXPORT_INTERVAL_MS),
