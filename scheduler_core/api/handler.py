@@ -7,6 +7,7 @@ or written, so a refusal is the same whether or not the resource exists and chan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -18,10 +19,11 @@ from scheduler_core.api import views
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
-from scheduler_core.definitions import API_VERSIONS, Wire, wire_of
+from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire, wire_of
 from scheduler_core.errors import (
     AuthenticationError,
     MethodNotAllowedError,
+    NotFoundError,
     PayloadTooLargeError,
     SchedulerError,
     StorageError,
@@ -37,12 +39,32 @@ log = logging.getLogger("scheduler_core.api")
 MAX_BODY_BYTES = 64 * 1024
 #: Longest request URL (as Azure Scheduler's limit on URLs).
 MAX_URL_LENGTH = 4096
+#: The path kind of a job's backfill (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview).
+JOB_BACKFILL = "job_backfill"
+
+
+def resource_path(path: str) -> ResourcePath:
+    """:func:`parse_path`, and a job's ``backfill`` operation (kind :data:`JOB_BACKFILL`): the job's path
+    followed by the segment ``backfill`` (any case), its names checked as the job's are."""
+    try:
+        return parse_path(path)
+    except NotFoundError:
+        head, slash, tail = path.strip("/").rpartition("/")
+        if slash and tail.lower() == "backfill":
+            try:
+                inner = parse_path(head)
+            except NotFoundError:
+                inner = None
+            if inner is not None and inner.kind == "job":
+                return dataclasses.replace(inner, kind=JOB_BACKFILL)
+        raise
 
 
 def scope_of(path: ResourcePath) -> str:
     """The ARM scope an operation on ``path`` acts over (as a refusal names it): the subscription or
     resource group of a list of collections, the collection (its enable and disable too), the collection's
-    jobs or calendars for a list of them, the job (its run, history and occurrences too), the calendar."""
+    jobs or calendars for a list of them, the job (its run, backfill, history and occurrences too), the
+    calendar."""
     scope = f"/subscriptions/{path.subscription}"
     if path.resource_group is None:
         return scope
@@ -112,7 +134,7 @@ class ManagementApi:
             raise ValidationError("url", f"the request URL is longer than {MAX_URL_LENGTH} characters")
         services = self._services()
         check_url(request.url)
-        path = parse_path(request.path)
+        path = resource_path(request.path)
         principal = services.authenticate(request.headers)
         operation = _Operation(services.service, request, path, wire_of(api_version(request.query)))
         run = operation.handler()
@@ -175,6 +197,8 @@ class _Operation:
         """What runs this request (400 for a preview-only path with a classic api-version, 405 for a method
         the path does not support)."""
         views.require_preview(self.wire, self.path)
+        if self.path.kind == JOB_BACKFILL and not self.wire.preview:
+            raise ValidationError("api-version", f"a job's backfill needs api-version {PREVIEW_VERSION}")
         handlers: dict[tuple[str, str], Callable[[], ApiResponse]] = {
             ("subscription_collections", "GET"): self.list_collections,
             ("group_collections", "GET"): self.list_collections,
@@ -189,6 +213,7 @@ class _Operation:
             ("job", "PATCH"): self.patch_job,
             ("job", "DELETE"): self.delete_job,
             ("job_run", "POST"): self.run_job,
+            (JOB_BACKFILL, "POST"): self.backfill_job,
             ("job_history", "GET"): self.list_history,
             ("job_occurrences", "GET"): self.list_occurrences,
             ("calendars", "GET"): self.list_calendars,
@@ -276,6 +301,11 @@ class _Operation:
     def run_job(self) -> ApiResponse:
         self.service.run_job(self.job_ref())
         return ApiResponse.empty(200)
+
+    def backfill_job(self) -> ApiResponse:
+        """202 with how many occurrences of the window were sent (``{"count": N}``)."""
+        count = self.service.jobs.backfill(self.job_ref(), _body(self.request))
+        return ApiResponse.json(202, {"count": count})
 
     def list_history(self) -> ApiResponse:
         ref = self.job_ref()

@@ -3,8 +3,8 @@ grants, and the configured role assignments (``SCHEDULER_ROLE_ASSIGNMENTS``).
 
 As in Azure's RBAC, a role is held *over a scope*; here the scope is a set of subscription ids (or all of
 them). ``Reader`` may read (GET a collection or a job, list them, read history); ``Contributor`` may also
-write (PUT, PATCH), delete, run, enable and disable. Operations are named with Azure Scheduler's action
-names (``Microsoft.Scheduler/jobCollections/jobs/write``), which a refusal states in ARM's words.
+write (PUT, PATCH), delete, run, backfill, enable and disable. Operations are named with Azure Scheduler's
+action names (``Microsoft.Scheduler/jobCollections/jobs/write``), which a refusal states in ARM's words.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ JOB_READ = Operation(f"{_P}/jobs/read", Role.READER)
 JOB_WRITE = Operation(f"{_P}/jobs/write", Role.CONTRIBUTOR)
 JOB_DELETE = Operation(f"{_P}/jobs/delete", Role.CONTRIBUTOR)
 JOB_RUN = Operation(f"{_P}/jobs/run/action", Role.CONTRIBUTOR)
+JOB_BACKFILL = Operation(f"{_P}/jobs/backfill/action", Role.CONTRIBUTOR)
 HISTORY_READ = Operation(f"{_P}/jobs/jobHistories/read", Role.READER)
 CALENDAR_READ = Operation(f"{_P}/calendars/read", Role.READER)
 CALENDAR_WRITE = Operation(f"{_P}/calendars/write", Role.CONTRIBUTOR)
@@ -78,6 +79,7 @@ OPERATIONS: dict[tuple[str, str, str | None], Operation] = {
     ("job", "PATCH", None): JOB_WRITE,
     ("job", "DELETE", None): JOB_DELETE,
     ("job_run", "POST", None): JOB_RUN,
+    ("job_backfill", "POST", None): JOB_BACKFILL,
     ("job_history", "GET", None): HISTORY_READ,
     ("job_occurrences", "GET", None): JOB_READ,
     ("calendars", "GET", None): CALENDAR_READ,

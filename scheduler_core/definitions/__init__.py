@@ -16,7 +16,8 @@ Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 * the api-versions and their wires (:class:`Wire`, :data:`API_VERSIONS`, :func:`wire_of`): :func:`parse_job`
   takes the request's wire and :func:`job_wire` answers in it;
 * a collection's calendars (preview): :func:`parse_calendar`, :func:`calendar_json`, and for the stores
-  :func:`calendars_json` / :func:`read_calendars`.
+  :func:`calendars_json` / :func:`read_calendars`;
+* a job's backfill (preview): :func:`parse_backfill` -> :class:`BackfillSpec`.
 
 Input is accepted in any casing (enum values and field names) and durations as ISO 8601 or .NET
 TimeSpan; output uses the swagger's PascalCase enums, camelCase fields, and each duration in the style it
@@ -71,7 +72,7 @@ from scheduler_core.definitions._job import (
     written_style,
 )
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
-from scheduler_core.definitions._preview import keep_preview
+from scheduler_core.definitions._preview import BackfillSpec, keep_preview, parse_backfill
 from scheduler_core.definitions._retry import (
     MAX_RETRY_COUNT,
     MAX_RETRY_INTERVAL,
@@ -101,6 +102,7 @@ __all__ = [
     "MIN_RETRY_INTERVAL",
     "PREVIEW_VERSION",
     "TIMESPAN",
+    "BackfillSpec",
     "CollectionSpec",
     "DurationStyle",
     "JobSpec",
@@ -119,6 +121,7 @@ __all__ = [
     "keep_preview",
     "merge_collection_patch",
     "merge_patch",
+    "parse_backfill",
     "parse_calendar",
     "parse_collection",
     "parse_duration",

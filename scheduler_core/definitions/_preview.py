@@ -5,6 +5,7 @@
   (1 to :data:`MAX_PAUSE_AFTER_FAILURES`), ``properties.deleteAfterCompletion`` (true or false);
 * ``recurrence.jitter`` (a duration above zero, at most half the smallest gap between two occurrences) and
   ``recurrence.exclusions`` (``{"dates": [...], "ranges": [{"start", "end"}], "calendars": [names]}``);
+* the body of a job's backfill (:func:`parse_backfill`);
 * the cross-field rules checked once the whole job is known: the jitter against the schedule, and the
   placeholders of an action with ``expandPlaceholders``.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,7 +50,7 @@ from scheduler_core.model.job import (
     OverlapPolicy,
 )
 from scheduler_core.model.retry import Duration
-from scheduler_core.recurrence import minimum_gap
+from scheduler_core.recurrence import format_instant, minimum_gap, parse_instant
 
 __all__ = [
     "MAX_EXCLUDED_DATES",
@@ -58,10 +59,12 @@ __all__ = [
     "MAX_PAUSE_AFTER_FAILURES",
     "PREVIEW_PROPERTIES",
     "RECURRENCE_EXTRAS",
+    "BackfillSpec",
     "check_jitter",
     "check_placeholders",
     "exclusions_json",
     "keep_preview",
+    "parse_backfill",
     "parse_exclusions",
     "parse_jitter",
     "parse_policies",
@@ -428,3 +431,47 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
         jitter=previous.jitter if recurs else None,
         exclusions=previous.exclusions if recurs else None,
     )
+
+
+# ---------------------------------------------------------------------------------------------- backfill
+#
+# The body of ``POST .../jobs/{job}/backfill``: ``{"startTime", "endTime", "overlapPolicy"}``. ``startTime``
+# (included) and ``endTime`` (excluded) bound a past window: ``endTime`` may not be after the time of the
+# request. ``overlapPolicy`` (any casing) is how the backfilled occurrences overlap one another; absent, the
+# job's own ``overlapPolicy`` applies.
+
+#: The fields of a backfill's body (``POST .../jobs/{job}/backfill``).
+BACKFILL_FIELDS = ("startTime", "endTime", "overlapPolicy")
+#: The earliest instant a backfill window may start at (as the occurrences query's ``after``).
+FIRST_BACKFILL_INSTANT = datetime(1900, 1, 1, tzinfo=UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class BackfillSpec:
+    """A backfill request: the window [``start``, ``end``) and its overlap policy (None: the job's)."""
+
+    start: datetime
+    end: datetime
+    overlap_policy: OverlapPolicy | None = None
+
+
+def parse_backfill(body: Mapping[str, Any], now: datetime) -> BackfillSpec:
+    """Parse and check a backfill body (a 400 naming the field and the rule otherwise)."""
+    fields = Fields(body, "", BACKFILL_FIELDS)
+    for name in ("startTime", "endTime"):
+        if name not in fields:
+            raise ValidationError(name, "is required (an ISO 8601 instant such as 2026-12-01T00:00:00Z)")
+    start = parse_instant(fields.get("startTime"), "startTime")
+    end = parse_instant(fields.get("endTime"), "endTime")
+    if start < FIRST_BACKFILL_INSTANT:
+        raise ValidationError("startTime", f"must be at or after {format_instant(FIRST_BACKFILL_INSTANT)}")
+    if end <= start:
+        raise ValidationError("endTime", f"must be after startTime ({format_instant(start)})")
+    if end > now:
+        raise ValidationError(
+            "endTime", f"must not be in the future (now is {format_instant(now)}): a backfill runs a past window"
+        )
+    policy = None
+    if "overlapPolicy" in fields:
+        policy = enum_value(fields.get("overlapPolicy"), "overlapPolicy", _OVERLAP)
+    return BackfillSpec(start, end, policy)

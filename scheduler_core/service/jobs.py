@@ -1,4 +1,10 @@
-"""Jobs: create, replace, merge, delete, run on demand, read with their status and history.
+"""Jobs: create, replace, merge, delete, run on demand, backfill, read with their status and history.
+
+A backfill (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview, :class:`Backfills`) runs each
+occurrence the job's schedule has in a past window, in order, as the ``backfill`` cause, at most
+:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL` of them; the window is checked and its occurrences
+listed before anything is sent, so a refused request (400, or 409 for a job that is not enabled) sends
+nothing.
 
 Every write validates fully before it touches storage, so a rejected request changes nothing. A write
 follows the design's order: the due-index entry of the new generation first, then the job (ETag-guarded,
@@ -13,7 +19,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -29,8 +35,11 @@ from scheduler_core.errors import (
 )
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import HistoryEntry, Job, JobCollection, JobDefinition, JobState
+from scheduler_core.model.job import OverlapPolicy
+from scheduler_core.pipeline.policies import backfill_occurrences
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
+from scheduler_core.recurrence import OccurrenceSeries
+from scheduler_core.schedules import definition_schedule, next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
 from scheduler_core.service.reads import job_not_found, live_collection
@@ -81,9 +90,56 @@ def refuse_final(existing: Job | None) -> None:
         )
 
 
+#: Sends a backfill: the job, its occurrences in the window (in order, at most 1,000) and the overlap policy
+#: they run under.
+BackfillRequest = Callable[[Job, Sequence[datetime], OverlapPolicy], None]
+
+
+def past_schedule(job: Job, since: datetime) -> OccurrenceSeries:
+    """The job's schedule as it would have fired since ``since``: the job's own schedule (its start, or when
+    it was written when it names none, anchors its series; its jitter and exclusions apply) without the
+    rule that a schedule begins when it is written."""
+    definition = job.definition
+    anchored = dataclasses.replace(definition, start_time=definition.start_time or job.defined_at)
+    return definition_schedule(anchored, min(job.defined_at, since), job.ref.identity)
+
+
+class Backfills:
+    """Backfills of jobs. ``request`` sends the occurrences (None: this deployment cannot backfill)."""
+
+    def __init__(self, stores: Stores, clock: Clock, request: BackfillRequest | None = None) -> None:
+        self.stores = stores
+        self.clock = clock
+        self.request = request
+
+    def plan(self, ref: JobRef, body: Mapping[str, Any]) -> tuple[Job, list[datetime], OverlapPolicy]:
+        """The job, the occurrences of the window and their overlap policy (nothing sent)."""
+        job = self.stores.jobs.get(ref)
+        if job is None:
+            raise job_not_found(ref)
+        spec = definitions.parse_backfill(body, self.clock())
+        if job.state != JobState.ENABLED:
+            raise ConflictError(
+                f"job '{job.ref.name}' is {job.state}; only an enabled job can be backfilled"
+                + ("" if job.state.final else " (enable it first)")
+            )
+        occurrences = backfill_occurrences(past_schedule(job, spec.start), spec.start, spec.end, field="endTime")
+        return job, occurrences, spec.overlap_policy or job.definition.overlap_policy
+
+    def backfill(self, ref: JobRef, body: Mapping[str, Any]) -> int:
+        """Backfill the job: how many occurrences were sent (0 when the window holds none)."""
+        job, occurrences, policy = self.plan(ref, body)
+        if occurrences:
+            if self.request is None:
+                raise SchedulerError("backfill is not available in this deployment")
+            self.request(job, occurrences, policy)
+        return len(occurrences)
+
+
 class JobService:
     """The job operations. ``request_run`` starts an immediate execution; ``due_soon`` dispatches a job
-    whose next occurrence is within ``lookahead`` (the scan that covers it has already run)."""
+    whose next occurrence is within ``lookahead`` (the scan that covers it has already run);
+    ``request_backfill`` sends a backfill's occurrences (:mod:`scheduler_core.service.backfill`)."""
 
     def __init__(
         self,
@@ -96,6 +152,7 @@ class JobService:
         request_run: RunRequest | None = None,
         due_soon: DueSoon | None = None,
         lookahead: timedelta = timedelta(seconds=60),
+        request_backfill: BackfillRequest | None = None,
     ) -> None:
         self.stores = stores
         self.slots = slots
@@ -105,6 +162,7 @@ class JobService:
         self.identity = identity
         self.request_run = request_run
         self.writer = JobWriter(stores, shards, clock, due_soon, lookahead)
+        self.backfills = Backfills(stores, clock, request_backfill)
 
     # ------------------------------------------------------------------------------------------ reads
 
@@ -318,3 +376,7 @@ class JobService:
         if self.request_run is None:
             raise SchedulerError("running jobs on demand is not available in this deployment")
         self.request_run(job)
+
+    def backfill(self, ref: JobRef, body: Mapping[str, Any]) -> int:
+        """Run each occurrence of a past window (api-version 2026-12-01-preview); how many were sent."""
+        return self.backfills.backfill(ref, body)
