@@ -182,8 +182,17 @@ param serviceBusIdleSeconds int = 300
 @description('SCHEDULER_IDENTITY_ALLOWED_HOSTS: more hosts or DNS suffixes (besides the two endpoints) the app identity may be presented to.')
 param identityAllowedHosts string = ''
 
-@description('SCHEDULER_ENTRA_AUTHORITY_HOST: Entra ID authority of ActiveDirectoryOAuth HTTP authentication.')
+@description('SCHEDULER_ENTRA_AUTHORITY_HOST: Entra ID authority of ActiveDirectoryOAuth HTTP authentication and of the API\'s own token validation.')
 param entraAuthorityHost string = 'https://login.microsoftonline.com'
+
+@description('SCHEDULER_ENTRA_TENANT_ID: tenant whose Entra ID access tokens the management API accepts; empty = API keys only.')
+param entraTenantId string = ''
+
+@description('SCHEDULER_ENTRA_AUDIENCES: accepted token audiences, separated by ";" (the API app registration\'s Application ID URI and client id).')
+param entraAudiences string = ''
+
+@description('SCHEDULER_ROLE_ASSIGNMENTS: roles of Entra ID principals per subscription, "<reader|contributor>:<oid|group|approle>:<value>[@subs]" separated by ";".')
+param roleAssignments string = ''
 
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = {
@@ -243,6 +252,9 @@ var schedulerSettings = {
   SCHEDULER_SERVICE_BUS_IDLE_SECONDS: string(serviceBusIdleSeconds)
   SCHEDULER_IDENTITY_ALLOWED_HOSTS: identityAllowedHosts
   SCHEDULER_ENTRA_AUTHORITY_HOST: entraAuthorityHost
+  SCHEDULER_ENTRA_TENANT_ID: entraTenantId
+  SCHEDULER_ENTRA_AUDIENCES: entraAudiences
+  SCHEDULER_ROLE_ASSIGNMENTS: roleAssignments
 }
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {

@@ -1,7 +1,7 @@
 """``python -m local_host``: run the function app locally, without Azure Functions Core Tools.
 
 python -m local_host run [--azurite] [--port 7071]   serve the app (what ``make run`` does)
-python -m local_host keygen [--subscriptions a,b]    make an API key and its settings entry
+python -m local_host keygen [--subscriptions a,b] [--role reader]    make an API key and its settings entry
 
 ``run`` checks every port it needs before it starts anything: a busy one is one line on stderr naming the
 option to change (``make run PORT=...`` / ``AZURITE_PORTS=...`` when started by ``make``, ``--port`` /
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
                 f"started in {_elapsed(step)}"
             )
         config = settings.load()
-        keys = auth.parse_keys(config.api_keys)  # fail at start-up, not on the first request
+        gate = auth.gate_from_settings(config)  # fail at start-up, not on the first request
         step = time.monotonic()
         provision(config)
         print(f"Tables and queues ready in {_elapsed(step)}", flush=True)
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
         )
         authenticated = [name.strip() for name in args.authenticate.split(",") if name.strip()]
-        preflight = api_key_preflight(keys, authenticated, MAX_BODY_BYTES) if authenticated else None
+        preflight = api_key_preflight(gate, authenticated, MAX_BODY_BYTES) if authenticated else None
         host = LocalHost(
             app,
             config_json,
@@ -219,7 +219,8 @@ def keygen(args: argparse.Namespace) -> int:
     key = auth.generate_key()
     subscriptions = [s for s in (args.subscriptions or "").split(",") if s]
     print(f"API key (give it to the client; it is not stored anywhere): {key}")
-    print(f"SCHEDULER_API_KEYS entry (append with ';'): {auth.hash_entry(key, subscriptions)}")
+    role = auth.Role.READER if args.role == "reader" else auth.Role.CONTRIBUTOR
+    print(f"SCHEDULER_API_KEYS entry (append with ';'): {auth.hash_entry(key, subscriptions, role)}")
     return 0
 
 
@@ -265,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.set_defaults(handler=run)
     keygen_parser = sub.add_parser("keygen", help="make a new API key and its SCHEDULER_API_KEYS entry")
     keygen_parser.add_argument("--subscriptions", help="comma-separated subscription ids the key may use")
+    keygen_parser.add_argument(
+        "--role", choices=("contributor", "reader"), default="contributor", help="reader: a read-only key"
+    )
     keygen_parser.set_defaults(handler=keygen)
     args = parser.parse_args(argv)
     if args.command is None:

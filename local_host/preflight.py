@@ -23,18 +23,25 @@ def _error(exc: SchedulerError) -> func.HttpResponse:
     return arm_error(exc.status, exc.message, code=exc.code)
 
 
-def api_key_preflight(keys: tuple[auth.ApiKey, ...], functions: Iterable[str], max_body_bytes: int) -> Preflight:
-    """For requests to ``functions``: 401 without a valid API key, 413 when the declared body is larger
-    than ``max_body_bytes``; other requests pass. The key's subscription scope is left to the function
-    (403 needs the path parsed the API's way)."""
+def api_key_preflight(
+    keys: tuple[auth.ApiKey, ...] | auth.Gate, functions: Iterable[str], max_body_bytes: int
+) -> Preflight:
+    """For requests to ``functions``: 401 without a valid credential (an API key, or an Entra ID access token
+    when the gate accepts them), 413 when the declared body is larger than ``max_body_bytes``; other requests
+    pass. Roles and subscriptions are left to the function (403 needs the path parsed the API's way)."""
     names = frozenset(functions)
+    gate = keys if isinstance(keys, auth.Gate) else auth.Gate(keys)
 
     def check(head: RequestHead) -> func.HttpResponse | None:
         if head.function not in names:
             return None
         try:
-            auth.authenticate(keys, head.headers, None)
+            gate.authenticate(head.headers)
         except AuthenticationError as exc:
+            answer = _error(exc)
+            answer.headers["WWW-Authenticate"] = gate.challenge(exc)
+            return answer
+        except SchedulerError as exc:  # the tenant's signing keys cannot be fetched (503)
             return _error(exc)
         if head.content_length is not None and head.content_length > max_body_bytes:
             return _error(PayloadTooLargeError("", f"the request body is larger than {max_body_bytes} bytes"))

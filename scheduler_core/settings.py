@@ -159,6 +159,28 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "unset, the worker sizes its pool by the instance's CPUs (docs/deploy.md).",
     ),
     SettingSpec(
+        "SCHEDULER_ENTRA_TENANT_ID",
+        "",
+        "Microsoft Entra ID tenant (its id, or a verified domain) whose access tokens the management API accepts "
+        "(Authorization: Bearer <token>), checked against the tenant's OpenID configuration and signing keys at "
+        "SCHEDULER_ENTRA_AUTHORITY_HOST. Empty: tokens are not accepted, API keys only (docs/security.md).",
+    ),
+    SettingSpec(
+        "SCHEDULER_ENTRA_AUDIENCES",
+        "",
+        "Token audiences the management API accepts, separated by ';': the API app registration's Application "
+        "ID URI (api://..., in v1.0 tokens) and its client id (in v2.0 tokens). Required with "
+        "SCHEDULER_ENTRA_TENANT_ID.",
+    ),
+    SettingSpec(
+        "SCHEDULER_ROLE_ASSIGNMENTS",
+        "",
+        "Roles of Entra ID principals per subscription, besides the app roles Scheduler.Reader and "
+        "Scheduler.Contributor in their tokens (which hold on every subscription): entries separated by ';', each "
+        "'<reader|contributor>:<oid|group|approle>:<value>[@sub1,sub2]' (oid and group: object ids; no suffix or "
+        "'@*' = every subscription).",
+    ),
+    SettingSpec(
         "SCHEDULER_LOOKAHEAD_SECONDS",
         "75",
         "How far ahead of now a shard scan enqueues executions (they become visible just before their due "
@@ -340,6 +362,9 @@ class Settings:
     service_bus_endpoint: str = "servicebus.windows.net"
     service_bus_idle_seconds: int = 300
     entra_authority_host: str = "https://login.microsoftonline.com"
+    entra_tenant_id: str = ""
+    entra_audiences: str = ""
+    role_assignments: str = ""
     identity_allowed_hosts: tuple[str, ...] = ()
     appinsights_connection_string: str = ""
     otlp_endpoint: str = ""
@@ -387,6 +412,9 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         service_bus_endpoint=_endpoint("SCHEDULER_SERVICE_BUS_ENDPOINT", "{namespace}", environ),
         service_bus_idle_seconds=_int("SCHEDULER_SERVICE_BUS_IDLE_SECONDS", environ, 1, 86400),
         entra_authority_host=_https_url("SCHEDULER_ENTRA_AUTHORITY_HOST", environ),
+        entra_tenant_id=(raw("SCHEDULER_ENTRA_TENANT_ID", environ) or "").strip(),
+        entra_audiences=raw("SCHEDULER_ENTRA_AUDIENCES", environ) or "",
+        role_assignments=raw("SCHEDULER_ROLE_ASSIGNMENTS", environ) or "",
         identity_allowed_hosts=_host_list("SCHEDULER_IDENTITY_ALLOWED_HOSTS", environ),
         appinsights_connection_string=(raw("APPLICATIONINSIGHTS_CONNECTION_STRING", environ) or "").strip(),
         otlp_endpoint=(raw("OTEL_EXPORTER_OTLP_ENDPOINT", environ) or "").strip(),

@@ -157,7 +157,8 @@ def build(
         sleep=sleep,
         identity=IdentityScope.from_settings(config),
     )
-    api = ApiServices(service, auth.parse_keys(config.api_keys))
+    gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
+    api = ApiServices(service, gate.keys, gate)
     return Services(
         config,
         stores,

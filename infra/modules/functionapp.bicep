@@ -173,8 +173,9 @@ resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@
 }
 
 // Optional App Service Authentication (Easy Auth) with Microsoft Entra ID: when enabled, every request
-// needs a valid Entra token for the API's app registration before it reaches the app, which still asks
-// for an API key. Always deployed (enabled or not), so that switching it off takes effect too.
+// needs a valid Entra token for the API's app registration before it reaches the app. The app validates
+// tokens itself (SCHEDULER_ENTRA_TENANT_ID, docs/security.md), so this is an outer gate only; it passes
+// the Authorization header through, and API-key-only callers are stopped by it. Always deployed (enabled or not), so that switching it off takes effect too.
 resource authSettings 'Microsoft.Web/sites/config@2024-04-01' = {
   // checkov:skip=CKV_AZURE_13: false positive: checkov applies web-app checks to every Microsoft.Web/sites/config resource; this one holds only the App Service Authentication settings, the site itself is configured in functionapp.bicep
   // checkov:skip=CKV_AZURE_63: false positive: checkov applies web-app checks to every Microsoft.Web/sites/config resource; this one holds only the App Service Authentication settings, the site itself is configured in functionapp.bicep
@@ -206,6 +207,7 @@ resource authSettings 'Microsoft.Web/sites/config@2024-04-01' = {
         validation: {
           allowedAudiences: empty(authAllowedAudiences) ? [
             'api://${authClientId}'
+            authClientId // v2.0 access tokens carry the client id as their audience
           ] : authAllowedAudiences
         }
       }
