@@ -11,22 +11,23 @@ does, so a job that names no policy is run exactly as before.
 * :func:`occurrence_end`: whether an attempt ends its occurrence, and how (completed or faulted);
 * :func:`consecutive_faults` / :func:`pauses`: ``pauseAfterFailures``;
 * :func:`deletes`: ``deleteAfterCompletion``;
-* :func:`backfill_occurrences`: the occurrences of a past window a backfill runs (at most
-  :data:`MAX_BACKFILL`).
+* :func:`backfill_occurrences` over :func:`past_schedule`: the occurrences of a past window a backfill runs
+  (at most :data:`MAX_BACKFILL`).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.history import HistoryEntry
-from scheduler_core.model.job import MissedRunMode, MissedRunPolicy, OverlapPolicy
+from scheduler_core.model.job import Job, MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.states import ActionName, HistoryStatus, JobState
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
+from scheduler_core.schedules import definition_schedule
 
 #: The most occurrences one backfill runs; a window holding more is refused (400).
 MAX_BACKFILL = 1000
@@ -196,6 +197,15 @@ SKIPPED = "Skipped"
 
 
 # ----------------------------------------------------------------------------------------------- backfill
+
+
+def past_schedule(job: Job, since: datetime) -> OccurrenceSeries:
+    """The job's schedule as it would have fired since ``since``: the job's own schedule (its start, or when
+    it was written when it names none, anchors its series; its jitter and exclusions apply) without the
+    rule that a schedule begins when it is written."""
+    definition = job.definition
+    anchored = replace(definition, start_time=definition.start_time or job.defined_at)
+    return definition_schedule(anchored, min(job.defined_at, since), job.ref.identity)
 
 
 def backfill_occurrences(

@@ -36,10 +36,9 @@ from scheduler_core.errors import (
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import HistoryEntry, Job, JobCollection, JobDefinition, JobState
 from scheduler_core.model.job import OverlapPolicy
-from scheduler_core.pipeline.policies import backfill_occurrences
+from scheduler_core.pipeline.policies import backfill_occurrences, past_schedule
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.recurrence import OccurrenceSeries
-from scheduler_core.schedules import definition_schedule, next_unrun, schedule_of, with_next_execution
+from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
 from scheduler_core.service.reads import job_not_found, live_collection
@@ -93,15 +92,6 @@ def refuse_final(existing: Job | None) -> None:
 #: Sends a backfill: the job, its occurrences in the window (in order, at most 1,000) and the overlap policy
 #: they run under.
 BackfillRequest = Callable[[Job, Sequence[datetime], OverlapPolicy], None]
-
-
-def past_schedule(job: Job, since: datetime) -> OccurrenceSeries:
-    """The job's schedule as it would have fired since ``since``: the job's own schedule (its start, or when
-    it was written when it names none, anchors its series; its jitter and exclusions apply) without the
-    rule that a schedule begins when it is written."""
-    definition = job.definition
-    anchored = dataclasses.replace(definition, start_time=definition.start_time or job.defined_at)
-    return definition_schedule(anchored, min(job.defined_at, since), job.ref.identity)
 
 
 class Backfills:
