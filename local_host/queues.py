@@ -33,6 +33,7 @@ from azure.functions.queue import QueueMessage as FunctionQueueMessage
 from azure.storage.queue import (
     BinaryBase64DecodePolicy,
     BinaryBase64EncodePolicy,
+    ExponentialRetry,
     QueueClient,
     QueueMessage,
 )
@@ -98,6 +99,11 @@ def connection_string_for(connection: str) -> str:
     return value
 
 
+#: First back-off of a poller's failed queue call, about that of the Functions host's storage clients (Azure.Core's
+#: default retry: 0.8 s, exponential, 3 tries). azure-storage-queue's own default waits 15 s first: one
+#: connection dropped under load then stopped a poller, and every execution behind it, for 15 s.
+RETRY_BACKOFF_SECONDS = 1
+
 #: Connections kept open to the storage host by the pollers' clients together: every worker thread settles
 #: (deletes) its message through its poller's client, so the pool must hold one per thread, or each call
 #: beyond requests' default of 10 opens and drops a connection ("Connection pool is full").
@@ -133,6 +139,7 @@ def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
         connection_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
         transport=_transport(),
+        retry_policy=ExponentialRetry(initial_backoff=RETRY_BACKOFF_SECONDS, increment_base=2, retry_total=3),
         **policies,
     )
 
