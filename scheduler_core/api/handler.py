@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from scheduler_core import auth
+from scheduler_core import auth, telemetry
 from scheduler_core.api import views
 from scheduler_core.api.messages import ApiRequest, ApiResponse
 from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
@@ -58,6 +59,15 @@ def resource_path(path: str) -> ResourcePath:
             if inner is not None and inner.kind == "job":
                 return dataclasses.replace(inner, kind=JOB_BACKFILL)
         raise
+
+
+def route_kind(path: str) -> str:
+    """The kind of resource ``path`` names (``job``, ``job_history``, ...; ``invalid`` when it names none),
+    the operation attribute of ``scheduler.api.requests``."""
+    try:
+        return resource_path(path).kind
+    except SchedulerError:
+        return "invalid"
 
 
 def scope_of(path: ResourcePath) -> str:
@@ -113,6 +123,7 @@ class ManagementApi:
         self._services = services
 
     def handle(self, request: ApiRequest) -> ApiResponse:
+        started = time.perf_counter()
         request_id = str(uuid.uuid4())
         try:
             response = self._handle(request)
@@ -127,6 +138,9 @@ class ManagementApi:
         response.headers["x-ms-request-id"] = request_id
         correlation = request.header("x-ms-correlation-request-id") or request_id
         response.headers.setdefault("x-ms-correlation-request-id", correlation)
+        telemetry.record_api_request(
+            request.method, route_kind(request.path), response.status, time.perf_counter() - started
+        )
         return response
 
     def _handle(self, request: ApiRequest) -> ApiResponse:

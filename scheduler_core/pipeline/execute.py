@@ -226,7 +226,8 @@ class Executor:
             message_id=message.message_id(),
         )
         # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
-        outcome = self.runner.run(action, context) if action is not None else NO_ERROR_ACTION
+        with reporting.attempt_span(job, message, action) as span:
+            outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)
         ended = self.clock()
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
