@@ -9,12 +9,8 @@ from __future__ import annotations
 import azure.functions as func
 
 from scheduler_core import triggers
-from scheduler_core.api import ApiRequest, ManagementApi
-from scheduler_core.wiring import api_services
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-
-_api = ManagementApi(api_services)
 
 
 @app.function_name("management_api")
@@ -25,8 +21,11 @@ _api = ManagementApi(api_services)
 )
 def management_api(req: func.HttpRequest) -> func.HttpResponse:
     """Every Microsoft.Scheduler ARM operation (job collections, jobs, history)."""
+    from scheduler_core.api import ApiRequest  # imported on the first request: the app's import stays cheap
+    from scheduler_core.wiring import management_api as api
+
     resource = req.route_params.get("resource", "")
-    response = _api.handle(
+    response = api().handle(
         ApiRequest(
             method=req.method,
             url=req.url,
@@ -93,7 +92,7 @@ def cleanup(timer: func.TimerRequest) -> None:
 )
 def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
     """Microsoft's OpenAPI document of the management API, anonymous (public, no secret in it)."""
-    from scheduler_core.api import openapi  # imported here, as this block is appended below the wiring above
+    from scheduler_core.api import openapi
 
     response = openapi.serve(req.method, req.route_params.get("document", openapi.DOCUMENT_NAME))
     return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
@@ -104,7 +103,8 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="dashboard/{*path}")  # scheduler_core.dashboard.ROUTE
 def dashboard(req: func.HttpRequest) -> func.HttpResponse:
     """The web dashboard: its page and assets (anonymous), and its read-only API (API key, as the management API)."""
-    from scheduler_core import dashboard as web  # imported here, as this block is appended below the wiring above
+    from scheduler_core import dashboard as web
+    from scheduler_core.wiring import api_services
 
     response = web.serve(
         req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_services
@@ -117,7 +117,7 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="health")  # scheduler_core.health.ROUTE
 def health(req: func.HttpRequest) -> func.HttpResponse:
     """Anonymous health answer: 503 when this instance cannot reach its storage, 200 (with warnings) otherwise."""
-    from scheduler_core import health as probe  # imported here, as this block is appended below the wiring above
+    from scheduler_core import health as probe
     from scheduler_core.wiring import services
 
     response = probe.serve(req.method, services)

@@ -7,15 +7,18 @@ from dataclasses import dataclass
 
 from scheduler_core import settings
 from scheduler_core.errors import ConfigurationError
-from scheduler_core.pipeline.cleanup import cleanup
-from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
-from scheduler_core.wiring import services
+
+# The pipeline and the composition root are imported by the functions below, on their first call: the
+# Functions worker imports this module (through function_app.py) to index the app, and that import is part
+# of every cold start (docs/operations.md, "Cold start").
 
 log = logging.getLogger("scheduler_core.triggers")
 
 
 def on_dispatch_tick(past_due: bool = False) -> int:
     """Timer: one scan message per due-index shard. Returns how many were sent."""
+    from scheduler_core.wiring import services
+
     s = services()
     if past_due:
         log.warning("dispatch tick is past due; missed occurrences are picked up by the scans (coalesced)")
@@ -25,6 +28,9 @@ def on_dispatch_tick(past_due: bool = False) -> int:
 
 def on_scan(body: bytes) -> None:
     """Queue (scan): dispatch the due rows of one shard, or of the rest of one that another scan handed on."""
+    from scheduler_core.pipeline.messages import ScanMessage
+    from scheduler_core.wiring import services
+
     s = services()
     message = ScanMessage.from_json(body)
     s.dispatcher.scan(message.shard, s.clock(), after=message.after, tick=message.tick)
@@ -32,12 +38,18 @@ def on_scan(body: bytes) -> None:
 
 def on_execution(body: bytes) -> None:
     """Queue (executions): run one attempt of one occurrence."""
+    from scheduler_core.pipeline.messages import ExecutionMessage
+    from scheduler_core.wiring import services
+
     s = services()
     s.executor.execute(ExecutionMessage.from_json(body))  # the executor logs the attempt (one INFO line)
 
 
 def on_cleanup() -> None:
     """Timer (daily): trim history and claims, remove long-finished jobs."""
+    from scheduler_core.pipeline.cleanup import cleanup
+    from scheduler_core.wiring import services
+
     s = services()
     cleanup(s.stores, s.clock(), s.executor.claims)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from scheduler_core import auth, settings, telemetry
 from scheduler_core.actions import ActionRunner
-from scheduler_core.api.handler import ApiServices
+from scheduler_core.api.handler import ApiServices, ManagementApi
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
 from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
@@ -232,6 +232,18 @@ def services() -> Services:
 
 def api_services() -> ApiServices:
     return services().api
+
+
+_api: list[ManagementApi] = []
+
+
+def management_api() -> ManagementApi:
+    """The management API of this process, over :func:`api_services` (made on the first request)."""
+    if not _api:
+        with _lock:
+            if not _api:
+                _api.append(ManagementApi(api_services))
+    return _api[0]
 
 
 def install(built: Services) -> None:
