@@ -347,8 +347,9 @@ def _check_time_windows(
 
 def job_output(spec_properties: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
     """The ``properties`` of a job in a response: the canonical definition and its read-only ``status``
-    (the three counters, always; ``lastExecutionTime`` and ``nextExecutionTime`` only when known).
-    Datetimes in ``status`` may be given as aware datetimes or as formatted text."""
+    (the three counters, always; ``lastExecutionTime`` and ``nextExecutionTime`` only when known; and
+    ``disabledReason`` when ``status`` has one: the preview wire's, for a job ``pauseAfterFailures``
+    disabled). Datetimes in ``status`` may be given as aware datetimes or as formatted text."""
     out = {key: copy.deepcopy(value) for key, value in spec_properties.items() if key != "status"}
     shaped: dict[str, Any] = {}
     for key in ("lastExecutionTime", "nextExecutionTime"):
@@ -357,6 +358,8 @@ def job_output(spec_properties: Mapping[str, Any], status: Mapping[str, Any]) ->
             shaped[key] = format_instant(value) if isinstance(value, datetime) else value
     for key in ("executionCount", "failureCount", "faultedCount"):
         shaped[key] = int(status.get(key) or 0)
+    if status.get("disabledReason"):
+        shaped["disabledReason"] = str(status["disabledReason"])
     out["status"] = shaped
     return out
 

@@ -36,6 +36,12 @@ LATER = START + timedelta(days=1)
 
 @pytest.fixture
 def deployment(memory_env: Settings) -> Deployment:
+    return backfill_deployment(memory_env)
+
+
+def backfill_deployment(memory_env: Settings) -> Deployment:
+    """A deployment whose job ``j`` (hourly from :data:`START`, aimed at a closed port) was written at
+    :data:`LATER`, the simulated time now."""
     clock = SimulatedClock(START)
     storage = memory_storage(clock)
     services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
