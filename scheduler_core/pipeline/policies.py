@@ -6,7 +6,8 @@ No I/O here: the dispatcher and the executor read the facts (the job, its histor
 Each default (``AllowAll``, ``RunOnce`` without a window, no pause, no delete) answers what a 2016-03-01 job
 does, so a job that names no policy is run exactly as before.
 
-* :func:`on_overlap`: an occurrence due while the previous one is unfinished runs, waits or is skipped;
+* :func:`on_overlap`: an occurrence due while the previous one is unfinished runs, waits or is skipped
+  (:func:`unfinished_until`: when an unfinished occurrence is taken as lost);
 * :func:`catch_up`: of the occurrences missed while the service was down, which run (``missedRunPolicy``);
 * :func:`occurrence_end`: whether an attempt ends its occurrence, and how (completed or faulted);
 * :func:`consecutive_faults` / :func:`pauses`: ``pauseAfterFailures``;
@@ -25,6 +26,7 @@ from datetime import datetime, timedelta
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.history import HistoryEntry
 from scheduler_core.model.job import Job, MissedRunMode, MissedRunPolicy, OverlapPolicy
+from scheduler_core.model.retry import JITTER_FRACTION, RetryPolicy, RetryType
 from scheduler_core.model.states import ActionName, HistoryStatus, JobState
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import definition_schedule
@@ -80,6 +82,24 @@ def on_overlap(
         f"Skipped: {running} and the occurrence of {format_instant(waiting)} already waits for it "
         "(overlapPolicy BufferOne)",
     )
+
+
+#: Added to :func:`unfinished_until`: attempts that waited in a queue backlog, and the watchdog's re-sends.
+UNFINISHED_SLACK_LEASES = 10
+
+
+def unfinished_until(occurrence: datetime, retry: RetryPolicy, lease: timedelta) -> datetime:
+    """The latest instant the attempts of ``occurrence`` can still be going on under the job's retry policy
+    (the main action's tries and their delays, then the error action's under the same policy, each attempt
+    held at most a claim ``lease``), with a slack of :data:`UNFINISHED_SLACK_LEASES` leases. An occurrence a
+    job still names as unfinished after that was lost (its message dropped as poison, say): it no longer
+    makes later occurrences overlap, so a job is never skipped forever."""
+    attempts = 1 if retry.kind is RetryType.NONE else retry.retry_count + 1
+    waits = sum((retry.delay(attempt) for attempt in range(attempts - 1)), timedelta())
+    if retry.kind is RetryType.EXPONENTIAL:
+        waits *= 1 + JITTER_FRACTION
+    one_action = waits + attempts * lease
+    return occurrence + 2 * one_action + UNFINISHED_SLACK_LEASES * lease
 
 
 # ------------------------------------------------------------------------------------------- missed runs

@@ -11,7 +11,7 @@ import pytest
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, JobState
 from scheduler_core.model.job import MissedRunMode, MissedRunPolicy, OverlapPolicy
-from scheduler_core.model.retry import Duration
+from scheduler_core.model.retry import Duration, RetryPolicy, RetryType
 from scheduler_core.pipeline import policies
 from scheduler_core.pipeline.policies import End, Start
 from scheduler_core.recurrence import Frequency, Recurrence, compile_adjusted
@@ -47,6 +47,18 @@ def test_buffer_one_lets_one_wait_and_skips_a_later_one() -> None:
     assert again.start is Start.WAIT
     later = policies.on_overlap(OverlapPolicy.BUFFER_ONE, T0 + 2 * HOUR, T0, T0 + HOUR)
     assert later.start is Start.SKIP and "already waits" in later.reason and "BufferOne" in later.reason
+
+
+def test_an_unfinished_occurrence_is_taken_as_lost_after_its_longest_chain() -> None:
+    lease = timedelta(minutes=2)
+    none = RetryPolicy(RetryType.NONE, retry_count=0)
+    # one try of the main action and one of the error action, each a lease, then ten leases of slack
+    assert policies.unfinished_until(T0, none, lease) == T0 + 2 * lease + 10 * lease
+    fixed = RetryPolicy(RetryType.FIXED, retry_count=3, retry_interval=Duration(timedelta(minutes=5)))
+    assert policies.unfinished_until(T0, fixed, lease) == T0 + 2 * (3 * timedelta(minutes=5) + 4 * lease) + 10 * lease
+    exponential = RetryPolicy(RetryType.EXPONENTIAL, retry_count=2, retry_interval=Duration(timedelta(minutes=1)))
+    longest = policies.unfinished_until(T0, exponential, lease)
+    assert longest >= T0 + 2 * (timedelta(minutes=3) + 3 * lease) + 10 * lease
 
 
 # ------------------------------------------------------------------------------------------- missed runs
