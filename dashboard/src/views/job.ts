@@ -175,6 +175,7 @@ export function jobView(context: Context, ref: Ref): View {
   let shownDefinition = "";
   let shownHistory = "";
   let gone = false;
+  let reading: Promise<void> | null = null;
 
   const collectionKey = `${ref.group}/${ref.collection}`;
   const element = h(
@@ -242,8 +243,16 @@ export function jobView(context: Context, ref: Ref): View {
       return;
     }
     void act(deleteButton, async () => {
-      await context.api.remove(ref);
+      // No refresh starts from here on, and one in flight ends before the job goes: a read answered after
+      // the delete would be a 404 on a page that is leaving.
       gone = true;
+      await reading;
+      try {
+        await context.api.remove(ref);
+      } catch (error) {
+        gone = false;
+        throw error;
+      }
       announce(`Job ${name} deleted.`);
       context.navigate(jobsHash({ collection: collectionKey, deleted: name }));
       return `Job ${name} deleted.`;
@@ -292,38 +301,48 @@ export function jobView(context: Context, ref: Ref): View {
     interval: 2000,
     async refresh() {
       if (gone) return;
+      const mine = load();
+      reading = mine;
       try {
-        const [current, history, insight] = await Promise.all([
-          context.api.job(ref),
-          context.api.history(ref, 100, HISTORY_ROWS),
-          context.api.insight(ref, 10).catch(() => null),
-        ]);
-        job = current;
-        replace(status);
-        renderSummary(current, history);
-        renderHistory(history);
-        if (insight) replace(occurrences, occurrencesTable(insight));
-        const signature = JSON.stringify([current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
-        if (signature !== shownDefinition) {
-          shownDefinition = signature;
-          replace(
-            definition,
-            h("h3", {}, "Schedule"),
-            scheduleDetails(current, insight),
-            h("h3", {}, "Action"),
-            actionDetails(current.properties.action, "action", insight),
-            current.properties.action.errorAction ? [h("h3", {}, "Error action"), actionDetails(current.properties.action.errorAction, "action.errorAction", insight)] : null,
-          );
-          raw.textContent = JSON.stringify(current, null, 2);
-        }
-      } catch (error) {
-        const failure = error as ApiError;
-        replace(status, errorBanner(failure.status === 404 ? `Job ${name} does not exist (any more).` : `Could not read the job: ${failure.message}`));
+        await mine;
+      } finally {
+        if (reading === mine) reading = null;
       }
     },
     dispose() {
       charts.dispose();
     },
   };
+
+  async function load(): Promise<void> {
+    try {
+      const [current, history, insight] = await Promise.all([
+        context.api.job(ref),
+        context.api.history(ref, 100, HISTORY_ROWS),
+        context.api.insight(ref, 10).catch(() => null),
+      ]);
+      job = current;
+      replace(status);
+      renderSummary(current, history);
+      renderHistory(history);
+      if (insight) replace(occurrences, occurrencesTable(insight));
+      const signature = JSON.stringify([current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
+      if (signature !== shownDefinition) {
+        shownDefinition = signature;
+        replace(
+          definition,
+          h("h3", {}, "Schedule"),
+          scheduleDetails(current, insight),
+          h("h3", {}, "Action"),
+          actionDetails(current.properties.action, "action", insight),
+          current.properties.action.errorAction ? [h("h3", {}, "Error action"), actionDetails(current.properties.action.errorAction, "action.errorAction", insight)] : null,
+        );
+        raw.textContent = JSON.stringify(current, null, 2);
+      }
+    } catch (error) {
+      const failure = error as ApiError;
+      replace(status, errorBanner(failure.status === 404 ? `Job ${name} does not exist (any more).` : `Could not read the job: ${failure.message}`));
+    }
+  }
   return view;
 }
