@@ -19,6 +19,7 @@ from scheduler_core.actions import ActionRunner
 from scheduler_core.api.handler import ApiServices, ManagementApi
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
+from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -144,6 +145,24 @@ def build(
         send_execution(message.to_json(), 0)
         dispatcher.watch(job, message, now)
 
+    def request_backfill(job: Job, occurrences: Sequence[datetime], overlap: OverlapPolicy) -> None:
+        """A backfill's occurrences, in order: all at once (``AllowAll``), or the first only, each sending the
+        next when its attempts are over (``Skip``, ``BufferOne``: one after another)."""
+        now = clock()
+        chained = overlap is not OverlapPolicy.ALLOW_ALL
+        until = format_instant(occurrences[-1]) if chained else ""
+        for occurrence in occurrences[:1] if chained else occurrences:
+            message = ExecutionMessage(
+                job_partition=job.ref.partition_key,
+                job_row=job.ref.row_key,
+                generation=job.generation,
+                occurrence=format_instant(occurrence),
+                cause=Cause.BACKFILL,
+                until=until,
+            )
+            send_execution(message.to_json(), 0)
+            dispatcher.watch(job, message, now)
+
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())
 
@@ -152,6 +171,7 @@ def build(
         config.due_shards,
         clock=clock,
         request_run=request_run,
+        request_backfill=request_backfill,
         due_soon=due_soon,
         lookahead=timedelta(seconds=config.lookahead_seconds),
         sleep=sleep,

@@ -61,11 +61,14 @@ def collection(record: JobCollection) -> dict[str, Any]:
 def job(record: Job, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
     """A job as ``wire`` shows it (the classic wire: exactly as 2016-03-01 always answered)."""
     properties = definitions.job_wire(record.definition, record.state, wire)
+    status = record.status()
+    if wire.preview and record.state == JobState.DISABLED and record.paused:
+        status["disabledReason"] = record.paused  # pauseAfterFailures disabled it
     return {
         "id": record.ref.resource_id,
         "type": JOB_TYPE,
         "name": f"{record.ref.collection.name}/{record.ref.name}",
-        "properties": definitions.job_output(properties, record.status()),
+        "properties": definitions.job_output(properties, status),
     }
 
 

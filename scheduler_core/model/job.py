@@ -198,6 +198,20 @@ class Job:
     #: The attempts (``ExecutionMessage.attempt_key``) whose counters this job holds, the last few only:
     #: a counter write retried after its answer was lost, or a dead worker's, is not counted twice.
     counted: tuple[str, ...] = ()
+    #: ``overlapPolicy`` Skip or BufferOne only: the occurrence whose attempts are unfinished, as
+    #: ``"<generation>|<occurrence>"`` ("": none), and the execution message of the occurrence that waits for
+    #: it (BufferOne; "": none). Every write of the definition or state starts them afresh.
+    running: str = ""
+    waiting: str = ""
+    #: Why the service disabled the job (``pauseAfterFailures``; "": it did not). A write starts it afresh.
+    paused: str = ""
+
+    def running_occurrence(self) -> datetime | None:
+        """The occurrence of this generation whose attempts are unfinished (None: none)."""
+        generation, _, occurrence = self.running.partition("|")
+        if not occurrence or generation != str(self.generation):
+            return None
+        return datetime.fromisoformat(occurrence.replace("Z", "+00:00"))
 
     def status(self) -> dict[str, Any]:
         """The read-only ``status`` of the job's ARM JSON."""

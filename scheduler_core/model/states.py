@@ -47,6 +47,9 @@ class HistoryStatus(StrEnum):
     """The action failed (an error answer, a refused or broken connection, a timeout, a lost worker)."""
     POSTPONED = "Postponed"
     """Azure Scheduler's word for an attempt deferred by its service; kept for compatibility, not written."""
+    SKIPPED = "Skipped"
+    """An occurrence that did not run: ``overlapPolicy`` Skip (or BufferOne, with one already waiting) found
+    the previous occurrence unfinished (api-version 2026-12-01-preview; the entry's message says why)."""
 
 
 class ActionName(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -37,17 +38,20 @@ def count_attempt(
     faulted: bool,
     final_state: JobState | None,
     now: datetime,
-) -> None:
+    adjust: Callable[[Job], dict[str, Any]] | None = None,
+) -> Job | None:
     """Apply an attempt to the job's counters (and final state), once. The first try writes over the job
-    as read before the action (``job``): no second read when nothing changed it meanwhile."""
+    as read before the action (``job``): no second read when nothing changed it meanwhile. ``adjust`` adds
+    the changes the job's policies make (decided over the job as it is read for each try, in the same
+    write). Returns the job as written (None: nothing written)."""
     main = message.action == "main"
     key = message.attempt_key
     current: Job | None = job
     for _ in range(COUNTER_ATTEMPTS):
         if current is None:
-            return
+            return None
         if key in current.counted:
-            return  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
+            return None  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
         changes: dict[str, Any] = {}
         if main:
             changes["execution_count"] = current.execution_count + 1
@@ -61,13 +65,15 @@ def count_attempt(
                 ended_at=now,
                 next_execution_time=None,
             )
+        if adjust is not None:
+            changes.update(adjust(current))
         if not changes:
-            return
+            return None
         updated = replace(current, **changes, counted=(*current.counted, key)[-COUNTED_KEEP:])
         try:
-            durably("counters", functools.partial(jobs.save, updated, create=False, etag=current.etag))
-            return
+            return durably("counters", functools.partial(jobs.save, updated, create=False, etag=current.etag))
         except EtagMismatchError:
             pass  # changed meanwhile (or by this write, whose answer was lost): read and decide again
         current = durably("job read", lambda: jobs.get_by_keys(job.ref.partition_key, job.ref.row_key))
     log.error("job %s: counters not updated after %d attempts", job.ref.identity, COUNTER_ATTEMPTS)
+    return None

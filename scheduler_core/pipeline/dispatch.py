@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
-from scheduler_core.pipeline import reporting
+from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
+from scheduler_core.pipeline import policies, reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
-from scheduler_core.recurrence import format_instant
+from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import due_row_key, format_due, shard_of
 
@@ -41,6 +42,9 @@ log = logging.getLogger("scheduler_core.dispatch")
 #: A due-index row newer than its job's generation is left alone for this long (the job write may be
 #: in flight); after that it is an abandoned write and is removed.
 ABANDONED_AFTER = timedelta(minutes=2)
+#: The most missed occurrences ``missedRunPolicy`` RunAll runs after one outage (those of the window, or the
+#: first ones missed when it has none).
+MAX_MISSED_RUNS = 1000
 #: Queue messages can be delayed by at most 7 days (Azure Storage queues).
 MAX_VISIBILITY = timedelta(days=7)
 
@@ -339,7 +343,14 @@ class Dispatcher:
         occurrence = row.due
         following = schedule.after(occurrence)
         missed = 0
-        if following is not None and following <= now:
+        if job.definition.missed_run_policy != DEFAULT_MISSED_RUN_POLICY and policies.is_missed(occurrence, now):
+            # missedRunPolicy (api-version 2026-12-01-preview): which missed occurrences run, each sent now.
+            following = self._catch_up(job, row, occurrence, now, report, schedule)
+            if following is None or following >= horizon:
+                self._move(job, row, following, report)
+                return
+            occurrence, following = following, schedule.after(following)
+        elif following is not None and following <= now:
             # Down for more than one occurrence: one late run stands for all of them.
             resume = schedule.after(now, inclusive=True)
             # How many occurrences this run stands for (0 when the series ended meanwhile: not counted).
@@ -364,11 +375,66 @@ class Dispatcher:
                 break
             occurrence, missed = following, 0
             following = schedule.after(occurrence)
+        self._move(job, row, following, report)
+
+    @staticmethod
+    def _move(job: Job, row: DueEntry, following: datetime | None, report: ScanReport) -> None:
+        """Replace the fired row by the row of ``following`` (None: the series is over)."""
         new_row = None
         if following is not None:
             key = due_row_key(following, job.ref.identity, job.generation)
             new_row = DueEntry(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
         report.moves.append((row.row_key, new_row))
+
+    def _catch_up(
+        self,
+        job: Job,
+        row: DueEntry,
+        occurrence: datetime,
+        now: datetime,
+        report: ScanReport,
+        schedule: OccurrenceSeries,
+    ) -> datetime | None:
+        """Send the missed occurrences (from ``occurrence`` to ``now``) that ``missedRunPolicy`` runs
+        (:func:`policies.catch_up`; at most :data:`MAX_MISSED_RUNS`, the latest); returns the first
+        occurrence after ``now`` (None: the series is over)."""
+        policy = job.definition.missed_run_policy
+        window = policy.window_length
+        first: datetime | None = occurrence
+        if window is not None and now - window > occurrence:
+            first = schedule.after(now - window, inclusive=True)
+        missed: list[datetime] = []
+        instant = first
+        if policy.mode is not MissedRunMode.SKIP:
+            while instant is not None and instant <= now and len(missed) < MAX_MISSED_RUNS:
+                missed.append(instant)
+                instant = schedule.after(instant)
+        following = schedule.after(now) if instant is None or instant <= now else instant
+        decided = policies.catch_up(policy, missed, now)
+        for index, late in enumerate(decided.run):
+            message = ExecutionMessage(
+                job_partition=job.ref.partition_key,
+                job_row=job.ref.row_key,
+                generation=job.generation,
+                occurrence=format_instant(late),
+                cause=Cause.SCHEDULE,
+                missed=decided.stands_for if index == 0 and decided.stands_for > 1 else 0,
+                last=following is None and index == len(decided.run) - 1,
+            )
+            self.send(message.to_json(), 0)
+            report.fired += 1
+            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, late))
+        report.coalesced += 1
+        log.info(
+            "job %s: missed occurrences from %s: %d run, the others not (missedRunPolicy %s%s); next %s",
+            job.ref.identity,
+            format_instant(occurrence),
+            len(decided.run),
+            policy.mode,
+            f", window {policy.window_length}" if policy.window_length is not None else "",
+            format_instant(following) if following is not None else "none",
+        )
+        return following
 
     def park_retry(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Keep a retry whose delay is longer than a queue allows in the due index until it is near."""

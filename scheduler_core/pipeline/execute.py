@@ -26,6 +26,8 @@ anyway (:mod:`scheduler_core.pipeline.watchdog`).
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import socket
 import time
@@ -34,8 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
+from scheduler_core.errors import EtagMismatchError
 from scheduler_core.model import (
     CLAIM_LEASE,
     ActionName,
@@ -48,15 +52,21 @@ from scheduler_core.model import (
     claim_key,
 )
 from scheduler_core.model.actions import Action, JobAction
-from scheduler_core.pipeline import reporting
-from scheduler_core.pipeline.counters import count_attempt
+from scheduler_core.model.job import OverlapPolicy
+from scheduler_core.pipeline import policies, reporting
+from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, count_attempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.policies import Start
 from scheduler_core.pipeline.reporting import NextStep, Stale
 from scheduler_core.ports import Claims, Stores
+from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
+from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import history_row_key
+
+log = logging.getLogger("scheduler_core.execute")
 
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
@@ -74,6 +84,8 @@ class Outcome(Enum):
     DUPLICATE = "duplicate"  # already ran
     BUSY = "busy"  # another worker runs it; re-sent for later
     STALE = "stale"  # job changed, disabled or deleted since dispatch
+    SKIPPED = "skipped"  # overlapPolicy: the previous occurrence was unfinished (recorded in history)
+    WAITING = "waiting"  # overlapPolicy BufferOne: runs when the previous occurrence finishes
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,8 @@ def repeat_of(job: Job, message: ExecutionMessage) -> int:
     if message.cause == Cause.MANUAL:
         return 0
     try:
+        if message.cause == Cause.BACKFILL:  # a past occurrence: of the schedule as it was then
+            return policies.past_schedule(job, message.occurrence_time).ordinal(message.occurrence_time)
         return schedule_of(job).ordinal(message.occurrence_time)
     except Exception:  # ordinal is informational; never lose a history row over it
         return 0
@@ -109,13 +123,19 @@ def history_entry(
     claimed_at: datetime,
     started: datetime,
     ended: datetime,
+    note: str = "",
 ) -> HistoryEntry:
-    """The history row of an attempt that ran; its key is fixed by the claim (a retried write is one row)."""
+    """The history row of an attempt that ran; its key is fixed by the claim (a retried write is one row).
+    ``note`` is what the attempt decided besides (a job paused by ``pauseAfterFailures``)."""
     text = result.message
     if message.missed > 1:
         text += f" (late run standing for {message.missed} occurrences missed while the service was down)"
     elif message.cause == Cause.MANUAL:
         text += " (run on demand)"
+    elif message.cause == Cause.BACKFILL:
+        text += " (backfill)"
+    if note:
+        text += f"; {note}"
     return HistoryEntry(
         execution_id=execution_id,
         row_key=history_row_key(claimed_at, execution_id),  # fixed per holder: a retried write is one row
@@ -127,6 +147,28 @@ def history_entry(
         message=text,
         retry_count=message.attempt,
         repeat_count=repeat_of(job, message),
+    )
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What follows an attempt: the next step (and when a retry runs), a note for its history entry (the
+    job paused), and the job to remove once the entry is written (``deleteAfterCompletion``)."""
+
+    step: NextStep
+    retry_at: datetime | None = None
+    note: str = ""
+    delete: Job | None = None
+
+
+def gated(job: Job, message: ExecutionMessage) -> bool:
+    """Whether ``overlapPolicy`` decides on this attempt: the first attempt of a scheduled occurrence of a
+    job whose policy is not ``AllowAll`` (the default: no read or write of its own)."""
+    return (
+        job.definition.overlap_policy is not OverlapPolicy.ALLOW_ALL
+        and message.cause == Cause.SCHEDULE
+        and message.attempt == 0
+        and message.action == "main"
     )
 
 
@@ -180,6 +222,11 @@ class Executor:
         if isinstance(live, ExecutionReport):
             return live
         job = live
+        if gated(job, message):
+            admitted = self._overlap(job, message)
+            if isinstance(admitted, ExecutionReport):
+                return admitted
+            job = admitted
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
         claim_row = claim_key(occurrence, message.action, message.attempt, message.cause)
@@ -232,9 +279,12 @@ class Executor:
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
         # that completes the claim, so a done claim always has its entry and everything that follows.
-        step, retry_at = self._follow_up(job, message, outcome, job_action, ended)
-        record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended)
+        follow = self._follow_up(job, message, outcome, job_action, ended)
+        step, retry_at = follow.step, follow.retry_at
+        record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended, follow.note)
         durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
+        if follow.delete is not None:
+            self._delete_completed(follow.delete)
         done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
         policy = job_action.retry_policy
         reporting.attempt_ran(
@@ -279,13 +329,18 @@ class Executor:
         result: ActionResult,
         action: JobAction,
         now: datetime,
-    ) -> tuple[NextStep, datetime | None]:
-        """Send what follows the attempt and count it; returns what follows (and when a retry runs)."""
+    ) -> FollowUp:
+        """Send what follows the attempt and count it (with what the job's policies decide when the attempt
+        ends its occurrence); returns what follows (and when a retry runs)."""
         policy = action.retry_policy  # the main action's: its error action is retried under it too
         final_state: JobState | None = None
         faulted = False
         step, retry_at = NextStep.CONTINUE, None
-        if not result.succeeded and policy.has_retry_after(message.attempt):
+        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
+        error_follows = (
+            not retry_follows and message.action == "main" and not result.succeeded and action.error is not None
+        )
+        if retry_follows:
             retry = replace(
                 message,
                 attempt=message.attempt + 1,
@@ -309,13 +364,171 @@ class Executor:
                 final_state = JobState.COMPLETED
         elif message.last:  # the error action's chain ended: the occurrence faulted
             final_state = JobState.FAULTED
-        if message.cause == Cause.MANUAL:
-            final_state = None  # an on-demand run never ends the job's schedule
-        count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now)
+        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
+            final_state = None  # an on-demand run or a backfill never ends the job's schedule
+        end = policies.occurrence_end(message.action == "main", result.succeeded, retry_follows, error_follows)
+        pause = self._pause(job, message, end) if final_state is None else ""
+        released: list[ExecutionMessage] = []
+
+        def adjust(current: Job) -> dict[str, Any]:
+            released.clear()
+            changes: dict[str, Any] = {}
+            if end is not None and current.running == f"{message.generation}|{message.occurrence}":
+                changes["running"] = ""
+                waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
+                if waiting is not None and waiting.generation == current.generation and not pause:
+                    changes.update(running=f"{waiting.generation}|{waiting.occurrence}", waiting="")
+                    released.append(waiting)
+            if pause and current.state == JobState.ENABLED and current.generation == message.generation:
+                changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")
+            return changes
+
+        written = count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now, adjust)
+        for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
+            self._send_watched(job, waiting, now, now)
+        if end is not None and message.until and message.cause == Cause.BACKFILL:
+            self._next_backfill(job, message, now)
         if final_state is not None:
             step = NextStep.COMPLETED if final_state == JobState.COMPLETED else NextStep.FAULTED
             reporting.job_finished(final_state)
-        return step, retry_at
+        delete = None
+        if (
+            written is not None
+            and written.state == JobState.COMPLETED
+            and policies.deletes(job.definition.delete_after_completion, final_state)
+        ):
+            delete = written
+        paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
+        return FollowUp(step, retry_at, pause if pause and paused else "", delete)
+
+    def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
+        """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
+        ended faulted counts, with those before it: one read of the job's history)."""
+        limit = job.definition.pause_after_failures
+        if limit is None or end is not policies.End.FAULTED or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
+            return ""
+        rows = durably("history read", lambda: self.stores.history.list(job.ref))
+        before = policies.consecutive_faults(rows, before=message.occurrence_time)
+        return policies.pause_reason(limit) if policies.pauses(limit, end, before) else ""
+
+    def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime) -> None:
+        """A backfill run one occurrence after another: send the next occurrence of its window."""
+        occurrence = message.occurrence_time
+        following = policies.past_schedule(job, occurrence).after(occurrence)
+        until = datetime.fromisoformat(message.until.replace("Z", "+00:00"))
+        if following is None or following > until:
+            return
+        follow = ExecutionMessage(
+            job_partition=message.job_partition,
+            job_row=message.job_row,
+            generation=message.generation,
+            occurrence=format_instant(following),
+            cause=Cause.BACKFILL,
+            until=message.until,
+        )
+        self._send_watched(job, follow, now, now)
+
+    def _delete_completed(self, job: Job) -> None:
+        """``deleteAfterCompletion``: remove the job that just completed (unless written again meanwhile)
+        and give its place under the collection's ``maxJobCount`` back."""
+        if durably("job removal", lambda: self.stores.remove_job(job)):
+            JobSlots(self.stores, self.clock).release(job.ref.collection)
+            log.info("job %s: completed and removed (deleteAfterCompletion)", job.ref.identity)
+
+    # ------------------------------------------------------------------------------------------ overlap
+
+    def _overlap(self, job: Job, message: ExecutionMessage) -> Job | ExecutionReport:
+        """``overlapPolicy`` Skip or BufferOne, at the first attempt of a scheduled occurrence: run it (the
+        job then names it as its unfinished occurrence), let it wait, or skip it (a ``Skipped`` history
+        entry with the reason). A last occurrence of the series is never skipped: it waits (so the job
+        ends). Decided over the job as read and written with its ETag (read again on a lost race)."""
+        occurrence = message.occurrence_time
+        current: Job | None = job
+        for _ in range(COUNTER_ATTEMPTS):
+            if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
+                return self._stale(message, Stale.EDITED, "job changed since dispatch")
+            running = current.running_occurrence()
+            waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
+            if waiting is not None and waiting.generation != current.generation:
+                waiting = None
+            released = None  # the waiting occurrence whose turn came (the unfinished one was lost)
+            retry = current.definition.action.retry_policy
+            if running is not None and self.clock() > policies.unfinished_until(running, retry, self.lease):
+                log.warning("job %s: the occurrence of %s taken as lost", job.ref.identity, format_instant(running))
+                running = None  # its chain was lost (a message dropped as poison): it overlaps nothing any more
+                if waiting is not None and waiting.occurrence_time != occurrence:
+                    released, running, waiting = waiting, waiting.occurrence_time, None
+            verdict = policies.on_overlap(
+                current.definition.overlap_policy,
+                occurrence,
+                running,
+                waiting.occurrence_time if waiting is not None else None,
+            )
+            displaced = None
+            if verdict.start is Start.SKIP and message.last:
+                displaced = waiting
+                verdict = policies.OverlapVerdict(Start.WAIT, "waits: the last occurrence of the series")
+            changes: dict[str, Any] = {}
+            if released is not None:
+                changes.update(running=f"{released.generation}|{released.occurrence}", waiting="")
+            if verdict.start is Start.RUN:
+                if running == occurrence and current.running_occurrence() == occurrence:
+                    return current
+                changes["running"] = f"{message.generation}|{message.occurrence}"
+            elif verdict.start is Start.WAIT:
+                if waiting is not None and waiting.occurrence_time == occurrence:
+                    return self._held(current, message, Outcome.WAITING, verdict.reason)
+                changes["waiting"] = message.to_json()
+            else:
+                changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
+            try:
+                saved = durably(
+                    "overlap",
+                    functools.partial(
+                        self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag
+                    ),
+                )
+            except EtagMismatchError:
+                current = durably(
+                    "job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row)
+                )
+                continue
+            if verdict.start is Start.SKIP:
+                self._record_skip(saved, message, verdict.reason)
+            if displaced is not None:
+                self._record_skip(saved, displaced, "Skipped: the last occurrence of the series waits in its place")
+            if released is not None:  # its turn came: it runs now (and decides again, finding itself running)
+                self._send_watched(saved, released, self.clock(), self.clock())
+            if verdict.start is Start.RUN:
+                return saved
+            return self._held(
+                saved, message, Outcome.WAITING if verdict.start is Start.WAIT else Outcome.SKIPPED, verdict.reason
+            )
+        return self._held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
+
+    def _held(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> ExecutionReport:
+        if outcome is Outcome.BUSY:
+            self.send(message.to_json(), 1)
+        self._log_skip(job, message, outcome, why)
+        return ExecutionReport(outcome, why, message.stable_execution_id())
+
+    def _record_skip(self, job: Job, message: ExecutionMessage, reason: str) -> None:
+        """The ``Skipped`` history entry of an occurrence (its key fixed by the occurrence: written once)."""
+        execution_id = message.stable_execution_id()
+        now = self.clock()
+        record = HistoryEntry(
+            execution_id=execution_id,
+            row_key=history_row_key(message.occurrence_time, execution_id),
+            start_time=now,
+            end_time=now,
+            expected_execution_time=message.occurrence_time,
+            action_name=ActionName.MAIN,
+            status=HistoryStatus.SKIPPED,
+            message=reason,
+            retry_count=0,
+            repeat_count=repeat_of(job, message),
+        )
+        durably("history of a skipped occurrence", lambda: self.stores.history.add_if_absent(job.ref, record))
 
     def _send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is

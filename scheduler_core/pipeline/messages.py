@@ -26,6 +26,10 @@ class Cause(enum.StrEnum):
     MANUAL = "manual"
     """Run now, on demand (``POST .../run``): outside the schedule, whatever the job's generation and state,
     retried as ``manual`` too."""
+    BACKFILL = "backfill"
+    """An occurrence of a past window, run on request (``POST .../backfill``, api-version
+    2026-12-01-preview): dropped as a scheduled one is when the job changed or was disabled, retried as
+    ``backfill`` too, and never ends the job."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,16 @@ class ExecutionMessage:
     cause: Cause = Cause.SCHEDULE
     missed: int = 0  # > 0: a late run standing for this many occurrences missed during downtime
     last: bool = False  # the last occurrence of its series (the job ends Completed or Faulted after it)
+    #: A backfill run one occurrence after another: the last occurrence of its window (when this one's
+    #: attempts are over, the next one up to it is sent). "": none (written only when set).
+    until: str = ""
     v: int = VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        data = asdict(self)
+        if not self.until:
+            del data["until"]  # the message as it always was
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ExecutionMessage:
@@ -82,7 +92,7 @@ class ExecutionMessage:
     def message_id(self) -> str:
         """The Standard Webhooks ``webhook-id`` of this action's call: the execution id of its first attempt,
         the same on every retry and redelivery ("the same when resent", as the specification asks)."""
-        first = Cause.MANUAL if self.cause == Cause.MANUAL else Cause.SCHEDULE
+        first = self.cause if self.cause in (Cause.MANUAL, Cause.BACKFILL) else Cause.SCHEDULE
         return replace(self, attempt=0, cause=first).stable_execution_id()
 
 

@@ -25,7 +25,7 @@ from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service.calendars import CalendarService
 from scheduler_core.service.collections import CollectionService
-from scheduler_core.service.jobs import JobService, RunRequest
+from scheduler_core.service.jobs import BackfillRequest, JobService, RunRequest
 from scheduler_core.service.races import Races
 from scheduler_core.service.slots import JobSlots
 from scheduler_core.service.writes import DueSoon
@@ -40,7 +40,8 @@ def _utcnow() -> datetime:
 
 class SchedulerService:
     """Every management operation. ``clock`` and ``sleep`` are seams for tests; ``request_run`` starts an
-    immediate execution; ``due_soon`` dispatches a job due within ``lookahead`` at once."""
+    immediate execution; ``request_backfill`` sends a backfill's occurrences; ``due_soon`` dispatches a job
+    due within ``lookahead`` at once."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class SchedulerService:
         lookahead: timedelta = timedelta(seconds=60),
         sleep: Callable[[float], None] = time.sleep,
         identity: IdentityScope | None = None,
+        request_backfill: BackfillRequest | None = None,
     ) -> None:
         self.stores = stores
         self.shards = shards
@@ -59,7 +61,7 @@ class SchedulerService:
         self.races = Races(sleep)
         self.slots = JobSlots(stores, clock)
         self.jobs = JobService(
-            stores, self.slots, shards, clock, self.races, identity, request_run, due_soon, lookahead
+            stores, self.slots, shards, clock, self.races, identity, request_run, due_soon, lookahead, request_backfill
         )
         self.collections = CollectionService(stores, self.slots, self.jobs, clock, self.races)
         self.calendars = CalendarService(stores, self.slots, self.jobs, self.races)
@@ -120,6 +122,10 @@ class SchedulerService:
 
     def run_job(self, ref: JobRef) -> None:
         self.jobs.run(ref)
+
+    def backfill_job(self, ref: JobRef, body: Mapping[str, Any]) -> int:
+        """Run each occurrence of a past window (api-version 2026-12-01-preview); how many were sent."""
+        return self.jobs.backfill(ref, body)
 
     def list_history(self, ref: JobRef) -> list[HistoryEntry]:
         return self.jobs.history(ref)

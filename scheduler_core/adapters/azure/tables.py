@@ -244,6 +244,10 @@ class TableJobs:
             ended_at=_aware(entity.get("EndedAt")),
             etag=_etag(entity),
             counted=tuple(str(key) for key in json.loads(entity.get("Counted") or "[]")),
+            # the policies' state (api-version 2026-12-01-preview); a row written before them has none
+            running=str(entity.get("Running") or ""),
+            waiting=str(entity.get("Waiting") or ""),
+            paused=str(entity.get("Paused") or ""),
         )
 
     def get(self, ref: JobRef) -> Job | None:
@@ -315,6 +319,9 @@ class TableJobs:
             "DueShard": record.due.shard if record.due else None,
             "DueRowKey": record.due.row_key if record.due else None,
             "Counted": json.dumps(list(record.counted)) if record.counted else None,
+            "Running": record.running or None,
+            "Waiting": record.waiting or None,
+            "Paused": record.paused or None,
         }
         entity.update({k: v for k, v in optional.items() if v is not None})
         return entity
