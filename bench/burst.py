@@ -418,7 +418,9 @@ def raw_consumer(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(work, range(workers)))
     seconds = time.perf_counter() - started
-    assert len(handled) == messages, f"raw consumer handled {len(handled)} of {messages}"
+    assert len(handled) >= messages, f"raw consumer handled {len(handled)} of {messages}"
+    if len(handled) > messages:  # a send retried after a dropped connection had gone through: sent twice
+        repeats["sent twice (a retried send)"] += len(handled) - messages
     if repeats:
         print(f"raw consumer, {queues} queue(s): {dict(repeats)}")
     return RawResult(queues, messages, seconds, (cpu_seconds(azurite_pid) - cpu) / seconds)
