@@ -498,7 +498,7 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=6, help="SCHEDULER_EXECUTION_QUEUE_COUNT")
     parser.add_argument("--shards", type=int, default=16, help="SCHEDULER_DUE_SHARDS")
     parser.add_argument("--accounts", type=int, default=2, help="storage accounts of the last row (not built)")
-    parser.add_argument("--scan-concurrency", type=int, default=8, help="sends in flight per shard scan, fanned out")
+    parser.add_argument("--scan-concurrency", type=int, default=16, help="sends in flight per shard scan, fanned out")
     parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
     parser.add_argument("--utilisation", type=float, default=0.7, help="share of the ceiling used on average")
     parser.add_argument("--count", type=int, default=0, help="count requests of this many one-shot jobs first")
