@@ -37,13 +37,14 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("jobs", r"{jc_path}/jobs"),
     ("job", r"{jc_path}/jobs/{job}"),
     ("job_run", r"{jc_path}/jobs/{job}/run"),
+    ("job_backfill", r"{jc_path}/jobs/{job}/backfill"),
     ("job_history", r"{jc_path}/jobs/{job}/history"),
     ("job_occurrences", r"{jc_path}/jobs/{job}/occurrences"),
     ("calendars", r"{jc_path}/calendars"),
     ("calendar", r"{jc_path}/calendars/{cal}"),
 )
 #: The kinds of path that exist with api-version 2026-12-01-preview only.
-PREVIEW_KINDS = frozenset({"job_occurrences", "calendars", "calendar"})
+PREVIEW_KINDS = frozenset({"job_backfill", "job_occurrences", "calendars", "calendar"})
 _JC = r"subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft\.scheduler/jobcollections/{jc}"
 #: Where each name sits (segments after the ``subscriptions`` segment): the literal segment before it -> its field.
 _SEGMENT_FIELDS: dict[int, dict[str, str]] = {
@@ -80,7 +81,7 @@ class ResourcePath:
 
     @property
     def preview_only(self) -> bool:
-        """Whether the path exists with api-version 2026-12-01-preview only (calendars, occurrences)."""
+        """Whether the path exists with api-version 2026-12-01-preview only (calendars, occurrences, backfill)."""
         return self.kind in PREVIEW_KINDS
 
 

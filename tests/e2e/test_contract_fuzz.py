@@ -2,7 +2,7 @@
 and with the document of api-version 2026-12-01-preview derived from it.
 
 The real function app runs on the local host over the test Azurite; schemathesis generates requests for each
-of the 2016-03-01 document's 15 operations and of the preview document's 20 (valid and invalid bodies and
+of the 2016-03-01 document's 15 operations and of the preview document's 21 (valid and invalid bodies and
 parameters, with a fixed seed and a bounded number of cases) and every answer must keep the contract: no 5xx,
 status codes and bodies as the document says, and every error an ARM error body ``{"error": {"code",
 "message"}}``.
@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import hypothesis
+import jsonschema_rs
 import pytest
 import requests
 import schemathesis
@@ -50,9 +51,12 @@ pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 #: Fixed seed and bound: the same few hundred cases on every run.
 SEED = 20160301
 MAX_EXAMPLES = 30  # per operation: 15 operations, at most 450 cases
-PREVIEW_MAX_EXAMPLES = 20  # per operation of the preview document: 20 operations, at most 400 cases
+PREVIEW_MAX_EXAMPLES = 20  # per operation of the preview document: 21 operations, at most 420 cases
 
 SUBSCRIPTION, GROUP, COLLECTION, JOB, CALENDAR = "sub1", "rg", "jc", "j1", "holidays"
+#: An enabled job that started in the past, so that a backfill has occurrences to send (``JOB`` is disabled,
+#: and a disabled job's backfill is a 409).
+BACKFILL_JOB = "j-backfill"
 COLLECTION_PATH = f"subscriptions/{SUBSCRIPTION}/resourceGroups/{GROUP}/providers/Microsoft.Scheduler/jobCollections"
 
 # ------------------------------------------------------------------------------------------------ the document
@@ -178,11 +182,17 @@ HOSTILE_NAMES = [
 ]
 
 
+#: The job names of a backfill: mostly the enabled job with a past (its 202s), sometimes the disabled one.
+BACKFILL_NAMES: dict[str, list[str]] = {**VALID_NAMES, "jobName": [BACKFILL_JOB, BACKFILL_JOB, BACKFILL_JOB, JOB]}
+
+
 def flatmap_path_parameters(ctx: schemathesis.HookContext, path_parameters: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Three cases in four use valid-looking names only; the others make one name hostile (from
     :data:`HOSTILE_NAMES` or schemathesis' own string)."""
+    assert ctx.operation is not None
+    choices = BACKFILL_NAMES if ctx.operation.path.endswith("/backfill") else VALID_NAMES
     names = sorted(path_parameters)
-    valid = st.fixed_dictionaries({name: st.sampled_from(VALID_NAMES[name]) for name in names})
+    valid = st.fixed_dictionaries({name: st.sampled_from(choices[name]) for name in names})
 
     def spoil(chosen: dict[str, Any], name: str, hostile: str | None) -> dict[str, Any]:
         return {**chosen, name: path_parameters[name] if hostile is None else hostile}
@@ -215,12 +225,48 @@ def overlay(base: Any, generated: Any) -> Any:
 
 
 VALID_CALENDAR: dict[str, Any] = {"properties": {"dates": ["2031-12-25"]}}
+_NOW = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+#: :data:`BACKFILL_JOB`: daily since 30 days ago, so that any backfill window holds at most 31 occurrences.
+VALID_BACKFILL_JOB: dict[str, Any] = {
+    "properties": {
+        "startTime": (_NOW - timedelta(days=30, hours=-1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/never", "method": "GET"}},
+        "recurrence": {"frequency": "Day", "interval": 1},
+        "state": "Enabled",
+    }
+}
+#: A window of the last three days (three of :data:`BACKFILL_JOB`'s occurrences).
+VALID_BACKFILL: dict[str, Any] = {
+    "startTime": (_NOW - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "endTime": _NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
+}
+
+
+#: The preview document's schema of a backfill window's bounds, its format asserted (as schemathesis generates).
+WINDOW_BOUND = jsonschema_rs.validator_for(
+    PREVIEW_CONTRACT["definitions"]["JobBackfillRequest"]["properties"]["startTime"], validate_formats=True
+)
+
+
+def pin_window(body: Any) -> Any:
+    """A backfill body whose bounds are both valid date-times, with :data:`VALID_BACKFILL`'s bounds instead.
+
+    Generated bounds almost never fall in the last 30 days, so without this no case would reach the 202. Only
+    bounds the document accepts are replaced, by bounds it accepts: a case is exactly as valid (or invalid,
+    elsewhere: ``overlapPolicy``, the body's type) as schemathesis generated it.
+    """
+    if isinstance(body, dict) and all(WINDOW_BOUND.is_valid(body.get(key)) for key in VALID_BACKFILL):
+        return {**body, **VALID_BACKFILL}
+    return body
 
 
 def flatmap_body(ctx: schemathesis.HookContext, body: Any) -> st.SearchStrategy[Any]:
-    """Two bodies in three are laid over a valid definition; the others are sent as generated."""
+    """Two bodies in three are laid over a valid definition; the others are sent as generated (a backfill's:
+    half with its window pinned by :func:`pin_window`, a quarter laid over the valid window)."""
     assert ctx.operation is not None
     path = ctx.operation.path
+    if path.endswith("/jobs/{jobName}/backfill"):
+        return st.sampled_from([pin_window(body), pin_window(body), overlay(VALID_BACKFILL, body), body])
     if path.endswith("/jobs/{jobName}"):
         base = VALID_JOB
     elif path.endswith("/calendars/{calendarName}"):
@@ -282,6 +328,7 @@ def _seed(service: Service) -> None:
     collection = f"{COLLECTION_PATH}/{COLLECTION}"
     put(collection, VALID_COLLECTION)
     put(f"{collection}/jobs/{JOB}", VALID_JOB)
+    put(f"{collection}/jobs/{BACKFILL_JOB}", VALID_BACKFILL_JOB)
     put(f"{collection}/calendars/{CALENDAR}", VALID_CALENDAR, PREVIEW_CONTRACT["info"]["version"])
 
 
@@ -416,6 +463,23 @@ def test_a_method_the_contract_does_not_list_gets_an_arm_405(service: Service, m
         is_arm_error(response)
         probed += 1
     assert probed > 0
+
+
+def test_a_backfill_of_the_seeded_job_answers_the_documented_202(seeded: Service) -> None:
+    """The fuzzing of ``Jobs_Backfill`` reaches its success: the valid window holds three occurrences."""
+    path = f"{COLLECTION_PATH}/{COLLECTION}/jobs/{BACKFILL_JOB}/backfill"
+    preview = PREVIEW_CONTRACT["info"]["version"]
+    response = requests.post(
+        f"{seeded.base_url}/{path}?api-version={preview}", json=VALID_BACKFILL, headers=seeded.headers(), timeout=30
+    )
+    assert (response.status_code, response.json()) == (202, {"count": 3})
+    assert response.headers["Content-Type"].startswith("application/json")
+    (documented,) = [item for key, item in PREVIEW_CONTRACT["paths"].items() if key.endswith("/{jobName}/backfill")]
+    assert documented["post"]["responses"]["202"]["schema"] == {"$ref": "#/definitions/JobBackfillResult"}
+    classic = requests.post(
+        f"{seeded.base_url}/{path}?api-version=2016-03-01", json=VALID_BACKFILL, headers=seeded.headers(), timeout=30
+    )
+    assert classic.status_code == 400 and "api-version" in classic.json()["error"]["message"]
 
 
 #: Values of ``$top`` and ``$skip`` that are not the document's integers, though Python's ``int()`` reads most of

@@ -8,6 +8,12 @@ from typing import Any
 
 from scheduler_core.api import openapi
 from scheduler_core.api.openapi import _derive
+from scheduler_core.api.paths import PREVIEW_KINDS, parse_path
+from scheduler_core.api.views import EXECUTION_STATUSES
+from scheduler_core.definitions._preview import BACKFILL_FIELDS
+from scheduler_core.model.job import OverlapPolicy
+
+JC = "subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/jc1"
 
 
 def load(name: str) -> dict[str, Any]:
@@ -33,10 +39,53 @@ def test_the_preview_document_keeps_every_classic_operation_and_definition() -> 
             else:
                 assert added["properties"][key] == value
     new = set(preview["paths"]) - set(classic["paths"])
-    assert {path.rsplit("/", 1)[-1] for path in new} == {"calendars", "{calendarName}", "occurrences"}
+    assert {path.rsplit("/", 1)[-1] for path in new} == {"calendars", "{calendarName}", "occurrences", "backfill"}
     job = preview["definitions"]["JobProperties"]["properties"]
     assert {"overlapPolicy", "missedRunPolicy", "pauseAfterFailures", "deleteAfterCompletion"} <= set(job)
     assert {"jitter", "exclusions"} <= set(preview["definitions"]["JobRecurrence"]["properties"])
+    statuses = classic["definitions"]["JobExecutionStatus"]["enum"]
+    assert preview["definitions"]["JobExecutionStatus"]["enum"] == [*statuses, "Skipped"]
+    assert set(preview["definitions"]["JobStatus"]["properties"]) == {
+        *classic["definitions"]["JobStatus"]["properties"],
+        "disabledReason",
+    }
+
+
+def test_the_preview_document_carries_what_the_preview_wire_answers() -> None:
+    """The backfill operation, the job status's disabledReason and the history status Skipped, as the
+    handler, views and model answer them."""
+    preview = load(openapi.PREVIEW_DOCUMENT_NAME)
+    definitions = preview["definitions"]
+    assert definitions["JobExecutionStatus"]["enum"] == [str(status) for status in EXECUTION_STATUSES]
+    post = preview["paths"][f"{_derive._JC}/jobs/{{jobName}}/backfill"]["post"]
+    assert post["operationId"] == "Jobs_Backfill" and set(post["responses"]) == {"202"}
+    assert post["responses"]["202"]["schema"] == {"$ref": "#/definitions/JobBackfillResult"}
+    (body,) = [parameter for parameter in post["parameters"] if parameter.get("in") == "body"]
+    assert body["schema"] == {"$ref": "#/definitions/JobBackfillRequest"} and body["required"] is True
+    request = definitions["JobBackfillRequest"]
+    assert tuple(request["properties"]) == BACKFILL_FIELDS and request["required"] == ["startTime", "endTime"]
+    assert request["properties"]["overlapPolicy"]["enum"] == [policy.value for policy in OverlapPolicy]
+    assert definitions["JobBackfillResult"]["required"] == ["count"]
+    assert definitions["JobStatus"]["properties"]["disabledReason"]["readOnly"] is True
+
+
+def test_every_path_of_each_document_is_a_route_and_the_preview_only_ones_are_preview_kinds() -> None:
+    classic, preview = load(openapi.DOCUMENT_NAME), load(openapi.PREVIEW_DOCUMENT_NAME)
+    names = {"subscriptionId": "s1", "resourceGroupName": "rg1", "jobCollectionName": "jc1", "jobName": "j1"}
+    names["calendarName"] = "holidays"
+    kinds: set[str] = set()
+    for template in preview["paths"]:
+        path = template
+        for name, value in names.items():
+            path = path.replace("{" + name + "}", value)
+        route = parse_path(path)
+        assert route.preview_only == (template not in classic["paths"]), template
+        if route.preview_only:
+            kinds.add(route.kind)
+    assert kinds == PREVIEW_KINDS
+    backfill = parse_path(f"{JC}/jobs/j1/BACKFILL/")
+    assert (backfill.kind, backfill.job, backfill.preview_only) == ("job_backfill", "j1", True)
+    assert parse_path(f"{JC}/jobs/backfill").kind == "job"
 
 
 def test_each_document_is_served_by_its_name_and_an_unknown_one_is_a_404() -> None:

@@ -3,7 +3,8 @@
 The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
 version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies,
 the recurrence's jitter and exclusions, placeholders, ManagedServiceIdentity authentication and request
-signing, and the calendar and occurrence resources. The file is committed;
+signing, the status's ``disabledReason``, the history status ``Skipped``, the calendar and occurrence
+resources and the job's backfill. The file is committed;
 ``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
 document, so neither can drift. To regenerate it: ``python -m scheduler_core.api.openapi._derive``.
 """
@@ -142,6 +143,42 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
             "nextLink": {"type": "string", "description": "Gets or sets the URL to get the next set of calendars."},
         },
     },
+    "JobBackfillRequest": {
+        "type": "object",
+        "description": "A past window whose occurrences the job runs now, in order (at most 1,000).",
+        "required": ["startTime", "endTime"],
+        "additionalProperties": False,
+        "properties": {
+            "startTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "The window's start (included), at or after 1900-01-01T00:00:00Z.",
+            },
+            "endTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "The window's end (excluded): after startTime and not in the future.",
+            },
+            "overlapPolicy": _enum(
+                "OverlapPolicy",
+                ["AllowAll", "Skip", "BufferOne"],
+                "The overlap policy of the backfill's occurrences (default: the job's).",
+            ),
+        },
+    },
+    "JobBackfillResult": {
+        "type": "object",
+        "required": ["count"],
+        "properties": {
+            "count": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1000,
+                "readOnly": True,
+                "description": "How many occurrences of the window were sent (0 when it holds none).",
+            }
+        },
+    },
     "JobOccurrence": {
         "type": "object",
         "properties": {
@@ -177,6 +214,14 @@ def _parameters(*path: dict[str, Any], extra: tuple[dict[str, Any], ...] = ()) -
 
 def _paths() -> dict[str, Any]:
     calendar = _path_parameter("calendarName", "The calendar name.")
+    job = _path_parameter("jobName", "The job name.")
+    backfill = {
+        "name": "backfill",
+        "in": "body",
+        "required": True,
+        "schema": _ref("JobBackfillRequest"),
+        "description": "The window.",
+    }
     returned = {"description": "The calendar has been returned.", "schema": _ref("Calendar")}
     body = {
         "name": "calendar",
@@ -239,12 +284,26 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": {"description": "The calendar has been deleted."}},
             },
         },
+        f"{_JC}/jobs/{{jobName}}/backfill": {
+            "post": {
+                "tags": ["Jobs"],
+                "operationId": "Jobs_Backfill",
+                "description": (
+                    "Runs each occurrence the job's schedule has in a past window, in order (history: trigger "
+                    "Backfill); more than 1,000 is a 400."
+                ),
+                "parameters": _parameters(job, extra=(backfill,)),
+                "responses": {
+                    "202": {"description": "The occurrences have been sent.", "schema": _ref("JobBackfillResult")}
+                },
+            }
+        },
         f"{_JC}/jobs/{{jobName}}/occurrences": {
             "get": {
                 "tags": ["Jobs"],
                 "operationId": "Jobs_ListOccurrences",
                 "description": "Lists the job's next occurrences, with its jitter and exclusions applied.",
-                "parameters": _parameters(_path_parameter("jobName", "The job name."), extra=(top, after)),
+                "parameters": _parameters(job, extra=(top, after)),
                 "responses": {"200": {"description": "The occurrences.", "schema": _ref("JobOccurrenceListResult")}},
                 "x-ms-pageable": {"nextLinkName": "nextLink"},
             }
@@ -291,6 +350,15 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     }
     definitions["HttpRequest"]["properties"]["signing"] = _ref("RequestSigning")
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
+    definitions["JobExecutionStatus"]["enum"].append("Skipped")
+    definitions["JobExecutionStatus"]["description"] += (
+        " Skipped: an occurrence overlapPolicy did not run (the message says why)."
+    )
+    definitions["JobStatus"]["properties"]["disabledReason"] = {
+        "type": "string",
+        "readOnly": True,
+        "description": "Why the service disabled the job (pauseAfterFailures); absent otherwise.",
+    }
     definitions.update(copy.deepcopy(_DEFINITIONS))
     document["paths"].update(_paths())
     return document
