@@ -7,7 +7,6 @@ or written, so a refusal is the same whether or not the resource exists and chan
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
@@ -24,7 +23,6 @@ from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire, wire
 from scheduler_core.errors import (
     AuthenticationError,
     MethodNotAllowedError,
-    NotFoundError,
     PayloadTooLargeError,
     SchedulerError,
     StorageError,
@@ -45,20 +43,8 @@ JOB_BACKFILL = "job_backfill"
 
 
 def resource_path(path: str) -> ResourcePath:
-    """:func:`parse_path`, and a job's ``backfill`` operation (kind :data:`JOB_BACKFILL`): the job's path
-    followed by the segment ``backfill`` (any case), its names checked as the job's are."""
-    try:
-        return parse_path(path)
-    except NotFoundError:
-        head, slash, tail = path.strip("/").rpartition("/")
-        if slash and tail.lower() == "backfill":
-            try:
-                inner = parse_path(head)
-            except NotFoundError:
-                inner = None
-            if inner is not None and inner.kind == "job":
-                return dataclasses.replace(inner, kind=JOB_BACKFILL)
-        raise
+    """:func:`parse_path` (a job's ``backfill`` is its kind :data:`JOB_BACKFILL`)."""
+    return parse_path(path)
 
 
 def route_kind(path: str) -> str:
@@ -210,9 +196,9 @@ class _Operation:
     def handler(self) -> Callable[[], ApiResponse]:
         """What runs this request (400 for a preview-only path with a classic api-version, 405 for a method
         the path does not support)."""
-        views.require_preview(self.wire, self.path)
         if self.path.kind == JOB_BACKFILL and not self.wire.preview:
             raise ValidationError("api-version", f"a job's backfill needs api-version {PREVIEW_VERSION}")
+        views.require_preview(self.wire, self.path)
         handlers: dict[tuple[str, str], Callable[[], ApiResponse]] = {
             ("subscription_collections", "GET"): self.list_collections,
             ("group_collections", "GET"): self.list_collections,
