@@ -28,7 +28,7 @@ from scheduler_core.errors import (
     StorageError,
     ValidationError,
 )
-from scheduler_core.model import CollectionState
+from scheduler_core.model import CollectionState, HistoryStatus
 from scheduler_core.service import SchedulerService
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -310,7 +310,11 @@ class _Operation:
     def list_history(self) -> ApiResponse:
         ref = self.job_ref()
         rows = self.service.list_history(ref)
-        wanted = parse_filter(self.request.query, "status", views.EXECUTION_STATUSES)
+        if not self.wire.preview:
+            # Skipped entries (overlapPolicy, a preview property) are not in 2016-03-01's JobExecutionStatus.
+            rows = [row for row in rows if row.status != HistoryStatus.SKIPPED]
+        statuses = views.EXECUTION_STATUSES if self.wire.preview else views.CLASSIC_EXECUTION_STATUSES
+        wanted = parse_filter(self.request.query, "status", statuses)
         if wanted is not None:
             rows = [row for row in rows if row.status == wanted]
         return self._list(rows, lambda row: views.history(ref, row))

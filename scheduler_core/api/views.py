@@ -23,6 +23,7 @@ from scheduler_core.storage.keys import CollectionRef, JobRef
 __all__ = [
     "API_VERSIONS",
     "CALENDAR_TYPE",
+    "CLASSIC_EXECUTION_STATUSES",
     "COLLECTION_TYPE",
     "EXECUTION_STATUSES",
     "HISTORY_TYPE",
@@ -45,6 +46,8 @@ OCCURRENCE_TYPE = "Microsoft.Scheduler/jobCollections/jobs/occurrences"
 
 JOB_STATES = (JobState.ENABLED, JobState.DISABLED, JobState.FAULTED, JobState.COMPLETED)
 EXECUTION_STATUSES = tuple(HistoryStatus)
+#: The statuses of 2016-03-01 (Microsoft's JobExecutionStatus): all but Skipped, a preview status.
+CLASSIC_EXECUTION_STATUSES = tuple(status for status in HistoryStatus if status is not HistoryStatus.SKIPPED)
 
 
 def collection(record: JobCollection) -> dict[str, Any]:

@@ -7,6 +7,7 @@ retry is pending when the next occurrence is due."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -16,7 +17,10 @@ import pytest
 
 from scheduler_core import wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
-from scheduler_core.api import views
+from scheduler_core.api import ApiRequest, ManagementApi, views
+from scheduler_core.api.handler import ApiServices
+from scheduler_core.auth.keys import ApiKey
+from scheduler_core.auth.roles import Role
 from scheduler_core.definitions import Wire
 from scheduler_core.model import HistoryEntry, HistoryStatus, JobState
 from scheduler_core.pipeline.messages import ExecutionMessage
@@ -300,3 +304,40 @@ def test_delete_after_completion_keeps_a_faulted_job(deployment: Deployment, tar
     put(deployment, target, {"frequency": "Minute", "count": 1}, NO_RETRY, deleteAfterCompletion=True)
     deployment.run_until(T0 + 2 * MINUTE)
     assert deployment.job("j").state == JobState.FAULTED
+
+
+def test_a_skipped_entry_is_listed_by_the_preview_and_not_by_2016_03_01(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    """Skipped is not in 2016-03-01's JobExecutionStatus (an enum in Microsoft's document): that version's
+    history lists the job's other entries and refuses a $filter on Skipped, the preview lists them all."""
+    target.answer([500, 200])
+    put(deployment, target, {"frequency": "Minute", "count": 3}, fixed_retries(1, "PT90S"), overlapPolicy="Skip")
+    deployment.run_until(T0 + 4 * MINUTE)
+    key = "sks_test-history-versions"
+    services = ApiServices(deployment.service, (ApiKey(hashlib.sha256(key.encode()).digest(), None, Role.READER),))
+    api = ManagementApi(lambda: services)
+    path = f"{deployment.ref('j').resource_id}/history"
+
+    def listed(version: str, **query: str) -> tuple[int, Any]:
+        query = {"api-version": version, **query}
+        url = f"http://127.0.0.1{path}?" + "&".join(f"{k}={v}" for k, v in query.items())
+        response = api.handle(ApiRequest("GET", url, path, query, {"Authorization": f"Bearer {key}"}, b""))
+        return response.status, json.loads(response.body)
+
+    status, preview = listed("2026-12-01-preview")
+    assert status == 200
+    assert sorted(item["properties"]["status"] for item in preview["value"]) == [
+        "Completed",
+        "Completed",
+        "Failed",
+        "Skipped",
+    ]
+    status, classic = listed("2016-03-01")
+    assert status == 200
+    assert sorted(item["properties"]["status"] for item in classic["value"]) == ["Completed", "Completed", "Failed"]
+    status, refused = listed("2016-03-01", **{"$filter": "status eq Skipped"})
+    assert status == 400 and "status" in refused["error"]["message"]
+    assert listed("2026-12-01-preview", **{"$filter": "status eq Skipped"})[1]["value"][0]["properties"]["status"] == (
+        "Skipped"
+    )
