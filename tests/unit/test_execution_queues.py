@@ -20,6 +20,7 @@ from scheduler_core.errors import ConfigurationError
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.queue_router import ExecutionRouter, queue_index, queue_index_of_message
 from scheduler_core.storage.keys import CollectionRef, JobRef, shard_of
+from scheduler_core.storage.names import queue_names
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
@@ -221,3 +222,11 @@ def test_a_bad_count_still_indexes_queue_zero_and_says_why(
     monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
     with pytest.raises(ConfigurationError, match="SCHEDULER_EXECUTION_QUEUE_COUNT"):
         settings.load()  # what the first invocation (and /health) then meets
+
+
+def test_provisioning_names_every_execution_queue_and_its_poison_queue() -> None:
+    loaded = settings.load({**BASE, "SCHEDULER_EXECUTION_QUEUE_COUNT": "3"})
+    names = queue_names(loaded)
+    for queue in loaded.execution_queues:
+        assert queue in names and queue + "-poison" in names
+    assert len(loaded.execution_queues) == 3 and len(set(names)) == len(names) == 8
