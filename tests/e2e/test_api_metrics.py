@@ -5,14 +5,13 @@ SDK's in-memory reader: a create, a read, a refused request and a path that name
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from scheduler_core import telemetry
 from tests.e2e.conftest import Api
+from tests.support.metrics import metric_reader, points
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -21,22 +20,8 @@ RG = "/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCo
 
 @pytest.fixture
 def reader() -> Iterator[InMemoryMetricReader]:
-    reader = InMemoryMetricReader()
-    telemetry.use_meter_provider(MeterProvider(metric_readers=[reader]))
-    yield reader
-    telemetry.use_meter_provider(None)
-
-
-def points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
-    found: dict[tuple[tuple[str, Any], ...], Any] = {}
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data is not None else []:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == name:
-                    for point in metric.data.data_points:
-                        found[tuple(sorted((point.attributes or {}).items()))] = point
-    return found
+    with metric_reader() as reader:
+        yield reader
 
 
 def test_every_answered_request_is_counted_by_operation_and_status(reader: InMemoryMetricReader, api: Api) -> None:

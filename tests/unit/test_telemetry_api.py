@@ -6,35 +6,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from scheduler_core import telemetry
+from tests.support.metrics import metric_reader, points
 
 
 @pytest.fixture
 def reader() -> Iterator[InMemoryMetricReader]:
-    reader = InMemoryMetricReader()
-    telemetry.use_meter_provider(MeterProvider(metric_readers=[reader]))
-    yield reader
-    telemetry.use_meter_provider(None)
-
-
-def points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
-    """Data points of metric ``name`` by their sorted attributes: a sum's value, a histogram's point."""
-    found: dict[tuple[tuple[str, Any], ...], Any] = {}
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data is not None else []:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == name:
-                    for point in metric.data.data_points:
-                        found[tuple(sorted((point.attributes or {}).items()))] = point
-    return found
+    with metric_reader() as reader:
+        yield reader
 
 
 def test_requests_are_counted_by_operation_and_status_with_their_duration(reader: InMemoryMetricReader) -> None:
