@@ -1,5 +1,5 @@
 """HTTP authentication ``ManagedServiceIdentity``: the app's token for exactly the audience asked, from a real
-identity endpoint on 127.0.0.1 that answers as App Service's does (``tests/actions/identity_endpoint.py``),
+identity endpoint on 127.0.0.1 that answers as App Service's does (``tests/support/identity_endpoint.py``),
 through azure-identity's ``ManagedIdentityCredential`` as production builds it (``default_runner`` with the
 platform's ``IDENTITY_ENDPOINT`` / ``IDENTITY_HEADER``), sent to a real HTTP target; cached per audience,
 refreshed near expiry; a refusal is a failed attempt that names no secret; the endpoint is reachable by the
@@ -23,8 +23,8 @@ from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, end
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.model.actions import HttpAction, ManagedServiceIdentityAuthentication
 from tests.actions.conftest import action_context
-from tests.actions.identity_endpoint import IdentityEndpoint, identity_endpoint
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
 
 ARM = "https://management.azure.com/"
 VAULT = "https://vault.azure.net"

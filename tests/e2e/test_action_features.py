@@ -5,7 +5,7 @@ real peers on 127.0.0.1:
 
 * ``expandPlaceholders``: the target receives the values of the attempt in the query, a header and the body;
 * ``ManagedServiceIdentity``: the target receives the app's token for the audience, which the app got from an
-  identity endpoint that answers as App Service's (``tests/actions/identity_endpoint.py``), named by
+  identity endpoint that answers as App Service's (``tests/support/identity_endpoint.py``), named by
   ``IDENTITY_ENDPOINT`` / ``IDENTITY_HEADER`` as Azure Functions names it;
 * ``request.signing``: a receiver verifies each call with the Standard Webhooks library; its first answer is a
   500, and the retry carries the same ``webhook-id`` and a signature that verifies again.
@@ -32,10 +32,10 @@ from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.recurrence import format_instant, parse_instant
 from scheduler_core.settings import Settings
-from tests.actions.identity_endpoint import IdentityEndpoint, identity_endpoint
 from tests.actions.webhook_receiver import receiver
 from tests.e2e.conftest import ROOT
 from tests.support.http_target import http_target
+from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 

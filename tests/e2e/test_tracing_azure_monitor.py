@@ -19,16 +19,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from azure.core.credentials import AccessToken
@@ -42,6 +38,7 @@ from scheduler_core.recurrence import format_instant
 from tests.actions.conftest import TestCredential
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
+from tests.support.identity_endpoint import identity_endpoint
 from tests.support.tls import Seen, TestCa, https_peer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
@@ -226,63 +223,6 @@ def test_without_a_token_nothing_is_sent(ingestion: Ingestion) -> None:
     assert ingestion.posts == []  # the instrumentation key alone is never used to send
 
 
-@dataclass
-class IdentityEndpoint:
-    url: str
-    header: str
-    requests: list[tuple[str, dict[str, list[str]], dict[str, str]]] = field(default_factory=list)
-
-
-@contextmanager
-def identity_endpoint(token: str) -> Iterator[IdentityEndpoint]:
-    """A real HTTP server on 127.0.0.1 posing as App Service's managed identity endpoint (API 2019-08-01):
-    ``GET ?resource=...&api-version=2019-08-01`` with the ``X-IDENTITY-HEADER`` secret gets ``token``."""
-    endpoint = IdentityEndpoint("", uuid.uuid4().hex)
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            parts = urlsplit(self.path)
-            query = parse_qs(parts.query)
-            with lock:
-                endpoint.requests.append((parts.path, query, dict(self.headers)))
-            if self.headers.get("X-IDENTITY-HEADER") != endpoint.header:
-                status, body = 401, {"error": "invalid identity header"}
-            else:
-                resource = query.get("resource", [""])[0]
-                status, body = (
-                    200,
-                    {
-                        "access_token": token,
-                        "expires_on": str(2_000_000_000),
-                        "resource": resource,
-                        "token_type": "Bearer",
-                    },
-                )
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    endpoint.url = f"http://127.0.0.1:{server.server_address[1]}/msi/token"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield endpoint
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 #: Run in a fresh process: the app's own set-up (telemetry.configure, as the first invocation runs it) with
 #: the connection string, then one attempt counted and one span, exported at exit by the providers' flush.
 APP_PROCESS = """
@@ -304,7 +244,7 @@ def test_the_app_sends_with_its_managed_identity(ingestion: Ingestion, tmp_path:
     adapter gets a token for the app's identity from the platform's identity endpoint, and the telemetry
     arrives with it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "IDENTITY_", "MSI_", "IMDS_"))}
-    with identity_endpoint("token-of-the-apps-identity") as identity:
+    with identity_endpoint() as identity:
         env.update(
             IDENTITY_ENDPOINT=identity.url,
             IDENTITY_HEADER=identity.header,
@@ -322,12 +262,13 @@ def test_the_app_sends_with_its_managed_identity(ingestion: Ingestion, tmp_path:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["azure_monitor", "opentelemetry.sdk.trace", "True"], done.stderr
-    [(path, query, headers)] = identity.requests
-    assert headers["X-IDENTITY-HEADER"] == identity.header
-    assert path == "/msi/token" and query["resource"] == ["https://monitor.azure.com/"]
-    assert query["api-version"] == ["2019-08-01"]
+    [request] = identity.seen()
+    assert request.headers["X-IDENTITY-HEADER"] == identity.header
+    assert request.path == "/msi/token" and request.query["resource"] == ["https://monitor.azure.com/"]
+    assert request.query["api-version"] == ["2019-08-01"]
     assert ingestion.posts
-    assert {post.headers["Authorization"] for post in ingestion.posts} == {"Bearer token-of-the-apps-identity"}
+    token = identity.token_for("https://monitor.azure.com/", 1)
+    assert {post.headers["Authorization"] for post in ingestion.posts} == {f"Bearer {token}"}
     names = {e["data"]["baseData"].get("name") for e in ingestion.envelopes()}
     assert "probe" in names
     assert ("scheduler.attempts", (("action_type", "Http"), ("outcome", "failed"))) in ingestion.metrics()
