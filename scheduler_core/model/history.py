@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from scheduler_core.model.states import ActionName, HistoryStatus
+
+
+class Trigger(StrEnum):
+    """What started the occurrence an entry belongs to (``properties.trigger`` of a history entry with
+    api-version 2026-12-01-preview; 2016-03-01 answers never show it). Retries and the error action of an
+    occurrence carry its trigger. An entry stored without one (written before the field) is ``Scheduled``."""
+
+    SCHEDULED = "Scheduled"
+    """An occurrence of the job's schedule (on time, late, or standing for missed ones), its retries and
+    its error action."""
+    MANUAL = "Manual"
+    """A run on demand (``POST .../run``)."""
+    BACKFILL = "Backfill"
+    """An occurrence of a past window run by ``POST .../backfill`` (api-version 2026-12-01-preview)."""
 
 
 @dataclass(frozen=True)
@@ -23,3 +38,4 @@ class HistoryEntry:
     message: str
     retry_count: int
     repeat_count: int
+    trigger: Trigger = Trigger.SCHEDULED

@@ -22,20 +22,22 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
+from scheduler_core.definitions import format_duration
+from scheduler_core.model import CLAIM_LEASE, WATCH, ActionName, DueEntry, HistoryEntry, HistoryStatus, Job, JobState
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
 from scheduler_core.pipeline import policies, reporting
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
+from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, Cause, ExecutionMessage, ScanMessage
 from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import due_row_key, format_due, shard_of
+from scheduler_core.storage.keys import due_row_key, format_due, history_row_key, shard_of
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -396,8 +398,10 @@ class Dispatcher:
         schedule: OccurrenceSeries,
     ) -> datetime | None:
         """Send the missed occurrences (from ``occurrence`` to ``now``) that ``missedRunPolicy`` runs
-        (:func:`policies.catch_up`; at most :data:`MAX_MISSED_RUNS`, the latest); returns the first
-        occurrence after ``now`` (None: the series is over)."""
+        (:func:`policies.catch_up`; at most :data:`MAX_MISSED_RUNS`, the first ones) and record those it
+        does not run (mode Skip, older than the window, beyond that many) in one ``Skipped`` history entry
+        (:func:`policies.dropped_reason`); returns the first occurrence after ``now`` (None: the series is
+        over)."""
         policy = job.definition.missed_run_policy
         window = policy.window_length
         first: datetime | None = occurrence
@@ -411,6 +415,20 @@ class Dispatcher:
                 instant = schedule.after(instant)
         following = schedule.after(now) if instant is None or instant <= now else instant
         decided = policies.catch_up(policy, missed, now)
+        dropped: list[policies.MissedSpan] = []
+        if policy.mode is MissedRunMode.SKIP:
+            dropped.append(self._missed_span(schedule, occurrence, following, now, f"missedRunPolicy {policy.mode}"))
+        else:
+            if first != occurrence:
+                written = format_duration(policy.window.value, policy.window.style) if policy.window else ""
+                why = f"older than the missedRunPolicy window {written}"
+                dropped.append(self._missed_span(schedule, occurrence, first, now, why))
+            if instant is not None and instant <= now:  # RunAll: beyond the runs of one outage
+                why = f"beyond the {MAX_MISSED_RUNS} runs of one missedRunPolicy {policy.mode} catch-up"
+                dropped.append(self._missed_span(schedule, instant, following, now, why))
+        dropped = [span for span in dropped if span.count != 0]
+        if dropped:  # before the sends: a scan that fails here sends nothing, and the next one writes it again
+            self.stores.history.add_if_absent(job.ref, self._skipped_entry(job, schedule, dropped, now))
         for index, late in enumerate(decided.run):
             message = ExecutionMessage(
                 job_partition=job.ref.partition_key,
@@ -435,6 +453,53 @@ class Dispatcher:
             format_instant(following) if following is not None else "none",
         )
         return following
+
+    @staticmethod
+    def _missed_span(
+        schedule: OccurrenceSeries, first: datetime, end: datetime | None, now: datetime, why: str
+    ) -> policies.MissedSpan:
+        """The occurrences from ``first`` up to ``end`` (excluded; None: up to ``now``) that do not run: walked
+        one by one up to :data:`MAX_MISSED_RUNS` (more are counted by their ordinals, never walked), so a long
+        outage costs no more than a RunAll catch-up does."""
+        count, last = 0, None
+        instant: datetime | None = first
+        while instant is not None and (instant < end if end is not None else instant <= now):
+            if count == MAX_MISSED_RUNS:
+                try:
+                    total = schedule.ordinal(end) - schedule.ordinal(first) if end is not None else None
+                except ValueError:
+                    total = None
+                return policies.MissedSpan(first, None, total, why, before=end)
+            count, last = count + 1, instant
+            instant = schedule.after(instant)
+        return policies.MissedSpan(first, last, count, why)
+
+    @staticmethod
+    def _skipped_entry(
+        job: Job, schedule: OccurrenceSeries, spans: list[policies.MissedSpan], now: datetime
+    ) -> HistoryEntry:
+        """The one ``Skipped`` history entry of a catch-up's dropped occurrences, keyed by the first of them
+        (so a scan repeated after a failure writes it once)."""
+        first = min(span.first for span in spans)
+        execution_id = uuid.uuid5(
+            EXECUTION_ID_NAMESPACE, f"{job.ref.partition_key}|{job.ref.row_key}|{format_instant(first)}|missed"
+        ).hex
+        try:
+            repeat = schedule.ordinal(first)
+        except ValueError:
+            repeat = 0
+        return HistoryEntry(
+            execution_id=execution_id,
+            row_key=history_row_key(first, execution_id),
+            start_time=now,
+            end_time=now,
+            expected_execution_time=first,
+            action_name=ActionName.MAIN,
+            status=HistoryStatus.SKIPPED,
+            message=policies.dropped_reason(spans),
+            retry_count=0,
+            repeat_count=repeat,
+        )
 
     def park_retry(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
         """Keep a retry whose delay is longer than a queue allows in the due index until it is near."""

@@ -52,6 +52,7 @@ from scheduler_core.model import (
     claim_key,
 )
 from scheduler_core.model.actions import Action, JobAction
+from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline import policies, reporting
 from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, count_attempt
@@ -115,6 +116,16 @@ def repeat_of(job: Job, message: ExecutionMessage) -> int:
         return 0
 
 
+def trigger_of(message: ExecutionMessage) -> Trigger:
+    """The history trigger of a message's attempt: a backfill's or a run on demand's (their retries and error
+    actions too), else the schedule's (a retry or error action of a scheduled occurrence is ``Scheduled``)."""
+    if message.cause == Cause.BACKFILL:
+        return Trigger.BACKFILL
+    if message.cause == Cause.MANUAL:
+        return Trigger.MANUAL
+    return Trigger.SCHEDULED
+
+
 def history_entry(
     job: Job,
     message: ExecutionMessage,
@@ -147,6 +158,7 @@ def history_entry(
         message=text,
         retry_count=message.attempt,
         repeat_count=repeat_of(job, message),
+        trigger=trigger_of(message),
     )
 
 
@@ -316,6 +328,7 @@ class Executor:
             message=f"{WORKER_LOST} (worker {lost.worker} {why})",
             retry_count=message.attempt,
             repeat_count=repeat_of(job, message),
+            trigger=trigger_of(message),
         )
         durably("history of a lost attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
         reporting.worker_lost(job, message, execution_id, lost.worker)
@@ -527,6 +540,7 @@ class Executor:
             message=reason,
             retry_count=0,
             repeat_count=repeat_of(job, message),
+            trigger=trigger_of(message),
         )
         durably("history of a skipped occurrence", lambda: self.stores.history.add_if_absent(job.ref, record))
 

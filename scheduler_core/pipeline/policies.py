@@ -9,6 +9,7 @@ does, so a job that names no policy is run exactly as before.
 * :func:`on_overlap`: an occurrence due while the previous one is unfinished runs, waits or is skipped
   (:func:`unfinished_until`: when an unfinished occurrence is taken as lost);
 * :func:`catch_up`: of the occurrences missed while the service was down, which run (``missedRunPolicy``);
+  :func:`dropped_reason`: the one ``Skipped`` history entry of those that do not;
 * :func:`occurrence_end`: whether an attempt ends its occurrence, and how (completed or faulted);
 * :func:`consecutive_faults` / :func:`pauses`: ``pauseAfterFailures``;
 * :func:`deletes`: ``deleteAfterCompletion``;
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from scheduler_core.errors import ValidationError
-from scheduler_core.model.history import HistoryEntry
+from scheduler_core.model.history import HistoryEntry, Trigger
 from scheduler_core.model.job import Job, MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.retry import JITTER_FRACTION, RetryPolicy, RetryType
 from scheduler_core.model.states import ActionName, HistoryStatus, JobState
@@ -123,6 +124,43 @@ class CatchUp:
         return f"{self.dropped} occurrence(s) missed while the service was down not run (missedRunPolicy)"
 
 
+@dataclass(frozen=True)
+class MissedSpan:
+    """Missed occurrences that do not run, and why (``why``): from ``first`` to ``last``, ``count`` of them;
+    when there were more than the dispatcher walks one by one, ``last`` is None and ``before`` is the first
+    occurrence after them (then ``count`` is None too when the series ended meanwhile)."""
+
+    first: datetime
+    last: datetime | None
+    count: int | None
+    why: str
+    before: datetime | None = None
+
+
+def dropped_reason(spans: Sequence[MissedSpan]) -> str:
+    """The message of the one ``Skipped`` history entry a catch-up writes for the missed occurrences that
+    ``missedRunPolicy`` does not run (however many: one entry per catch-up), e.g. "Skipped: 11 occurrence(s)
+    from 2026-12-01T10:00:00Z to 2026-12-01T10:10:00Z missed while the service was down (missedRunPolicy
+    Skip)". Empty when ``spans`` is."""
+    if not spans:
+        return ""
+    ordered = sorted(spans, key=lambda span: span.first)
+    counts = [span.count for span in ordered]
+    total = None if any(count is None for count in counts) else sum(c for c in counts if c is not None)
+    how_many = f"{total} occurrence(s)" if total is not None else "the occurrences"
+    end = ordered[-1]
+    if end.last is not None:
+        until = f" to {format_instant(end.last)}"
+    elif end.before is not None:
+        until = f" up to {format_instant(end.before)} (excluded)"
+    else:
+        until = " on"
+    why = "; ".join(span.why for span in ordered)
+    return (
+        f"Skipped: {how_many} from {format_instant(ordered[0].first)}{until} missed while the service was down ({why})"
+    )
+
+
 def is_missed(occurrence: datetime, now: datetime) -> bool:
     """Whether ``occurrence``, found due at ``now``, was missed (see :data:`MISSED_AFTER`)."""
     return now - occurrence >= MISSED_AFTER
@@ -173,14 +211,17 @@ def occurrence_end(main: bool, succeeded: bool, retry_follows: bool, error_actio
 def consecutive_faults(rows: Iterable[HistoryEntry], before: datetime | None = None) -> int:
     """How many occurrences in a row ended faulted, counting back from the latest in ``rows`` (a job's
     history), only those before ``before`` when given. An occurrence completed when any of its main-action
-    rows completed; skipped occurrences (status ``Skipped``) and runs on demand count neither way."""
+    rows completed; skipped occurrences (status ``Skipped``), runs on demand and backfills (their entries'
+    ``trigger``) count neither way."""
     outcomes: dict[datetime, bool] = {}
     for row in rows:
         when = row.expected_execution_time
         if when is None or (before is not None and when >= before) or row.status == SKIPPED:
             continue
+        if row.trigger is not Trigger.SCHEDULED:
+            continue  # a run on demand or a backfill (outside the schedule)
         if row.repeat_count == 0 or row.message.endswith("(run on demand)"):
-            continue  # a run on demand (outside the schedule)
+            continue  # a run on demand recorded before entries carried their trigger
         completed = row.action_name == ActionName.MAIN and row.status == HistoryStatus.COMPLETED
         outcomes[when] = outcomes.get(when, False) or completed
     count = 0

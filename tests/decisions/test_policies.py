@@ -10,6 +10,7 @@ import pytest
 
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, JobState
+from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.retry import Duration, RetryPolicy, RetryType
 from scheduler_core.pipeline import policies
@@ -95,6 +96,26 @@ def test_skip_runs_none_and_a_window_can_drop_all() -> None:
     assert policies.catch_up(narrow, MISSED, NOW) == policies.CatchUp((), 0, 4)
 
 
+def test_occurrences_dropped_by_a_catch_up_are_told_in_one_message() -> None:
+    skip = policies.MissedSpan(T0, T0 + 10 * HOUR, 11, "missedRunPolicy Skip")
+    assert policies.dropped_reason([skip]) == (
+        "Skipped: 11 occurrence(s) from 2030-05-01T06:00:00Z to 2030-05-01T16:00:00Z missed while the service "
+        "was down (missedRunPolicy Skip)"
+    )
+    assert policies.dropped_reason([]) == ""
+    # older than the window, and beyond the runs of one catch-up (RunAll): one message, in order
+    old = policies.MissedSpan(T0, T0 + HOUR, 2, "older than the missedRunPolicy window PT6H")
+    beyond = policies.MissedSpan(T0 + 1002 * HOUR, None, 5000, "beyond", before=T0 + 6002 * HOUR)
+    assert policies.dropped_reason([beyond, old]) == (
+        "Skipped: 5002 occurrence(s) from 2030-05-01T06:00:00Z up to 2031-01-06T08:00:00Z (excluded) missed "
+        "while the service was down (older than the missedRunPolicy window PT6H; beyond)"
+    )
+    # uncounted (the series ended during a long outage): no number is made up
+    assert policies.dropped_reason([policies.MissedSpan(T0, None, None, "missedRunPolicy Skip")]) == (
+        "Skipped: the occurrences from 2030-05-01T06:00:00Z on missed while the service was down (missedRunPolicy Skip)"
+    )
+
+
 def test_missed_means_found_a_minute_late() -> None:
     assert not policies.is_missed(T0, T0 + timedelta(seconds=59))
     assert policies.is_missed(T0, T0 + timedelta(seconds=60))
@@ -112,7 +133,13 @@ def test_how_an_attempt_ends_its_occurrence() -> None:
     assert policies.occurrence_end(False, False, True, False) is None
 
 
-def row(occurrence: datetime, status: str, action: ActionName = ActionName.MAIN, repeat: int = 1) -> HistoryEntry:
+def row(
+    occurrence: datetime,
+    status: str,
+    action: ActionName = ActionName.MAIN,
+    repeat: int = 1,
+    trigger: Trigger = Trigger.SCHEDULED,
+) -> HistoryEntry:
     return HistoryEntry(
         execution_id="x",
         row_key=f"{occurrence.isoformat()}{status}{action}",
@@ -124,6 +151,7 @@ def row(occurrence: datetime, status: str, action: ActionName = ActionName.MAIN,
         message="Skipped: ..." if status == policies.SKIPPED else "m",
         retry_count=0,
         repeat_count=repeat,
+        trigger=trigger,
     )
 
 
@@ -147,6 +175,21 @@ def test_consecutive_faults_count_back_to_the_last_completed_occurrence() -> Non
         == 0
     )
     assert policies.consecutive_faults([]) == 0
+
+
+def test_backfills_and_runs_on_demand_count_neither_way_by_their_trigger() -> None:
+    """A backfill's entries name past occurrences of the schedule (even the same instants as scheduled ones)
+    and carry a repeat count: their trigger keeps them out of the count."""
+    rows = [
+        row(T0, HistoryStatus.FAILED),
+        row(T0 + HOUR, HistoryStatus.COMPLETED, trigger=Trigger.BACKFILL),  # a backfill of T0 + 1h succeeding
+        row(T0 + HOUR, HistoryStatus.FAILED),
+        row(T0 + 2 * HOUR, HistoryStatus.FAILED, trigger=Trigger.BACKFILL),
+        row(T0 + 2 * HOUR, HistoryStatus.COMPLETED, trigger=Trigger.MANUAL, repeat=0),
+        row(T0 + 3 * HOUR, HistoryStatus.FAILED),
+    ]
+    assert policies.consecutive_faults(rows) == 3  # T0, T0 + 1h and T0 + 3h: the backfills left out
+    assert policies.consecutive_faults([row(T0, HistoryStatus.FAILED, trigger=Trigger.BACKFILL)] * 3) == 0
 
 
 def test_pause_after_n_consecutive_faulted_occurrences() -> None:

@@ -51,6 +51,7 @@ from scheduler_core.model import (
     JobCollection,
     JobState,
 )
+from scheduler_core.model.history import Trigger
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
@@ -463,9 +464,18 @@ HISTORY_PROPERTIES = (
     "Message",
     "RetryCount",
     "RepeatCount",
+    "Trigger",
 )
 #: The properties of a claim (what is left of a claim's row when its history entry is trimmed).
 CLAIM_PROPERTIES = ("State", "Worker", "Token", "LeaseUntil", "ClaimedAt", "CompletedAt")
+
+
+def _trigger(value: Any) -> Trigger:
+    """A history row's ``Trigger`` (absent, as in every row written before it: ``Scheduled``)."""
+    try:
+        return Trigger(str(value)) if value else Trigger.SCHEDULED
+    except ValueError:
+        return Trigger.SCHEDULED
 
 
 @translated
@@ -510,6 +520,8 @@ class TableHistory:
             entity["EndTime"] = record.end_time
         if record.expected_execution_time is not None:
             entity["ExpectedExecutionTime"] = record.expected_execution_time
+        if record.trigger is not Trigger.SCHEDULED:  # the default is not written: such a row is as it always was
+            entity["Trigger"] = str(record.trigger)
         return entity
 
     @staticmethod
@@ -525,6 +537,7 @@ class TableHistory:
             message=row.get("Message", ""),
             retry_count=int(row.get("RetryCount", 0)),
             repeat_count=int(row.get("RepeatCount", 0)),
+            trigger=_trigger(row.get("Trigger")),
         )
 
     def _claim_rows(self, job: JobRef, select: list[str] | None = None) -> list[Any]:

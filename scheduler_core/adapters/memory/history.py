@@ -10,6 +10,7 @@ from datetime import datetime
 
 from scheduler_core.adapters.memory.seam import FaultSeam, faultable, utc, utc_or_none
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus
+from scheduler_core.model.history import Trigger
 from scheduler_core.storage.keys import JobRef
 
 
@@ -32,6 +33,7 @@ class MemoryHistory(FaultSeam):
             status=HistoryStatus(record.status),
             retry_count=int(record.retry_count),
             repeat_count=int(record.repeat_count),
+            trigger=Trigger(record.trigger),
         )
 
     def _partition(self, job: JobRef) -> dict[str, HistoryEntry]:
