@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from scheduler_core.model import ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt, claim_key
+from scheduler_core.model.history import Trigger
 from scheduler_core.ports import Claims
 from tests.contract.conftest import Backend
 from tests.contract.records import JOB, T0, history_entry
@@ -223,3 +224,14 @@ def test_entries_recorded_with_claims_outlive_the_claims(backend: Backend) -> No
     assert claims.state(PARTITION, claim_key(T0, "main", 0, "schedule")) is None
     claims.delete_all(PARTITION)
     assert list(history.list(JOB)) == entries[::-1]
+
+
+def test_an_entry_recorded_with_its_claim_keeps_its_trigger_and_after_the_claim_goes(backend: Backend) -> None:
+    claims, history = backend.claims, backend.stores.history
+    claimed = claims.claim(PARTITION, ROW, "w1", T0, LEASE)
+    assert claimed.claim is not None
+    entry = entry_of(claimed, trigger=Trigger.BACKFILL)
+    claims.record(claimed.claim, JOB, entry, T0 + timedelta(seconds=3))
+    assert list(history.list(JOB)) == [entry]
+    claims.delete_all(PARTITION)  # the entry moves to the job's history with its trigger
+    assert [e.trigger for e in history.list(JOB)] == [Trigger.BACKFILL]

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from scheduler_core.model import ActionName, HistoryStatus
+from scheduler_core.model.history import Trigger
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.contract.records import COLLECTION, JOB, T0, history_entry
@@ -81,3 +82,20 @@ def test_delete_all_removes_one_jobs_entries(stores: Stores) -> None:
     assert list(stores.history.list(JOB)) == []
     assert len(list(stores.history.list(OTHER))) == 1
     stores.history.delete_all(JOB)
+
+
+def test_an_entrys_trigger_reads_back_and_defaults_to_scheduled(stores: Stores) -> None:
+    backfill = history_entry(T0, "exec-b", trigger=Trigger.BACKFILL)
+    manual = history_entry(T0 + timedelta(seconds=1), "exec-m", trigger=Trigger.MANUAL)
+    scheduled = history_entry(T0 + timedelta(seconds=2), "exec-s")
+    for entry in (backfill, manual, scheduled):
+        stores.history.add(JOB, entry)
+    assert [entry.trigger for entry in stores.history.list(JOB)] == [
+        Trigger.SCHEDULED,
+        Trigger.MANUAL,
+        Trigger.BACKFILL,
+    ]
+    assert stores.history.add_if_absent(
+        JOB, history_entry(T0 - timedelta(seconds=1), "exec-x", trigger=Trigger.BACKFILL)
+    )
+    assert next(e for e in stores.history.list(JOB) if e.execution_id == "exec-x").trigger is Trigger.BACKFILL
