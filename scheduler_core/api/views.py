@@ -105,7 +105,9 @@ def occurrences(items: Sequence[tuple[datetime, datetime]], next_link: str | Non
     return payload
 
 
-def history(ref: JobRef, row: HistoryEntry) -> dict[str, Any]:
+def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
+    """A history entry as ``wire`` shows it: the preview adds ``trigger`` (``Scheduled``, ``Manual`` or
+    ``Backfill``: what started the occurrence); 2016-03-01 answers exactly as it always did."""
     properties: dict[str, Any] = {
         "startTime": format_instant(row.start_time),
         "actionName": row.action_name,
@@ -118,6 +120,8 @@ def history(ref: JobRef, row: HistoryEntry) -> dict[str, Any]:
         properties["endTime"] = format_instant(row.end_time)
     if row.expected_execution_time is not None:
         properties["expectedExecutionTime"] = format_instant(row.expected_execution_time)
+    if wire.preview:
+        properties["trigger"] = str(row.trigger)
     return {
         "id": f"{ref.resource_id}/history/{row.execution_id}",
         "type": HISTORY_TYPE,

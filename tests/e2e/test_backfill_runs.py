@@ -4,17 +4,33 @@ real HTTP target on 127.0.0.1. Each occurrence of the window runs once, in order
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from scheduler_core.api.messages import ApiRequest
 from scheduler_core.definitions import Wire
 from scheduler_core.model import HistoryStatus, JobState
+from scheduler_core.model.history import Trigger
 from scheduler_core.pipeline.messages import Cause
+from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from tests.decisions.conftest import START, Deployment, fixed_retries
-from tests.e2e.test_backfill_api import HOUR, LATER, _ref, backfill_deployment, post, window
+from tests.e2e.test_backfill_api import (
+    CLASSIC,
+    HOUR,
+    JOB_PATH,
+    LATER,
+    PREVIEW,
+    READER_KEY,
+    _ref,
+    api,
+    backfill_deployment,
+    post,
+    window,
+)
 from tests.support.http_target import HttpTarget
 
 pytestmark = [pytest.mark.e2e]
@@ -51,9 +67,12 @@ def test_each_occurrence_of_the_window_runs_in_order_as_a_backfill(deployment: D
     assert [message.occurrence_time for message in queued] == [START + n * HOUR for n in (1, 2, 3, 4)]
     for message in queued:
         deployment.executor.execute(message)
-    history = [row for row in deployment.history("j") if "(backfill)" in row.message]
+    history = [row for row in deployment.history("j") if row.trigger is Trigger.BACKFILL]
     assert sorted(row.expected_execution_time for row in history) == [START + n * HOUR for n in (1, 2, 3, 4)]
     assert all(row.status == HistoryStatus.COMPLETED for row in history)
+    assert all(row.message.endswith("(backfill)") for row in history)  # what a 2016-03-01 client can see
+    [scheduled] = [row for row in deployment.history("j") if row.trigger is not Trigger.BACKFILL]
+    assert scheduled.trigger is Trigger.SCHEDULED and not scheduled.message.endswith("(backfill)")
     # in order, as the target received them
     assert [received.body for received in target.received] == [stamp(START + n * HOUR) for n in (1, 2, 3, 4)]
     job = deployment.job("j")
@@ -67,7 +86,7 @@ def test_buffer_one_runs_them_one_after_another(deployment: Deployment, target: 
     assert (status, answer) == (202, {"count": 3})
     [first] = [message for message in deployment.queued() if '"backfill"' in message.text]  # one at a time
     deployment.run_until(LATER + timedelta(minutes=5))
-    backfilled = [row for row in deployment.history("j") if "(backfill)" in row.message]
+    backfilled = [row for row in deployment.history("j") if row.trigger is Trigger.BACKFILL]
     assert sorted((row.expected_execution_time, row.status.value, row.retry_count) for row in backfilled) == [
         (START, "Completed", 1),
         (START, "Failed", 0),
@@ -91,4 +110,46 @@ def test_a_backfill_never_ends_a_job(deployment: Deployment, target: HttpTarget)
     assert status == 202
     deployment.run_until(LATER + timedelta(seconds=30))
     assert deployment.job("j").state == JobState.ENABLED
-    assert sum(1 for row in deployment.history("j") if "(backfill)" in row.message) == 2
+    assert sum(1 for row in deployment.history("j") if row.trigger is Trigger.BACKFILL) == 2
+
+
+def history_answer(deployment: Deployment, version: str) -> list[dict[str, Any]]:
+    """The job's history as ``GET .../history?api-version=...`` answers it (the real handler), its items'
+    properties."""
+    path = JOB_PATH + "/history"
+    request = ApiRequest(
+        "GET",
+        f"http://127.0.0.1/{path}?api-version={version}",
+        path,
+        {"api-version": version},
+        {"Authorization": f"Bearer {READER_KEY}"},
+        b"",
+    )
+    response = api(deployment).handle(request)
+    assert response.status == 200, response.body
+    return [item["properties"] for item in json.loads(response.body)["value"]]
+
+
+def test_history_says_trigger_backfill_with_the_preview_and_nothing_new_with_2016_03_01(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    aim(deployment, target, retryPolicy={"retryType": "None"})
+    target.answer([200])
+    assert post(deployment, window(1, 3))[0] == 202
+    ran_at = deployment.clock.now  # a run on demand's occurrence: when it was asked for
+    deployment.service.run_job(_ref())
+    deployment.deliver()
+    preview = history_answer(deployment, PREVIEW)
+    assert sorted((item["trigger"], item.get("expectedExecutionTime", "")) for item in preview) == sorted(
+        [
+            ("Backfill", format_instant(START + HOUR)),
+            ("Backfill", format_instant(START + 2 * HOUR)),
+            ("Manual", format_instant(ran_at)),
+            ("Scheduled", format_instant(LATER)),
+        ]
+    )
+    classic = history_answer(deployment, CLASSIC)
+    assert len(classic) == 4
+    assert all("trigger" not in item for item in classic)  # old clients see exactly what they always did
+    assert [set(item) for item in classic] == [set(item) - {"trigger"} for item in preview]
+    assert sorted(item["message"].endswith("(backfill)") for item in classic) == [False, False, True, True]

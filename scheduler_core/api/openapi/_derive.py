@@ -3,8 +3,8 @@
 The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
 version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies,
 the recurrence's jitter and exclusions, placeholders, ManagedServiceIdentity authentication and request
-signing, the status's ``disabledReason``, the history status ``Skipped``, the calendar and occurrence
-resources and the job's backfill. The file is committed;
+signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's ``trigger``,
+the calendar and occurrence resources and the job's backfill. The file is committed;
 ``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
 document, so neither can drift. To regenerate it: ``python -m scheduler_core.api.openapi._derive``.
 """
@@ -352,8 +352,17 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
     definitions["JobExecutionStatus"]["enum"].append("Skipped")
     definitions["JobExecutionStatus"]["description"] += (
-        " Skipped: an occurrence overlapPolicy did not run (the message says why)."
+        " Skipped: an occurrence overlapPolicy or missedRunPolicy did not run (the message says why)."
     )
+    definitions["JobHistoryDefinitionProperties"]["properties"]["trigger"] = {
+        **_enum(
+            "JobHistoryTrigger",
+            ["Scheduled", "Manual", "Backfill"],
+            "What started the occurrence: its schedule (its retries and error action too), a run on demand "
+            "(POST .../run) or a backfill (POST .../backfill).",
+        ),
+        "readOnly": True,
+    }
     definitions["JobStatus"]["properties"]["disabledReason"] = {
         "type": "string",
         "readOnly": True,
