@@ -80,8 +80,16 @@ del _function
 @app.function_name("cleanup")
 @app.timer_trigger(schedule="%SCHEDULER_CLEANUP_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
 def cleanup(timer: func.TimerRequest) -> None:
-    """Daily: trim history to 60 days / 1,000 rows per job and remove jobs finished 60 days ago."""
+    """Daily: one cleanup message per subscription (the work is cleanup_collections')."""
     triggers.on_cleanup()
+
+
+@app.function_name("cleanup_collections")
+@app.queue_trigger(arg_name="msg", queue_name="%SCHEDULER_CLEANUP_QUEUE%", connection="AzureWebJobsStorage")
+def cleanup_collections(msg: func.QueueMessage) -> None:
+    """Trim history to 60 days / 1,000 rows per job and remove jobs finished 60 days ago: a subscription's
+    collections, or one collection's jobs, per message."""
+    triggers.on_cleanup_message(msg.get_body())
 
 
 @app.function_name("openapi_document")

@@ -25,6 +25,7 @@ from local_host.http_server import HttpLimits
 from local_host.local_settings import (
     STORAGE_QUEUE_ENDPOINT,
     apply_local_settings,
+    binding_defaults,
     follow_azurite,
     local_http_port,
     new_local_settings,
@@ -137,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     )
     set_by_user = frozenset(os.environ)
     apply_local_settings(settings_file)
+    binding_defaults()  # settings added since the file was written (SCHEDULER_CLEANUP_QUEUE)
     _apply_log_format()
     azurite: Azurite | None = None
     host: LocalHost | None = None

@@ -11,7 +11,9 @@
 The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``checked_at``, ``storage``,
 ``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth`` and ``poison_queue_length`` (over every
 execution queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and
-poison length), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception text.
+poison length), ``cleanup_queue`` (the daily cleanup's queue: name, depth, poison length; a poison message
+there is a warning too), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception
+text.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from scheduler_core.recurrence import format_instant
 
 if TYPE_CHECKING:
     from scheduler_core.pipeline.dispatch import QueueDepths
-    from scheduler_core.wiring import Services
+    from scheduler_core.wiring import ExecutionQueueDepth, Services
 
 log = logging.getLogger("scheduler_core.health")
 
@@ -83,6 +85,13 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     body["poison_queue_length"] = depths.poison if depths is not None else None
     if depths is not None and depths.poison:
         body["warnings"].append(f"poison queue: {depths.poison} message(s) (see docs/operations.md)")
+    cleanup = _cleanup_queue(s)
+    if cleanup is not None:
+        body["cleanup_queue"] = {"name": cleanup.name, "depth": cleanup.depth, "poison": cleanup.poison}
+        if cleanup.poison:
+            body["warnings"].append(
+                f"cleanup poison queue: {cleanup.poison} message(s): the cleanup of their collections failed"
+            )
     if body["warnings"]:
         body["status"] = "degraded"
     return 200, body
@@ -102,6 +111,17 @@ def _queue_depths(s: Services, body: dict[str, Any]) -> QueueDepths | None:
         return None
     body["execution_queues"] = [{"name": q.name, "depth": q.depth, "poison": q.poison} for q in queues]
     return total_depths(queues)
+
+
+def _cleanup_queue(s: Services) -> ExecutionQueueDepth | None:
+    """The cleanup queue's depth and poison length (None: not available, e.g. the memory adapter)."""
+    if s.cleanup_depth is None:
+        return None
+    try:
+        return s.cleanup_depth()
+    except Exception as exc:
+        log.warning("health: cleanup queue depth not read: %s", type(exc).__name__)
+        return None
 
 
 def serve(method: str, services: Callable[[], Services]) -> HealthResponse:

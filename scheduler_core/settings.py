@@ -93,6 +93,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "NCRONTAB schedule of the daily history and finished-job cleanup timer (%SCHEDULER_CLEANUP_SCHEDULE%).",
     ),
     SettingSpec(
+        "SCHEDULER_CLEANUP_QUEUE",
+        "scheduler-cleanup",
+        "Queue of the daily cleanup's work: the timer sends one message per subscription, a subscription's "
+        "message one per collection, and a collection's message cleans its jobs (handing any rest on), so "
+        "the cleanup runs in parallel on as many instances as the queue needs. Referenced by the trigger of "
+        "function cleanup_collections as %SCHEDULER_CLEANUP_QUEUE%. Its own queue, so that the cleanup never "
+        "delays the dispatch scans.",
+    ),
+    SettingSpec(
         "SCHEDULER_DUE_SHARDS",
         "16",
         "Number of due-index shards (partitions). Changing it on a live deployment requires a re-index.",
@@ -326,21 +335,29 @@ def execution_queue_count(environ: Mapping[str, str] | None = None) -> int:
     return _int("SCHEDULER_EXECUTION_QUEUE_COUNT", environ, 1, MAX_EXECUTION_QUEUES)
 
 
-def _queue_names(environ: Mapping[str, str] | None) -> tuple[str, str, int]:
-    """The scan queue, the execution queue's base name and the number of execution queues, every name
-    (poison queues included) checked against the Storage rules."""
+def _queue_names(environ: Mapping[str, str] | None) -> tuple[str, str, int, str]:
+    """The scan queue, the execution queue's base name, the number of execution queues and the cleanup
+    queue, every name (poison queues included) checked against the Storage rules."""
     scan = raw("SCHEDULER_SCAN_QUEUE", environ) or "scheduler-scan"
     base = raw("SCHEDULER_EXECUTION_QUEUE", environ) or "scheduler-executions"
+    cleanup = raw("SCHEDULER_CLEANUP_QUEUE", environ) or "scheduler-cleanup"
     count = execution_queue_count(environ)
     checks = [("SCHEDULER_SCAN_QUEUE", scan), ("SCHEDULER_EXECUTION_QUEUE", base)]
     checks += [("SCHEDULER_EXECUTION_QUEUE", execution_queue_name(base, count - 1))]
+    checks += [("SCHEDULER_CLEANUP_QUEUE", cleanup)]
     for name, queue in checks:
         if not _QUEUE_NAME.match(queue + _POISON_SUFFIX) or not _QUEUE_NAME.match(queue):
             raise ConfigurationError(
                 f"setting {name} must be a Storage queue name (lowercase letters, digits and single hyphens) "
                 f"short enough for its '-<n>' and '{_POISON_SUFFIX}' suffixes (63 characters), got {queue!r}"
             )
-    return scan, base, count
+    distinct = {scan, cleanup, *(execution_queue_name(base, i) for i in range(count))}
+    if len(distinct) != count + 2:
+        raise ConfigurationError(
+            "settings SCHEDULER_SCAN_QUEUE, SCHEDULER_EXECUTION_QUEUE (with its '-<n>' queues) and "
+            "SCHEDULER_CLEANUP_QUEUE must name different queues"
+        )
+    return scan, base, count, cleanup
 
 
 @dataclass(frozen=True)
@@ -371,6 +388,7 @@ class Settings:
     log_format: str = "text"
     execution_queue_count: int = 1
     python_threadpool_thread_count: int = 40
+    cleanup_queue: str = "scheduler-cleanup"
 
     @property
     def execution_queues(self) -> tuple[str, ...]:
@@ -391,7 +409,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     account = raw("AzureWebJobsStorage__accountName", environ) or ""
     if not connection and not account:
         raise ConfigurationError("set AzureWebJobsStorage (connection string) or AzureWebJobsStorage__accountName")
-    scan_queue, execution_queue, queue_count = _queue_names(environ)
+    scan_queue, execution_queue, queue_count, cleanup_queue = _queue_names(environ)
     return Settings(
         storage_connection_string=connection or None,
         storage_account_name=account,
@@ -400,6 +418,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         scan_queue=scan_queue,
         execution_queue=execution_queue,
         execution_queue_count=queue_count,
+        cleanup_queue=cleanup_queue,
         python_threadpool_thread_count=_int("PYTHON_THREADPOOL_THREAD_COUNT", environ, 1, 1024),
         due_shards=_int("SCHEDULER_DUE_SHARDS", environ, 1, 1000),
         lookahead_seconds=_int("SCHEDULER_LOOKAHEAD_SECONDS", environ, 5, 300),

@@ -45,13 +45,36 @@ def on_execution(body: bytes) -> None:
     s.executor.execute(ExecutionMessage.from_json(body))  # the executor logs the attempt (one INFO line)
 
 
-def on_cleanup() -> None:
-    """Timer (daily): trim history and claims, remove long-finished jobs."""
-    from scheduler_core.pipeline.cleanup import cleanup
+def on_cleanup() -> int:
+    """Timer (daily): one cleanup message per subscription that has collections (the work is done by
+    :func:`on_cleanup_message`, in parallel). Returns how many were sent."""
+    from scheduler_core.pipeline.cleanup import start
     from scheduler_core.wiring import services
 
     s = services()
-    cleanup(s.stores, s.clock(), s.executor.claims)
+    if s.cleanups is None:
+        raise RuntimeError("the services have no cleanup queue")
+    return start(s.stores, s.clock(), s.cleanups.send)
+
+
+def on_cleanup_message(body: bytes) -> None:
+    """Queue (cleanup): a subscription's collections, or one collection's jobs (handing any rest on)."""
+    from scheduler_core.pipeline.cleanup import CleanupMessage, work
+    from scheduler_core.wiring import services
+
+    s = services()
+    if s.cleanups is None:
+        raise RuntimeError("the services have no cleanup queue")
+    report = work(s.stores, CleanupMessage.from_json(body), s.cleanups.send, s.executor.claims)
+    if report.jobs_seen or report.collections_removed:
+        log.info(
+            "cleanup: %d jobs covered, %d removed, %d history rows and %d claims removed, %d deletions finished",
+            report.jobs_seen,
+            report.jobs_removed,
+            report.history_removed,
+            report.claims_removed,
+            report.collections_removed,
+        )
 
 
 #: The function of execution queue 0 (the one queue of a deployment with ``SCHEDULER_EXECUTION_QUEUE_COUNT``

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -76,6 +76,10 @@ class Services:
     send_execution: ExecutionQueue | None = None
     #: The depth of each execution queue and its poison queue (None: not available).
     execution_depths: ExecutionDepths | None = None
+    #: The cleanup queue (``SCHEDULER_CLEANUP_QUEUE``): the daily cleanup's timer and work messages.
+    cleanups: MessageSender | None = None
+    #: The depth of the cleanup queue and of its poison queue (None: not available).
+    cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
 
 
 def build(
@@ -88,6 +92,7 @@ def build(
     storage: Storage | None = None,
     depths: DepthProbe | None = None,
     execution_queues: Sequence[MessageSender] | None = None,
+    cleanup_queue: MessageSender | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
@@ -98,8 +103,11 @@ def build(
     Execution messages go through an :class:`~scheduler_core.queue_router.ExecutionRouter` over the
     deployment's ``SCHEDULER_EXECUTION_QUEUE_COUNT`` queues (``settings.execution_queues``; with the Azure
     adapters, one Storage queue each), unless ``send_execution`` replaces it. ``execution_queues`` gives the
-    queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue."""
+    queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue.
+    ``cleanup_queue`` is the cleanup's queue (default: the Storage queue ``config.cleanup_queue``, or an
+    in-memory queue over another ``storage``)."""
     execution_depths: ExecutionDepths | None = None
+    cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
     if storage is None:
         from scheduler_core.adapters.azure import connect  # the deployed adapters (Azure SDKs: loaded on first use)
 
@@ -107,6 +115,13 @@ def build(
         if execution_queues is None:
             execution_queues = azure_execution_queues(config, storage.executions)
         execution_depths = azure_execution_depths(config)
+        if cleanup_queue is None:
+            cleanup_queue = azure_cleanup_queue(config)
+        cleanup_depth = azure_cleanup_depth(config)
+    elif cleanup_queue is None:
+        from scheduler_core.adapters.memory.queues import MemoryQueue
+
+        cleanup_queue = MemoryQueue(clock)
     elif depths is None and hasattr(storage.executions, "__len__"):
         memory_queue: Any = storage.executions
         depths = lambda: QueueDepths(len(memory_queue), None)  # noqa: E731
@@ -192,6 +207,8 @@ def build(
         execution_queues=queues,
         send_execution=send_execution,
         execution_depths=execution_depths,
+        cleanups=cleanup_queue,
+        cleanup_depth=cleanup_depth,
     )
 
 
@@ -228,6 +245,20 @@ def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
             return None
 
     return lambda: [ExecutionQueueDepth(name, count(queue), count(poison)) for name, queue, poison in clients]
+
+
+def azure_cleanup_queue(config: settings.Settings) -> MessageSender:
+    """The sender of the cleanup queue (``SCHEDULER_CLEANUP_QUEUE``)."""
+    from scheduler_core.adapters.azure.clients import queue_client
+    from scheduler_core.adapters.azure.queues import MessageQueue
+
+    return MessageQueue(queue_client(config, config.cleanup_queue))
+
+
+def azure_cleanup_depth(config: settings.Settings) -> Callable[[], ExecutionQueueDepth]:
+    """Approximate message counts of the cleanup queue and of its poison queue."""
+    probe = azure_execution_depths(replace(config, execution_queue=config.cleanup_queue, execution_queue_count=1))
+    return lambda: probe()[0]
 
 
 def azure_queue_depths(config: settings.Settings) -> DepthProbe:

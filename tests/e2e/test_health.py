@@ -1,10 +1,12 @@
 """``GET /health`` on the local host over Azurite, reached through fault-injecting proxies: no key needed;
-200 with warnings for fleet-wide conditions (no dispatch tick yet, poison messages); 200 healthy after a
-tick; 503 naming storage when this instance cannot reach it."""
+200 with warnings for fleet-wide conditions (no dispatch tick yet, poison messages, of the execution queues
+or of the cleanup queue); 200 healthy after a tick; 503 naming storage when this instance cannot reach it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import requests
@@ -28,7 +30,8 @@ def proxied(
     """The local host serving function_app with its storage behind fault proxies: (base URL, proxies)."""
     import function_app
 
-    provision(storage_env)
+    monkeypatch.setenv("SCHEDULER_CLEANUP_QUEUE", f"cleanup-{storage_env.scan_queue.removeprefix('scan-')}")
+    provision(replace(storage_env, cleanup_queue=os.environ["SCHEDULER_CLEANUP_QUEUE"]))
     with (
         fault_proxy(("127.0.0.1", azurite.ports.table)) as tables,
         fault_proxy(("127.0.0.1", azurite.ports.queue)) as queues,
@@ -52,6 +55,8 @@ def test_health_reports_ticks_queues_and_a_storage_outage(
     assert (body["status"], body["storage"], body["version"]) == ("degraded", "reachable", __version__)
     assert body["warnings"] == ["dispatch tick: never recorded"]
     assert (body["execution_queue_depth"], body["poison_queue_length"]) == (0, 0)
+    cleanup_queue = os.environ["SCHEDULER_CLEANUP_QUEUE"]
+    assert body["cleanup_queue"] == {"name": cleanup_queue, "depth": 0, "poison": 0}
 
     triggers.on_dispatch_tick()  # this process's services: the host's own
     healthy = requests.get(f"{base_url}/health", timeout=60).json()
@@ -64,6 +69,15 @@ def test_health_reports_ticks_queues_and_a_storage_outage(
     assert degraded.status_code == 200  # fleet-wide: an alert's business, not a reason to restart this instance
     assert degraded.json()["poison_queue_length"] == 1
     assert degraded.json()["warnings"] == ["poison queue: 1 message(s) (see docs/operations.md)"]
+
+    queue_client(storage_env, cleanup_queue).send_message("e30=")
+    queue_client(storage_env, f"{cleanup_queue}-poison").send_message("e30=")
+    both = requests.get(f"{base_url}/health", timeout=60).json()
+    assert both["cleanup_queue"] == {"name": cleanup_queue, "depth": 1, "poison": 1}
+    assert both["warnings"] == [
+        "poison queue: 1 message(s) (see docs/operations.md)",
+        "cleanup poison queue: 1 message(s): the cleanup of their collections failed",
+    ]
 
     for proxy in proxies:
         proxy.set_mode("cut")

@@ -280,8 +280,9 @@ def test_custom_azurite_ports_reach_the_storage_queue_endpoint(azurite: Azurite,
     key = auth.generate_key()
     http_port, blob, queue, table = free_ports(4)  # four different ports: see free_ports
     ports = AzuritePorts(blob, queue, table)
+    # A file written before SCHEDULER_CLEANUP_QUEUE existed: the host gives the binding its default.
     values = {
-        **sample_settings(),
+        **{k: v for k, v in sample_settings().items() if k != "SCHEDULER_CLEANUP_QUEUE"},
         "SCHEDULER_API_KEYS": auth.hash_entry(key),
         "SCHEDULER_STORAGE_QUEUE_ENDPOINT": f"http://127.0.0.1:{azurite.ports.queue}/{{account}}",
         "SCHEDULER_STORAGE_QUEUE_MESSAGE_FORMAT": "text",
@@ -306,6 +307,8 @@ def test_custom_azurite_ports_reach_the_storage_queue_endpoint(azurite: Azurite,
         assert requests.get(f"{base}/dashboard", timeout=30).status_code == 200  # the address answers
         assert f"Storage queue actions go to http://127.0.0.1:{ports.queue}/{{account}}" in banner
         assert "Queue functions run on 5 threads (PYTHON_THREADPOOL_THREAD_COUNT" in banner
+        cleanup = QueueClient.from_connection_string(ports.connection_string(), "scheduler-cleanup")
+        assert cleanup.get_queue_properties().approximate_message_count == 0  # provisioned, the default name
 
         queue_name = f"landing-{uuid.uuid4().hex[:8]}"
         own = QueueClient.from_connection_string(ports.connection_string(), queue_name)

@@ -156,6 +156,15 @@ EXPECTED_RAW_BINDINGS: dict[str, list[dict[str, Any]]] = {
             "connection": "AzureWebJobsStorage",
         }
     ],
+    "cleanup_collections": [
+        {
+            "direction": "IN",
+            "type": "queueTrigger",
+            "name": "msg",
+            "queueName": "%SCHEDULER_CLEANUP_QUEUE%",
+            "connection": "AzureWebJobsStorage",
+        }
+    ],
 }
 
 #: The worker's view of each binding (RpcFunctionMetadata.bindings): type, direction, data type.
@@ -168,6 +177,7 @@ EXPECTED_BINDING_INFO: dict[str, dict[str, tuple[str, str, str]]] = {
     "cleanup": {"timer": ("timerTrigger", "in", "undefined")},
     "scan_shard": {"msg": ("queueTrigger", "in", "undefined")},
     "execute_occurrence": {"msg": ("queueTrigger", "in", "undefined")},
+    "cleanup_collections": {"msg": ("queueTrigger", "in", "undefined")},
 }
 
 # --------------------------------------------------------------------------------------------------------
