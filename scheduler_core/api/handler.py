@@ -111,8 +111,9 @@ class ManagementApi:
     def handle(self, request: ApiRequest) -> ApiResponse:
         started = time.perf_counter()
         request_id = str(uuid.uuid4())
+        parsed: list[ResourcePath] = []  # the path, once _handle has parsed it (for the metric's route)
         try:
-            response = self._handle(request)
+            response = self._handle(request, parsed)
         except Exception as exc:
             if isinstance(exc, SchedulerError) and not isinstance(exc, StorageError):
                 response = ApiResponse.error(exc)
@@ -124,17 +125,17 @@ class ManagementApi:
         response.headers["x-ms-request-id"] = request_id
         correlation = request.header("x-ms-correlation-request-id") or request_id
         response.headers.setdefault("x-ms-correlation-request-id", correlation)
-        telemetry.record_api_request(
-            request.method, route_kind(request.path), response.status, time.perf_counter() - started
-        )
+        route = parsed[0].kind if parsed else route_kind(request.path)
+        telemetry.record_api_request(request.method, route, response.status, time.perf_counter() - started)
         return response
 
-    def _handle(self, request: ApiRequest) -> ApiResponse:
+    def _handle(self, request: ApiRequest, parsed: list[ResourcePath]) -> ApiResponse:
         if len(request.url) > MAX_URL_LENGTH:
             raise ValidationError("url", f"the request URL is longer than {MAX_URL_LENGTH} characters")
         services = self._services()
         check_url(request.url)
         path = resource_path(request.path)
+        parsed.append(path)
         principal = services.authenticate(request.headers)
         operation = _Operation(services.service, request, path, wire_of(api_version(request.query)))
         run = operation.handler()
@@ -317,7 +318,7 @@ class _Operation:
         wanted = parse_filter(self.request.query, "status", statuses)
         if wanted is not None:
             rows = [row for row in rows if row.status == wanted]
-        return self._list(rows, lambda row: views.history(ref, row))
+        return self._list(rows, lambda row: views.history(ref, row, self.wire))
 
     def list_occurrences(self) -> ApiResponse:
         top, after = parse_occurrence_query(self.request.query)
