@@ -73,6 +73,9 @@ log = logging.getLogger("scheduler_core.execute")
 MAX_EARLY_WAIT = timedelta(seconds=3)
 #: The result of an error-action attempt whose job no longer has an error action.
 NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not supported here")
+#: A waiting occurrence's deadline copy is due this long after the one it waits for would be taken as lost (a
+#: message shows a second or two before its instant).
+DEADLINE_MARGIN = timedelta(seconds=5)
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
 WORKER_LOST = "worker lost; the call may have been delivered"
 
@@ -263,6 +266,7 @@ class Executor:
                 # The lost holder ran the attempt, sent what follows and counted it; only its record (which
                 # completes the claim) was left to write: its entry, if it wrote one, is kept.
                 self._record_lost(job, message, execution_id, result.lost, counted=True)
+                self._resend_released(job, message)
                 durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
                 self._log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
@@ -464,6 +468,13 @@ class Executor:
             waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
             if waiting is not None and waiting.generation != current.generation:
                 waiting = None
+            if (
+                message.waits_for
+                and running != occurrence
+                and (waiting is None or waiting.occurrence_time != occurrence)
+            ):
+                # A waiting occurrence's deadline copy, come after its turn: released (and run) already.
+                return self._held(current, message, Outcome.DUPLICATE, "its turn came already (BufferOne)")
             released = None  # the waiting occurrence whose turn came (the unfinished one was lost)
             retry = current.definition.action.retry_policy
             if running is not None and self.clock() > policies.unfinished_until(running, retry, self.lease):
@@ -488,10 +499,14 @@ class Executor:
                 if running == occurrence and current.running_occurrence() == occurrence:
                     return current
                 changes["running"] = f"{message.generation}|{message.occurrence}"
+                if waiting is not None and waiting.occurrence_time == occurrence:
+                    changes["waiting"] = ""  # it waited (its deadline copy or a redelivery runs it now)
             elif verdict.start is Start.WAIT:
                 if waiting is not None and waiting.occurrence_time == occurrence:
+                    if message.waits_for and running is not None:  # its deadline copy, early: come again
+                        self._send_deadline(current, message, running)
                     return self._held(current, message, Outcome.WAITING, verdict.reason)
-                changes["waiting"] = message.to_json()
+                changes["waiting"] = replace(message, waits_for="").to_json()
             else:
                 changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
             try:
@@ -512,12 +527,51 @@ class Executor:
                 self._record_skip(saved, displaced, "Skipped: the last occurrence of the series waits in its place")
             if released is not None:  # its turn came: it runs now (and decides again, finding itself running)
                 self._send_watched(saved, released, self.clock(), self.clock())
+            if verdict.start is Start.WAIT and running is not None:
+                self._send_deadline(saved, message, running)
             if verdict.start is Start.RUN:
                 return saved
             return self._held(
                 saved, message, Outcome.WAITING if verdict.start is Start.WAIT else Outcome.SKIPPED, verdict.reason
             )
         return self._held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
+
+    def _send_deadline(self, job: Job, message: ExecutionMessage, running: datetime) -> None:
+        """BufferOne: a copy of the waiting occurrence's message, due just after ``running`` (the occurrence it
+        waits for) would be taken as lost (:func:`policies.unfinished_until`). Normally the one that waits is
+        released (and sent) when ``running`` ends, and the copy then does nothing; when that chain was lost
+        (its message dropped as poison, its worker lost after it released the waiting one but before sending
+        it), the copy runs the waiting one, so it never waits for a later occurrence or a write of the job."""
+        deadline = policies.unfinished_until(running, job.definition.action.retry_policy, self.lease)
+        due = deadline + DEADLINE_MARGIN
+        copy = replace(message, waits_for=f"{job.generation}|{format_instant(running)}")
+        now = self.clock()
+        durably(
+            "deadline of a waiting occurrence",
+            lambda: delay_message(
+                self.send, lambda at: self.dispatcher.park_retry(job, copy, at), copy.to_json(), due, now
+            ),
+        )
+
+    def _resend_released(self, job: Job, message: ExecutionMessage) -> None:
+        """A holder lost after its counters write (the attempt counted, its record not written) may have
+        released the occurrence waiting for its own (BufferOne) and died before sending it: send that
+        occurrence, which the job now names unfinished, again (its claim runs it once; a copy that finds it
+        run or running does nothing)."""
+        running = job.running_occurrence()
+        if job.definition.overlap_policy is not OverlapPolicy.BUFFER_ONE or running is None:
+            return
+        if running <= message.occurrence_time or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
+            return
+        released = ExecutionMessage(
+            job_partition=message.job_partition,
+            job_row=message.job_row,
+            generation=job.generation,
+            occurrence=format_instant(running),
+            last=schedule_of(job).after(running) is None,
+        )
+        now = self.clock()
+        self._send_watched(job, released, now, now)
 
     def _held(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> ExecutionReport:
         if outcome is Outcome.BUSY:

@@ -48,12 +48,18 @@ class ExecutionMessage:
     #: A backfill run one occurrence after another: the last occurrence of its window (when this one's
     #: attempts are over, the next one up to it is sent). "": none (written only when set).
     until: str = ""
+    #: overlapPolicy BufferOne: this copy of a waiting occurrence's message comes when the occurrence it waits
+    #: for (``"<generation>|<occurrence>"``) would be taken as lost, so the waiting one runs even if that one's
+    #: chain was lost (it does nothing when the waiting one already had its turn). "": none (written only
+    #: when set).
+    waits_for: str = ""
     v: int = VERSION
 
     def to_json(self) -> str:
         data = asdict(self)
-        if not self.until:
-            del data["until"]  # the message as it always was
+        for optional in ("until", "waits_for"):
+            if not data[optional]:
+                del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod

@@ -1,0 +1,187 @@
+"""overlapPolicy BufferOne when the occurrence ahead of a waiting one loses its worker or its whole chain, in
+simulated time on the memory adapter with a real HTTP target (the deployment of ``tests/decisions``).
+
+A worker "dies" here the way a process does mid-call: the action (or the send after the counters write)
+raises an exception no code catches, so the claim stays ``Running`` with its lease, and nothing after that
+point is written. The queue's message is gone with the worker (as it is once the queue's copy is poisoned
+or its redelivery is lost); what brings the occurrence back is the watchdog or a redelivery, as named in each
+test. The waiting occurrence then runs as it does when the one ahead ends normally."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from scheduler_core.definitions import Wire
+from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
+from scheduler_core.pipeline import execute, policies
+from scheduler_core.pipeline.execute import WORKER_LOST, Executor, Outcome
+from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.recurrence import format_instant
+from tests.decisions.conftest import NO_RETRY, START, Deployment, fixed_retries, http_action
+from tests.support.http_target import HttpTarget
+
+T0 = START + timedelta(hours=1)
+MINUTE = timedelta(minutes=1)
+
+
+class WorkerDied(BaseException):
+    """The process stopped: nothing catches it (it is not an ``Exception``)."""
+
+
+def put(deployment: Deployment, target: HttpTarget, retry: Any, count: int | None = 2) -> None:
+    recurrence: dict[str, Any] = {"frequency": "Minute"}
+    if count is not None:
+        recurrence["count"] = count
+    body = {
+        "properties": {
+            "startTime": format_instant(T0),
+            "action": http_action(f"{target.base_url}/hook", retryPolicy=retry),
+            "recurrence": recurrence,
+            "overlapPolicy": "BufferOne",
+        }
+    }
+    deployment.service.put_job(deployment.ref("j"), body, wire=Wire.PREVIEW)
+
+
+def outcomes(deployment: Deployment) -> dict[str, list[str]]:
+    """Each occurrence's history as 'status/retry' items, oldest first (its minute after T0 as the key)."""
+    out: dict[str, list[str]] = {}
+    for row in sorted(deployment.history("j"), key=lambda r: (r.start_time, r.retry_count)):
+        assert row.expected_execution_time is not None
+        minute = int((row.expected_execution_time - T0) / MINUTE)
+        out.setdefault(f"T0+{minute}m", []).append(f"{row.status}/{row.retry_count}")
+    return out
+
+
+@pytest.fixture
+def dying(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """While the list holds True, the deployment's worker dies in the middle of its next call."""
+    switch = [False]
+    runner = deployment.executor.runner
+    real = runner.run
+
+    def run(*args: Any) -> Any:
+        if switch[0]:
+            switch[0] = False
+            raise WorkerDied
+        return real(*args)
+
+    monkeypatch.setattr(runner, "run", run)
+    return switch
+
+
+def dispatched_at(deployment: Deployment, instant: Any) -> ExecutionMessage:
+    deployment.run_until(instant - timedelta(seconds=5))
+    deployment.clock.set(instant)
+    deployment.scan()
+    [message] = deployment.take()
+    return message
+
+
+def test_the_waiting_occurrence_runs_when_the_watchdog_reruns_the_one_whose_worker_died(
+    deployment: Deployment, target: HttpTarget, dying: list[bool]
+) -> None:
+    put(deployment, target, NO_RETRY)
+    first = dispatched_at(deployment, T0)
+    dying[0] = True
+    with pytest.raises(WorkerDied):
+        deployment.executor.execute(first)
+    deployment.run_until(T0 + MINUTE + timedelta(seconds=30))
+    assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting  # it waits
+    assert outcomes(deployment) == {}
+    # the watchdog finds T0's lease over (T0 + lease + grace) and sends it again; its re-run releases T0+1m
+    deployment.run_until(T0 + CLAIM_LEASE + timedelta(seconds=90))
+    history = outcomes(deployment)
+    assert history["T0+0m"] == ["Completed/0", "Failed/0"] or history["T0+0m"] == ["Failed/0", "Completed/0"]
+    assert history["T0+1m"] == ["Completed/0"]
+    assert any(WORKER_LOST in row.message for row in deployment.history("j"))
+    job = deployment.job("j")
+    assert job.state == JobState.COMPLETED and (job.running, job.waiting) == ("", "")
+
+
+def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never_sent_it(
+    deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T0 fails, T0+1m waits for its retry (at T0+90s), the retry succeeds and its counters write releases
+    T0+1m; the worker dies before sending it. The retry's message comes back (the queue shows it again
+    after the lease) to another worker, which finds the attempt counted: it records the lost holder and
+    sends the released occurrence, which runs."""
+    target.answer([500, 200])
+    put(deployment, target, fixed_retries(1, "PT90S"))
+    deployment.run_until(T0 + timedelta(seconds=80))
+    assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting
+    retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
+    send = Executor._send_watched
+
+    def die_before_sending_the_released(self: Executor, job: Any, follow: ExecutionMessage, *args: Any) -> None:
+        if follow.occurrence == format_instant(T0 + MINUTE):
+            raise WorkerDied
+        send(self, job, follow, *args)
+
+    monkeypatch.setattr(Executor, "_send_watched", die_before_sending_the_released)
+    with pytest.raises(WorkerDied):
+        deployment.executor.execute(retry)
+    monkeypatch.setattr(Executor, "_send_watched", send)
+    job = deployment.job("j")
+    assert job.running.endswith(format_instant(T0 + MINUTE)) and job.waiting == ""  # released, never sent
+    deployment.run_until(T0 + timedelta(seconds=90) + CLAIM_LEASE)
+    assert "T0+1m" not in outcomes(deployment)  # the watchdog dropped the retry's watch: it was counted
+
+    report = deployment.executor_named("successor").execute(retry)  # the queue shows the message again
+    assert report.outcome is Outcome.DUPLICATE
+    deployment.run_until(deployment.clock.now + timedelta(seconds=10))
+    assert outcomes(deployment)["T0+1m"] == ["Completed/0"]
+    assert deployment.job("j").state == JobState.COMPLETED
+
+
+def dispatched_retry(deployment: Deployment, due: Any) -> ExecutionMessage:
+    """Move to ``due`` and take the retry visible then (without running it)."""
+    deployment.clock.set(due)
+    [message] = deployment.take()
+    assert message.attempt == 1
+    return message
+
+
+def test_a_last_occurrence_waiting_behind_a_lost_chain_runs_when_that_one_is_taken_as_lost(
+    deployment: Deployment, target: HttpTarget, dying: list[bool]
+) -> None:
+    """T0's worker dies and its chain is lost with it (its watch entry gone too: its message dropped as
+    poison, the watchdog given up). T0+1m, the last occurrence, waits for it; at the instant T0 is taken as
+    lost (policies.unfinished_until, plus a margin) its deadline copy runs it, and the job completes (it
+    used to wait until the job was written again)."""
+    put(deployment, target, NO_RETRY)
+    first = dispatched_at(deployment, T0)
+    dying[0] = True
+    with pytest.raises(WorkerDied):
+        deployment.executor.execute(first)
+    for entry in deployment.watch_entries():  # the chain is lost: nothing will send T0 again
+        deployment.storage.due.delete(entry.shard, entry.row_key)
+    lost_at = policies.unfinished_until(T0, deployment.job("j").definition.action.retry_policy, CLAIM_LEASE)
+    deployment.run_until(lost_at - MINUTE)
+    assert outcomes(deployment) == {}
+    assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting
+    deployment.run_until(lost_at + MINUTE)
+    [row] = [r for r in deployment.history("j") if r.expected_execution_time == T0 + MINUTE]
+    assert row.status == HistoryStatus.COMPLETED
+    assert lost_at < row.start_time <= lost_at + execute.DEADLINE_MARGIN + timedelta(seconds=2)
+    job = deployment.job("j")
+    assert job.state == JobState.COMPLETED and (job.running, job.waiting) == ("", "")
+
+
+def test_a_deadline_copy_does_nothing_when_the_waiting_occurrence_had_its_turn(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    target.answer([500, 200])
+    put(deployment, target, fixed_retries(1, "PT90S"), count=None)
+    lost_at = policies.unfinished_until(T0, deployment.job("j").definition.action.retry_policy, CLAIM_LEASE)
+    reports = deployment.run_until(lost_at + MINUTE)
+    copies = [report for report in reports if "its turn came already" in report.message]
+    assert [report.outcome for report in copies] == [Outcome.DUPLICATE]
+    history = outcomes(deployment)
+    assert history["T0+0m"] == ["Failed/0", "Completed/1"]
+    assert history["T0+1m"] == ["Completed/0"]  # ran once: released when T0's retry ended
+    assert all(items == ["Completed/0"] for key, items in history.items() if key != "T0+0m")
+    assert deployment.job("j").waiting == ""
