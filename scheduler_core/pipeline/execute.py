@@ -474,7 +474,9 @@ class Executor:
                 and (waiting is None or waiting.occurrence_time != occurrence)
             ):
                 # A waiting occurrence's deadline copy, come after its turn: released (and run) already.
-                return self._held(current, message, Outcome.DUPLICATE, "its turn came already (BufferOne)")
+                return self._held(
+                    current, message, Outcome.DUPLICATE, "no longer waiting: its turn came, or it was skipped"
+                )
             released = None  # the waiting occurrence whose turn came (the unfinished one was lost)
             retry = current.definition.action.retry_policy
             if running is not None and self.clock() > policies.unfinished_until(running, retry, self.lease):
