@@ -136,6 +136,9 @@ param executionQueueName string = 'scheduler-executions'
 @maxValue(32)
 param executionQueueCount int = 1
 
+@description('SCHEDULER_CLEANUP_QUEUE: queue of the daily cleanup\'s work (one message per subscription, then per collection), consumed by the function cleanup_collections; its own queue, so that the cleanup never delays the dispatch scans.')
+param cleanupQueueName string = 'scheduler-cleanup'
+
 @description('SCHEDULER_DISPATCH_SCHEDULE: NCRONTAB of the dispatch timer.')
 param dispatchSchedule string = '45 * * * * *'
 
@@ -224,11 +227,14 @@ var tableNames = [
 var executionQueues = [for i in range(0, executionQueueCount): (i == 0) ? executionQueueName : '${executionQueueName}-${i}']
 var executionPoisonQueues = [for queue in executionQueues: '${queue}-poison']
 
-// Queues: scan and execution, and the -poison queues the host moves failed messages to.
+// Queues: scan, execution and cleanup, and the -poison queues the host moves failed messages to.
 var queueNames = concat([
   scanQueueName
   '${scanQueueName}-poison'
-], executionQueues, executionPoisonQueues)
+], executionQueues, executionPoisonQueues, [
+  cleanupQueueName
+  '${cleanupQueueName}-poison'
+])
 
 // Every setting of scheduler_core/settings.py SETTINGS. AzureWebJobsStorage (a connection string with
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName; FUNCTIONS_WORKER_RUNTIME
@@ -240,6 +246,7 @@ var schedulerSettings = {
   SCHEDULER_SCAN_QUEUE: scanQueueName
   SCHEDULER_EXECUTION_QUEUE: executionQueueName
   SCHEDULER_EXECUTION_QUEUE_COUNT: string(executionQueueCount)
+  SCHEDULER_CLEANUP_QUEUE: cleanupQueueName
   SCHEDULER_DISPATCH_SCHEDULE: dispatchSchedule
   SCHEDULER_CLEANUP_SCHEDULE: cleanupSchedule
   SCHEDULER_DUE_SHARDS: string(dueShards)

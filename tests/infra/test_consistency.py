@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from scheduler_core import settings as settings_module
+from scheduler_core.adapters.azure.provision import all_queue_names
 from scheduler_core.storage import names
 from tests.infra.bicep_eval import UNKNOWN, Template
 from tests.infra.conftest import INFRA, ROOT, TOOL_TIMEOUT
@@ -170,11 +171,13 @@ def test_every_table_is_created(main: Template, bicep: dict[str, dict[str, Any]]
 
 
 def test_every_queue_is_created(main: Template, bicep: dict[str, dict[str, Any]]) -> None:
-    expected = set(names.queue_names(_default_settings()))
+    expected = set(all_queue_names(_default_settings()))
     defaults = _declared()
     assert defaults["SCHEDULER_SCAN_QUEUE"].default in expected
     assert defaults["SCHEDULER_EXECUTION_QUEUE"].default in expected
-    assert {q + names.POISON_SUFFIX for q in ("scheduler-scan", "scheduler-executions")} <= expected
+    assert defaults["SCHEDULER_CLEANUP_QUEUE"].default in expected
+    defaults_queues = ("scheduler-scan", "scheduler-executions", "scheduler-cleanup")
+    assert {q + names.POISON_SUFFIX for q in defaults_queues} <= expected
     created = set(main.evaluate(main.variable("queueNames")))
     assert expected <= created, f"queues not created by main.bicep: {sorted(expected - created)}"
     assert created <= expected, f"queues created but not used by the code: {sorted(created - expected)}"
@@ -188,17 +191,20 @@ def test_every_queue_is_created(main: Template, bicep: dict[str, dict[str, Any]]
 def test_queue_names_follow_the_queue_settings(main: Template) -> None:
     """The queues are created from the same parameters as the settings the triggers read."""
     settings_ = main.variable("schedulerSettings")
-    for setting in ("SCHEDULER_SCAN_QUEUE", "SCHEDULER_EXECUTION_QUEUE"):
+    for setting in ("SCHEDULER_SCAN_QUEUE", "SCHEDULER_EXECUTION_QUEUE", "SCHEDULER_CLEANUP_QUEUE"):
         assert settings_[setting] in main.parameters
     assert settings_["SCHEDULER_EXECUTION_QUEUE_COUNT"] == {
         "function": {"type": "string", "parameters": {"value_to_convert": "executionQueueCount"}}
     }
-    renamed = Template(main.parsed, parameters={"scanQueueName": "scan-x", "executionQueueName": "exec-x"})
+    renamed_queues = {"scanQueueName": "scan-x", "executionQueueName": "exec-x", "cleanupQueueName": "tidy-x"}
+    renamed = Template(main.parsed, parameters=renamed_queues)
     assert set(renamed.evaluate(renamed.variable("queueNames"))) == {
         "scan-x",
         "scan-x-poison",
         "exec-x",
         "exec-x-poison",
+        "tidy-x",
+        "tidy-x-poison",
     }
 
 
@@ -213,12 +219,12 @@ def test_every_execution_queue_is_created(main: Template, count: int) -> None:
     environ["AzureWebJobsStorage__accountName"] = "account"
     loaded = settings_module.load(environ)
     assert len(loaded.execution_queues) == count
-    expected = {loaded.scan_queue, *loaded.execution_queues}
+    expected = {loaded.scan_queue, *loaded.execution_queues, loaded.cleanup_queue}
     expected |= {queue + names.POISON_SUFFIX for queue in set(expected)}
     created = deployed.evaluate(deployed.variable("queueNames"))
     assert len(created) == len(set(created)), "a queue is created twice"
     assert set(created) == expected
-    assert set(names.queue_names(loaded)) <= set(created)  # what provisioning creates, the Bicep creates too
+    assert set(all_queue_names(loaded)) <= set(created)  # what provisioning creates, the Bicep creates too
 
 
 def test_the_queue_count_parameter_has_the_settings_bounds(main: Template) -> None:
