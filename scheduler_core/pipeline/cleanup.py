@@ -8,7 +8,8 @@ It has the shape of the dispatch, so that no call runs long and scale-out parall
   :class:`CleanupMessage` per subscription to the cleanup queue;
 - a subscription's message (:func:`work`) sends one message per collection of the subscription, at most
   :data:`COLLECTIONS_PER_MESSAGE` of them, handing the rest on as a further message (the collections after
-  the last one it took, by row key) before it sends its own;
+  the last one it took, by row key) before it sends its own; each collection's message becomes visible at
+  its own second of :data:`SPREAD`, so the cleanup's load on the storage account stays steady;
 - a collection's message cleans the jobs of its range of row keys (``after``, ``until``]: one holding more
   than :data:`JOBS_PER_MESSAGE` first hands the jobs past its first :data:`JOBS_PER_MESSAGE` on as a further
   message, so that other workers take them meanwhile, and one that runs past :data:`MESSAGE_BUDGET` hands
@@ -28,6 +29,7 @@ stays one too high, never too low), which the counter's repair corrects when the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -64,6 +66,12 @@ JOBS_PER_MESSAGE = 250
 MESSAGE_BUDGET = 60.0
 #: Messages the timer and a subscription's message have in flight at once.
 SEND_THREADS = 8
+#: A collection's message becomes visible at a second of this window after its subscription's message ran
+#: (a stable hash of the collection picks it), so that the cleanup of many collections adds a steady load to
+#: the storage account instead of as much as the scale controller's instances can send at once: ten million
+#: jobs at about 3 requests each over 4 hours are about 2,100 requests/s, a tenth of an account
+#: (docs/capacity.md). Queue messages may be delayed by at most 7 days.
+SPREAD = timedelta(hours=4)
 
 #: The ``kind`` of a cleanup message (the queue holds nothing else; the field makes a stray message plain).
 KIND = "cleanup"
@@ -140,21 +148,32 @@ class CleanupReport:
         self.messages_sent += other.messages_sent
 
 
-def _send_all(send: Send, messages: list[CleanupMessage]) -> None:
-    """Send ``messages``, up to :data:`SEND_THREADS` at once (each send is a round trip)."""
+def _send_all(send: Send, messages: list[tuple[CleanupMessage, int]]) -> None:
+    """Send ``messages`` (each with its visibility in seconds), up to :data:`SEND_THREADS` at once (each send
+    is a round trip)."""
     if len(messages) <= 1:
-        for message in messages:
-            send(message.to_json(), 0)
+        for message, visibility in messages:
+            send(message.to_json(), visibility)
         return
     with ThreadPoolExecutor(min(SEND_THREADS, len(messages)), thread_name_prefix="cleanup-send") as pool:
-        for future in [pool.submit(send, message.to_json(), 0) for message in messages]:
+        for future in [pool.submit(send, message.to_json(), visibility) for message, visibility in messages]:
             future.result()
+
+
+def spread_seconds(ref: CollectionRef, spread: timedelta | None = None) -> int:
+    """When a collection's message becomes visible, in seconds after it is sent: a stable hash of the
+    collection over :data:`SPREAD` (0 when the spread is 0)."""
+    window = int((SPREAD if spread is None else spread).total_seconds())
+    if window <= 0:
+        return 0
+    digest = hashlib.sha256(ref.identity.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % window
 
 
 def start(stores: Stores, now: datetime, send: Send) -> int:
     """The timer: one message per subscription that has collections. Returns how many were sent."""
     run = format_instant(now)
-    messages = [CleanupMessage(run, subscription) for subscription in stores.collections.all_partitions()]
+    messages = [(CleanupMessage(run, subscription), 0) for subscription in stores.collections.all_partitions()]
     _send_all(send, messages)
     log.info("cleanup: %d subscription messages sent for the run of %s", len(messages), run)
     return len(messages)
@@ -199,8 +218,8 @@ def _subscription(stores: Stores, message: CleanupMessage, send: Send, limit: in
         send(replace(message, after=mine[-1].ref.row_key).to_json(), 0)
         report.messages_sent += 1
     run = message.run
-    ref = [c.ref for c in mine]
-    _send_all(send, [CleanupMessage(run, r.subscription, r.resource_group, r.name) for r in ref])
+    refs = [c.ref for c in mine]
+    _send_all(send, [(CleanupMessage(run, r.subscription, r.resource_group, r.name), spread_seconds(r)) for r in refs])
     report.messages_sent += len(mine)
     return report
 

@@ -20,12 +20,15 @@ from scheduler_core import triggers
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.adapters.azure.tables import MAX_BATCH
 from scheduler_core.model import ActionName, CollectionState, HistoryEntry, HistoryStatus
+from scheduler_core.pipeline import cleanup as cleanup_module
 from scheduler_core.pipeline.cleanup import (
     FINISHED_JOB_RETENTION,
     HISTORY_RETENTION,
+    SPREAD,
     CleanupMessage,
     CleanupReport,
     cleanup,
+    spread_seconds,
     work,
 )
 from scheduler_core.ports import Stores
@@ -172,7 +175,7 @@ def collection_message(jobs: Jobs, run: datetime) -> str:
 
 
 def test_the_timer_sends_a_message_per_subscription_and_those_one_per_collection(
-    fanout: Pipeline, target: HttpTarget
+    fanout: Pipeline, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the real cleanup queue on Azurite and the triggers the function app calls."""
     refs = [
@@ -187,14 +190,23 @@ def test_the_timer_sends_a_message_per_subscription_and_those_one_per_collection
     queue = queue_client(fanout.services.settings, fanout.services.settings.cleanup_queue)
 
     assert triggers.on_cleanup() == 3  # the timer: one message per subscription, nothing else
-    first = [CleanupMessage.from_json(m.content) for m in queue.receive_messages(max_messages=32)]
-    assert sorted(m.subscription for m in first) == ["sub1", "sub2", "sub3"]
-    assert {(m.name, m.after, m.until) for m in first} == {("", "", "")}
+    first = list(queue.receive_messages(max_messages=32, visibility_timeout=60))
+    messages = [CleanupMessage.from_json(m.content) for m in first]
+    assert sorted(m.subscription for m in messages) == ["sub1", "sub2", "sub3"]
+    assert {(m.name, m.after, m.until) for m in messages} == {("", "", "")}
     for ref in refs:  # the timer did none of the work
         assert len(fanout.services.service.list_jobs(ref)) == 2
+    for message in first:  # each sends its collections' messages, visible later over the cleanup's spread
+        triggers.on_cleanup_message(message.content.encode())
+        queue.delete_message(message)
+    assert queue.get_queue_properties().approximate_message_count == len(refs)
+    assert list(queue.receive_messages(max_messages=32)) == []  # none visible yet
+    for ref in refs:
+        assert len(fanout.services.service.list_jobs(ref)) == 2
     queue.clear_messages()
-    triggers.on_cleanup()
 
+    monkeypatch.setattr(cleanup_module, "SPREAD", timedelta(0))  # now: every message visible at once
+    triggers.on_cleanup()
     ran: list[CleanupMessage] = []
     while batch := list(queue.receive_messages(max_messages=32, visibility_timeout=60)):
         for message in batch:  # as the Functions host: run, then delete
@@ -419,3 +431,15 @@ def test_the_whole_pass_still_runs_in_one_call(fanout: Pipeline, target: HttpTar
     assert (report.jobs_seen, report.jobs_removed) == (10, 5)
     assert_cleaned(fanout, jobs)
     assert_cleaned(fanout, other)
+
+
+def test_collection_messages_are_spread_evenly_over_the_window() -> None:
+    """Where each collection's message lands in :data:`SPREAD` (4 hours): stable, and even enough that the
+    cleanup's load on the account is steady (each hour gets a quarter of 4,000 collections, give or take)."""
+    refs = [CollectionRef(f"sub{i % 7}", "rg", f"c{i}") for i in range(4000)]
+    seconds = [spread_seconds(ref) for ref in refs]
+    assert all(0 <= s < SPREAD.total_seconds() for s in seconds)
+    assert seconds == [spread_seconds(ref) for ref in refs]  # the same for every delivery
+    hours = [sum(1 for s in seconds if h * 3600 <= s < (h + 1) * 3600) for h in range(4)]
+    assert all(900 <= n <= 1100 for n in hours), hours
+    assert spread_seconds(refs[0], timedelta(0)) == 0
