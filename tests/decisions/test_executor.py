@@ -16,9 +16,9 @@ from scheduler_core.api import views
 from scheduler_core.errors import EtagMismatchError, StorageError
 from scheduler_core.model import CLAIM_LEASE, ActionName, HistoryStatus, JobState, claim_key
 from scheduler_core.pipeline import durable
-from scheduler_core.pipeline.dispatch import WATCH_GRACE
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.watchdog import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from tests.decisions.conftest import (
     NO_RETRY,
