@@ -8,6 +8,7 @@ is documented in ``docs/names.md``.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -109,8 +110,10 @@ def _show(name: str) -> str:
     return ascii(shown) if any(unicodedata.category(c) in ("Cc", "Cs") for c in shown) else f"'{shown}'"
 
 
+@functools.lru_cache(maxsize=4096)
 def name_problem(field: str, name: str) -> str | None:
-    """The part of the name rule that ``name`` (a ``field``: ``jobName``, ...) breaks, or None."""
+    """The part of the name rule that ``name`` (a ``field``: ``jobName``, ...) breaks, or None (remembered
+    for the last few thousand names: most requests name the same subscription, group and collection)."""
     if not name:
         return "must not be empty"
     for char in name:

@@ -9,6 +9,7 @@ in :data:`MAX_NAME_UNITS`, checked by ``scheduler_core.api.paths``; see ``docs/n
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,12 +22,14 @@ MAX_KEY_BYTES = 1024
 SEPARATOR = "|"
 
 
+@functools.lru_cache(maxsize=4096)
 def escape_key(text: str) -> str:
     """``text`` lower-cased and percent-escaped so that it is a valid key part and contains no ``|``.
 
     The case is folded one character at a time (no context-dependent rule such as the Greek final sigma
     of ``str.lower``), so that equal names in any case give one key. Every ``%`` is escaped, so distinct
-    lower-cased texts give distinct keys.
+    lower-cased texts give distinct keys. (Remembered for the last few thousand texts: a request computes
+    the keys of its subscription, group and collection several times, and most requests name the same few.)
     """
     out: list[str] = []
     for char in "".join(c.lower() for c in text):
