@@ -180,6 +180,43 @@ def cleanup_pass_seconds(jobs: float, compute: Compute, requests_per_job: float 
     return jobs * requests_per_job * compute.storage_call_ms / 1000.0 / workers
 
 
+@dataclass(frozen=True)
+class CleanupCost:
+    """What the daily cleanup costs per job (``--cleanup``: measured on Azurite), and how it runs in Azure."""
+
+    #: Storage requests per job and day: a claims query, the claim rows and history queries of the trim, and
+    #: a batch when there is history to delete (measured), plus the day's claims moved and deleted
+    #: (``claim_batches``: the count seeds no claims).
+    requests_per_job: float = 4.62
+    claim_batches: float = 2.0
+    #: The window the collections' messages are spread over (scheduler_core/pipeline/cleanup.py SPREAD).
+    window_s: float = 20 * 3600.0
+
+    @property
+    def requests(self) -> float:
+        return self.requests_per_job + self.claim_batches
+
+
+def cleanup_account_load(jobs: float, cost: CleanupCost) -> float:
+    """Requests per second the cleanup adds to the storage account while it runs: its requests spread over
+    the window (each collection's message is visible at its own second of it)."""
+    return jobs * cost.requests / cost.window_s
+
+
+def cleanup_messages_in_flight(jobs: float, cost: CleanupCost, compute: Compute) -> float:
+    """Collection messages running at once on average to finish in the window, one storage call after the
+    other each (``compute.storage_call_ms``): the cleanup queue function's concurrency across instances."""
+    return jobs * cost.requests * compute.storage_call_ms / 1000.0 / cost.window_s
+
+
+def fires_left_during_cleanup(
+    jobs: float, cleanup: CleanupCost, fire: FireCost, limits: Limits, accounts: int = 1
+) -> float:
+    """The account ceiling on fires while the cleanup runs (its load taken off the account's requests)."""
+    spare = accounts * limits.account_requests_per_s - cleanup_account_load(jobs, cleanup)
+    return max(0.0, spare) / fire.requests
+
+
 def create_rate(cost: FireCost, limits: Limits, deployment: Deployment) -> float:
     """Jobs created per second (an import), if creating were all the account did."""
     return deployment.storage_accounts * limits.account_requests_per_s / cost.create_requests
@@ -471,6 +508,218 @@ def count_operations(jobs: int) -> Counted:
     return Counted(jobs, fired, create_ops, fire_ops)
 
 
+@dataclass
+class CleanupRun:
+    """One measured cleanup run (``--cleanup``): ``workers`` threads taking cleanup messages off the queue."""
+
+    workers: int
+    jobs: int
+    removed: int
+    history_removed: int
+    messages: int
+    seconds: float
+    ops: dict[str, int]
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.seconds
+
+    def table_requests_per_job(self) -> float:
+        return sum(n for op, n in self.ops.items() if op.startswith("table")) / self.jobs
+
+    def queue_requests_per_job(self) -> float:
+        return sum(n for op, n in self.ops.items() if op.startswith("queue")) / self.jobs
+
+
+def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[int, ...] = (1, 4)) -> list[CleanupRun]:
+    """The daily cleanup on a private Azurite, in this process: for each entry of ``worker_counts`` a
+    subscription of its own with ``jobs`` jobs in collections of ``collection_size`` (P20Premium), a fifth of
+    them finished 61 days ago (removed, their slots given back), the others live with 3 history rows of the
+    last days (kept) and 2 older than 60 days (trimmed). The subscription's message is put on the cleanup
+    queue and that many threads take messages off it one at a time, run them (``pipeline.cleanup.work``) and
+    delete them, as the Functions host does, until the queue is empty. Every storage request is counted by
+    operation (the app's clients share one transport). Messages are not spread over time here (SPREAD 0)."""
+    import threading
+    import time
+    from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import UTC, datetime, timedelta
+    from typing import Any
+
+    from bench.common import azurite_settings
+    from scheduler_core import wiring
+    from scheduler_core.adapters.azure.clients import queue_client, storage_transport
+    from scheduler_core.adapters.azure.tables import MAX_BATCH
+    from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, JobState
+    from scheduler_core.pipeline import cleanup as cleanup_module
+    from scheduler_core.recurrence import format_instant
+    from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
+
+    counter: Counter[str] = Counter()
+    lock = threading.Lock()
+    runs: list[CleanupRun] = []
+    spread = cleanup_module.SPREAD
+    cleanup_module.SPREAD = timedelta(0)
+    try:
+        with azurite_settings() as config:
+            table_port = int(
+                (config.storage_connection_string or "").split("TableEndpoint=")[1].split(":")[2].split("/")[0]
+            )
+            built = wiring.build(config)
+            stores, claims = built.stores, built.executor.claims
+            history: Any = stores.history  # the Azure adapter's TableHistory (its table, for batches)
+            now = datetime.now(UTC)
+            start = format_instant(now + timedelta(hours=1))
+            action = {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}
+            pool = ThreadPoolExecutor(8)
+
+            def seed(subscription: str) -> None:
+                refs: list[JobRef] = []
+                for c in range(math.ceil(jobs / collection_size)):
+                    collection = CollectionRef(subscription, "rg", f"c{c}")
+                    body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
+                    built.service.put_collection(collection, body)
+                    size = min(collection_size, jobs - c * collection_size)
+                    refs += [JobRef(collection, f"job{j:04d}") for j in range(size)]
+
+                def one(index: int) -> None:
+                    ref = refs[index]
+                    recurrence = {"frequency": "Hour", "interval": 1}
+                    built.service.put_job(
+                        ref, {"properties": {"startTime": start, "action": action, "recurrence": recurrence}}
+                    )
+                    if index % 5 == 0:  # finished 61 days ago
+                        job = stores.jobs.get(ref)
+                        assert job is not None
+                        ended = replace(job, state=JobState.COMPLETED, ended_at=now - timedelta(days=61))
+                        stores.jobs.save(ended, create=False, etag=job.etag)
+                        return
+                    starts = [now - timedelta(days=d) for d in (1, 2, 3, 61, 62)]
+                    rows = []
+                    for i, at in enumerate(starts):
+                        key = f"{ref.name}-{i}"
+                        entry = HistoryEntry(
+                            key,
+                            history_row_key(at, key),
+                            at,
+                            at,
+                            at,
+                            ActionName.MAIN,
+                            HistoryStatus.COMPLETED,
+                            "",
+                            0,
+                            0,
+                        )
+                        rows.append(("upsert", history.entity(ref, entry)))
+                    history.table.submit_transaction(rows[:MAX_BATCH])
+
+                list(pool.map(one, range(len(refs))))
+                for collection in {ref.collection for ref in refs}:
+                    built.service.slots.forget(collection)
+
+            subscriptions = [f"bench-{workers}w" for workers in worker_counts]
+            for subscription in subscriptions:
+                seed(subscription)
+            queue = queue_client(config, config.cleanup_queue)
+            session = storage_transport().session
+            original = session.send
+
+            def counting_send(request: Any, **kwargs: Any) -> Any:
+                with lock:
+                    counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
+                return original(request, **kwargs)
+
+            def drain(workers: int) -> tuple[cleanup_module.CleanupReport, int]:
+                """``workers`` threads run the queue's messages until it is empty: (reports added up, messages)."""
+                total = cleanup_module.CleanupReport()
+                state = {"busy": 0, "ran": 0}
+                cleanups = built.cleanups
+                assert cleanups is not None
+
+                def worker() -> None:
+                    while True:
+                        with lock:
+                            state["busy"] += 1  # counted before the receive: no one stops while this runs
+                        try:
+                            taken = list(queue.receive_messages(max_messages=1, visibility_timeout=300))
+                            if taken:
+                                message = cleanup_module.CleanupMessage.from_json(taken[0].content)
+                                report = cleanup_module.work(stores, message, cleanups.send, claims)
+                                queue.delete_message(taken[0])
+                                with lock:
+                                    total.add(report)
+                                    state["ran"] += 1
+                        finally:
+                            with lock:
+                                state["busy"] -= 1
+                                idle = state["busy"] == 0
+                        if not taken:
+                            if idle:
+                                return
+                            time.sleep(0.1)
+
+                threads = [threading.Thread(target=worker) for _ in range(workers)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                return total, state["ran"]
+
+            session.send = counting_send
+            try:
+                for workers, subscription in zip(worker_counts, subscriptions, strict=True):
+                    counter.clear()
+                    began = time.perf_counter()
+                    queue.send_message(cleanup_module.CleanupMessage(format_instant(now), subscription).to_json())
+                    total, ran = drain(workers)
+                    seconds = time.perf_counter() - began
+                    runs.append(
+                        CleanupRun(
+                            workers,
+                            total.jobs_seen,
+                            total.jobs_removed,
+                            total.history_removed,
+                            ran,
+                            seconds,
+                            dict(counter),
+                        )
+                    )
+            finally:
+                session.send = original
+            pool.shutdown()
+            wiring.reset()
+    finally:
+        cleanup_module.SPREAD = spread
+    return runs
+
+
+def print_cleanup(runs: list[CleanupRun]) -> None:
+    from bench.common import table
+
+    rows: list[list[object]] = [
+        [
+            run.workers,
+            f"{run.jobs:,}",
+            f"{run.removed:,}",
+            f"{run.history_removed:,}",
+            run.messages,
+            f"{run.seconds:.1f}",
+            f"**{run.jobs_per_s:,.0f}**",
+            f"{run.workers * 1000 / run.jobs_per_s:.1f}",
+            f"{run.table_requests_per_job():.2f}",
+            f"{run.queue_requests_per_job():.3f}",
+        ]
+        for run in runs
+    ]
+    headers = ["workers", "jobs", "removed", "history rows trimmed", "messages", "s", "jobs/s", "ms per job per worker"]
+    print(table([*headers, "table requests/job", "queue requests/job"], rows))
+    operations = sorted({op for run in runs for op in run.ops})
+    op_rows = [[op, *(f"{run.ops.get(op, 0) / run.jobs:.3f}" for run in runs)] for op in operations]
+    print()
+    print(table(["cleanup requests per job", *(f"{run.workers} worker(s)" for run in runs)], op_rows))
+    print()
+
+
 def print_count(counted: Counted) -> None:
     from bench.common import table
 
@@ -502,7 +751,18 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
     parser.add_argument("--utilisation", type=float, default=0.7, help="share of the ceiling used on average")
     parser.add_argument("--count", type=int, default=0, help="count requests of this many one-shot jobs first")
+    parser.add_argument("--cleanup", type=int, default=0, help="measure the cleanup on this many jobs per run first")
+    parser.add_argument("--cleanup-workers", default="1,4", help="worker threads of each cleanup run")
+    parser.add_argument("--cleanup-requests-per-job", type=float, default=CleanupCost.requests_per_job)
+    parser.add_argument("--cleanup-window-hours", type=float, default=CleanupCost.window_s / 3600, help="SPREAD")
     args = parser.parse_args()
+    cleanup_cost = CleanupCost(requests_per_job=args.cleanup_requests_per_job)
+    if args.cleanup:
+        workers = tuple(int(w) for w in args.cleanup_workers.split(","))
+        runs = measure_cleanup(args.cleanup, worker_counts=workers)
+        print_cleanup(runs)
+        cleanup_cost = CleanupCost(requests_per_job=runs[0].table_requests_per_job() + runs[0].queue_requests_per_job())
+    cleanup_cost = replace(cleanup_cost, window_s=args.cleanup_window_hours * 3600.0)
     limits, compute = Limits(), Compute(args.cpu_ms_per_fire, args.wall_ms_per_fire)
     costs = [MEASURED_BEFORE, GOAL]
     if args.count:
@@ -586,10 +846,40 @@ def main() -> None:
     for jobs in (1_000_000, 10_000_000):
         pass_s = cleanup_pass_seconds(jobs, compute)
         print(
-            f"daily cleanup of {jobs:,} jobs, one worker: {pass_s / 3600:,.1f} h "
+            f"daily cleanup of {jobs:,} jobs in one timer call (before): {pass_s / 3600:,.1f} h "
             f"(a timer invocation may run {FUNCTION_TIMEOUT_S / 60:.0f} min: "
             f"{FUNCTION_TIMEOUT_S / pass_s * jobs:,.0f} jobs)"
         )
+    cleanup_rows: list[list[object]] = []
+    for jobs in (1_000_000, 10_000_000, 100_000_000):
+        load = cleanup_account_load(jobs, cleanup_cost)
+        in_flight = cleanup_messages_in_flight(jobs, cleanup_cost, compute)
+        cleanup_rows.append(
+            [
+                f"{jobs:,}",
+                f"{cleanup_cost.requests:.2f}",
+                f"{cleanup_cost.window_s / 3600:.0f} h",
+                f"{load:,.0f} ({load / limits.account_requests_per_s:.1%})",
+                f"{in_flight:,.1f}",
+                f"{math.ceil(in_flight / 16):,}",
+                *(f"{fires_left_during_cleanup(jobs, cleanup_cost, c, limits):,.0f}" for c in costs),
+            ]
+        )
+    print()
+    print(
+        table(
+            [
+                "jobs",
+                "requests/job",
+                "spread over",
+                "account requests/s while it runs",
+                "messages in flight",
+                "instances (16 each)",
+                *(f"fires/s one account has left ({c.requests:.2f} requests/fire)" for c in costs),
+            ],
+            cleanup_rows,
+        )
+    )
     print()
     prices, peers = Prices(), PeerPrices()
     cost_rows: list[list[object]] = []

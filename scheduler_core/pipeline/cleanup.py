@@ -67,11 +67,12 @@ MESSAGE_BUDGET = 60.0
 #: Messages the timer and a subscription's message have in flight at once.
 SEND_THREADS = 8
 #: A collection's message becomes visible at a second of this window after its subscription's message ran
-#: (a stable hash of the collection picks it), so that the cleanup of many collections adds a steady load to
-#: the storage account instead of as much as the scale controller's instances can send at once: ten million
-#: jobs at about 3 requests each over 4 hours are about 2,100 requests/s, a tenth of an account
-#: (docs/capacity.md). Queue messages may be delayed by at most 7 days.
-SPREAD = timedelta(hours=4)
+#: (a stable hash of the collection picks it), so that the cleanup of many collections adds a small steady
+#: load to the storage account instead of as much as the scale controller's instances can send at once: ten
+#: million jobs at about 6.6 requests each over 20 hours are about 920 requests/s, under 5% of an account
+#: (docs/capacity.md). Under a day, so that a collection's cleanups do not overlap; queue messages may be
+#: delayed by at most 7 days.
+SPREAD = timedelta(hours=20)
 
 #: The ``kind`` of a cleanup message (the queue holds nothing else; the field makes a stray message plain).
 KIND = "cleanup"

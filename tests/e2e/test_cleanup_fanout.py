@@ -434,12 +434,15 @@ def test_the_whole_pass_still_runs_in_one_call(fanout: Pipeline, target: HttpTar
 
 
 def test_collection_messages_are_spread_evenly_over_the_window() -> None:
-    """Where each collection's message lands in :data:`SPREAD` (4 hours): stable, and even enough that the
-    cleanup's load on the account is steady (each hour gets a quarter of 4,000 collections, give or take)."""
-    refs = [CollectionRef(f"sub{i % 7}", "rg", f"c{i}") for i in range(4000)]
+    """Where each collection's message lands in :data:`SPREAD` (20 hours): stable, and even enough that the
+    cleanup's load on the account is steady (each fifth of the window gets a fifth of 5,000 collections,
+    give or take)."""
+    refs = [CollectionRef(f"sub{i % 7}", "rg", f"c{i}") for i in range(5000)]
     seconds = [spread_seconds(ref) for ref in refs]
-    assert all(0 <= s < SPREAD.total_seconds() for s in seconds)
+    window = SPREAD.total_seconds()
+    assert window == 20 * 3600
+    assert all(0 <= s < window for s in seconds)
     assert seconds == [spread_seconds(ref) for ref in refs]  # the same for every delivery
-    hours = [sum(1 for s in seconds if h * 3600 <= s < (h + 1) * 3600) for h in range(4)]
-    assert all(900 <= n <= 1100 for n in hours), hours
+    fifths = [sum(1 for s in seconds if f * window / 5 <= s < (f + 1) * window / 5) for f in range(5)]
+    assert all(900 <= n <= 1100 for n in fifths), fifths
     assert spread_seconds(refs[0], timedelta(0)) == 0
