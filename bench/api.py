@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import requests
 from azure.data.tables import TableServiceClient
@@ -55,8 +56,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def azurite_pids() -> list[int]:
-    found = subprocess.run(["pgrep", "-f", "azurite"], capture_output=True, text=True, check=False).stdout
+def azurite_pids(connection: str) -> list[int]:
+    """This run's Azurite: the one serving the connection string's table port (others may run on the machine,
+    such as a test suite's, whose CPU time is not this benchmark's)."""
+    endpoints = dict(part.split("=", 1) for part in connection.split(";") if "=" in part)
+    port = urlsplit(endpoints["TableEndpoint"]).port
+    pattern = f"azurite.*--tablePort {port}( |$)"
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False).stdout
     return [int(pid) for pid in found.split()]
 
 
@@ -159,7 +165,11 @@ def run(base: str, host_pid: int, key: str, connection: str, args: argparse.Name
     def upsert(i: int) -> None:
         raw_table.upsert_entity({"PartitionKey": f"p{i % collections}", "RowKey": f"r{i}", "Definition": "x" * 600})
 
-    pids = {"client": [os.getpid()], "host": [host_pid] if host_pid != os.getpid() else [], "azurite": azurite_pids()}
+    pids = {
+        "client": [os.getpid()],
+        "host": [host_pid] if host_pid != os.getpid() else [],
+        "azurite": azurite_pids(connection),
+    }
 
     def measured(
         fn: Callable[[int], None], count: int, workers: int, offset: int = 0
