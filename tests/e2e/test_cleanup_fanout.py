@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -16,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from local_host.azurite import free_port
+from local_host.runtime import LocalHost
 from scheduler_core import triggers
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.adapters.azure.tables import MAX_BATCH
@@ -35,6 +38,7 @@ from scheduler_core.ports import Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
+from tests.e2e.conftest import ROOT
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
 
@@ -446,3 +450,32 @@ def test_collection_messages_are_spread_evenly_over_the_window() -> None:
     fifths = [sum(1 for s in seconds if f * window / 5 <= s < (f + 1) * window / 5) for f in range(5)]
     assert all(900 <= n <= 1100 for n in fifths), fifths
     assert spread_seconds(refs[0], timedelta(0)) == 0
+
+
+def test_the_local_host_runs_the_cleanup_from_the_timer_to_the_last_collection(
+    fanout: Pipeline, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """function_app's cleanup_collections on the local host (the Functions host's queue semantics, 16 at a
+    time) takes every message the timer's message fans out to, until every collection is clean."""
+    import function_app
+
+    refs = [fanout.collection, CollectionRef("sub1", "rg", "b"), CollectionRef("sub2", "rg", "c")]
+    seeded = [seed(fanout, target, ref, finished=2, live=2) for ref in refs]
+    fanout.clock.set(after_retention(fanout))
+    settings = fanout.services.settings
+    monkeypatch.setenv("SCHEDULER_CLEANUP_QUEUE", settings.cleanup_queue)  # the binding's %SCHEDULER_CLEANUP_QUEUE%
+    monkeypatch.setattr(cleanup_module, "SPREAD", timedelta(0))
+    queue = queue_client(settings, settings.cleanup_queue)
+    with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"queue"})):
+        assert triggers.on_cleanup() == 2
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            left = sum(len(fanout.services.service.list_jobs(ref)) for ref in refs)
+            if left == 2 * len(refs) and queue.get_queue_properties().approximate_message_count == 0:
+                break
+            time.sleep(0.2)
+    for jobs in seeded:
+        assert_cleaned(fanout, jobs)
+    assert queue.get_queue_properties().approximate_message_count == 0
+    poison = queue_client(settings, settings.cleanup_queue + "-poison")
+    assert poison.get_queue_properties().approximate_message_count == 0
