@@ -153,6 +153,30 @@ def coalesced(job: Job, occurrence: datetime, missed: int, resume: datetime | No
     )
 
 
+def resent_unclaimed(job: Job, message: ExecutionMessage, looked: datetime) -> None:
+    """The watchdog sends an attempt again: nobody had claimed it a lease after it was due (its message was
+    lost on its way to a worker, or waits behind a backlog)."""
+    dispatch_log.warning(
+        "%s/%s: %s attempt %d of occurrence %s not claimed by %s (its message lost on its way to a worker, "
+        "or behind a backlog); sent again",
+        job.ref.collection.name,
+        job.ref.name,
+        message.action,
+        message.attempt + 1,
+        message.occurrence,
+        format_instant(looked),
+        extra={
+            "scheduler_collection": job.ref.collection.name,
+            "scheduler_job": job.ref.name,
+            "scheduler_occurrence": message.occurrence,
+            "scheduler_action": message.action,
+            "scheduler_attempt": message.attempt + 1,
+            "scheduler_outcome": "rescued",
+            "scheduler_next": "sent again",
+        },
+    )
+
+
 def rescued(job: Job, message: ExecutionMessage, lease_until: datetime | None) -> None:
     """The watchdog sends an attempt again: its worker died mid-call (its claim's lease ended, not done)."""
     dispatch_log.warning(

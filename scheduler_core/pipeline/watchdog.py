@@ -13,8 +13,13 @@ entries (a collection at a time) and asks :meth:`Watchdog.check`:
 - the claim's lease is live: look again at its end;
 - the claim is ``Running`` past its lease (its worker died mid-call): send the same message again at once
   (so the same execution id) and watch the re-run;
-- nobody has claimed it yet (a queue backlog): look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS`
-  times at most (by then the queue has shown the message again by itself).
+- nobody has claimed it a lease after it was due: its message was lost on its way to a worker (a receive
+  that storage carried out but whose answer was lost in an outage, or a worker that died before claiming:
+  the queue hides such a message for its 10-minute processing lease), or it waits behind a backlog. Send
+  the same message again at once, the first time only (a copy that comes second finds the claim taken or
+  done and is dropped), and look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS` times at most (by
+  then the queue has shown the message again by itself). An occurrence that waits its turn
+  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again.
 
 Attempts sent outside a scan (retries, error actions, runs on demand) are watched by :meth:`Watchdog.watch`,
 one index write each.
@@ -36,6 +41,12 @@ WATCH_GRACE = timedelta(seconds=5)
 #: A watch entry whose attempt has not been claimed yet is looked at this many times (a lease apart)
 #: before it is dropped: by then the queue has shown the message again by itself.
 WATCH_UNCLAIMED_CHECKS = 5
+
+
+def waits_its_turn(job: Job, message: ExecutionMessage) -> bool:
+    """Whether ``job`` holds ``message``'s occurrence until the one before it ends (``overlapPolicy``
+    BufferOne): unclaimed on purpose, and sent by the executor when its turn comes."""
+    return bool(job.waiting) and ExecutionMessage.from_json(job.waiting).attempt_key == message.attempt_key
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,11 @@ class Watchdog:
             message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             return Look(None)  # the attempt would not run any more
-        if state is None:  # not claimed yet (a queue backlog); after a few looks the queue shows it again anyway
+        if state is None:  # not claimed: lost on its way to a worker, or behind a backlog (see the module)
+            if row.checks == 0 and not waits_its_turn(job, message):
+                reporting.resent_unclaimed(job, message, row.due)
+                self.send(row.message, 0)
+                return Look(self.row(job, message, row.shard, now + self.lease, 1), rescued=True)
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
                 return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1))
             return Look(None)

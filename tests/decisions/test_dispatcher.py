@@ -343,20 +343,61 @@ def test_an_attempt_whose_lease_expired_unfinished_is_sent_again_and_watched_aga
     assert watch_of(deployment, message) is None
 
 
-def test_the_watch_of_an_attempt_never_claimed_is_re_armed_a_few_times_then_dropped(
+def test_an_attempt_never_claimed_is_sent_again_once_then_looked_at_a_few_times_then_dropped(
     deployment: Deployment, target: HttpTarget
 ) -> None:
-    message = dispatched(deployment, target)  # taken from the queue and lost: nobody claims it
+    message = dispatched(deployment, target)  # taken from the queue and lost (its answer): nobody claims it
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.clock.set(watch.due)
+    assert deployment.scan().rescued == 1
+    [queued] = deployment.queued()
+    assert queued.text == message.to_json()  # the same attempt (the same execution id), visible at once
+    assert queued.visible_at == watch.due
+    deployment.take()  # ...and lost again (or it waits behind a backlog): it is not sent a third time
     checks = []
     while (watch := watch_of(deployment, message)) is not None:
+        checks.append(watch.checks)
         deployment.clock.set(watch.due)
         assert deployment.scan().rescued == 0
         again = watch_of(deployment, message)
         if again is not None:
             assert again.due == watch.due + CLAIM_LEASE  # looked at again a lease later
-            checks.append(again.checks)
     assert checks == list(range(1, WATCH_UNCLAIMED_CHECKS))
-    assert deployment.queued() == []  # the queue shows an unclaimed message again by itself
+    assert deployment.queued() == []  # by then the queue shows an unclaimed message again by itself
+
+
+def test_an_attempt_sent_again_unclaimed_runs_once_and_its_lost_copy_is_dropped_when_it_comes_back(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    message = dispatched(deployment, target)  # the copy whose receive's answer was lost: hidden for a while
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.clock.set(watch.due)
+    assert deployment.scan().rescued == 1
+    assert [report.outcome for report in deployment.deliver()] == [Outcome.SUCCEEDED]
+    assert deployment.executor.execute(message).outcome is Outcome.DUPLICATE  # the hidden copy, back later
+    assert len(target.received) == 1
+    again = watch_of(deployment, message)
+    assert again is not None
+    deployment.clock.set(again.due)
+    assert deployment.scan().rescued == 0
+    assert watch_of(deployment, message) is None
+
+
+def test_an_occurrence_waiting_its_turn_is_not_sent_again_by_its_watch(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    message = dispatched(deployment, target)
+    job = deployment.job("w")  # overlapPolicy BufferOne holds it until the occurrence before it ends
+    deployment.storage.jobs.save(replace(job, waiting=message.to_json()), create=False, etag=job.etag)
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.clock.set(watch.due)
+    assert deployment.scan().rescued == 0
+    assert deployment.queued() == []
+    again = watch_of(deployment, message)
+    assert again is not None and again.due == watch.due + CLAIM_LEASE
 
 
 def test_the_watch_of_an_attempt_whose_job_changed_is_dropped(deployment: Deployment, target: HttpTarget) -> None:
