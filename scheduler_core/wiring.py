@@ -118,13 +118,14 @@ def build(
         if cleanup_queue is None:
             cleanup_queue = azure_cleanup_queue(config)
         cleanup_depth = azure_cleanup_depth(config)
-    elif cleanup_queue is None:
-        from scheduler_core.adapters.memory.queues import MemoryQueue
+    else:
+        if cleanup_queue is None:
+            from scheduler_core.adapters.memory.queues import MemoryQueue
 
-        cleanup_queue = MemoryQueue(clock)
-    elif depths is None and hasattr(storage.executions, "__len__"):
-        memory_queue: Any = storage.executions
-        depths = lambda: QueueDepths(len(memory_queue), None)  # noqa: E731
+            cleanup_queue = MemoryQueue(clock)
+        if depths is None and hasattr(storage.executions, "__len__"):
+            memory_queue: Any = storage.executions
+            depths = lambda: QueueDepths(len(memory_queue), None)  # noqa: E731
     stores, claims, scans, executions = storage.stores, storage.claims, storage.scans, storage.executions
     queues = tuple(execution_queues) if execution_queues else (executions,)
     if depths is None and execution_depths is not None:

@@ -114,6 +114,7 @@ def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     monkeypatch.setenv("SCHEDULER_TABLE_PREFIX", f"t{suffix}")
     monkeypatch.setenv("SCHEDULER_SCAN_QUEUE", f"scan-{suffix}")
     monkeypatch.setenv("SCHEDULER_EXECUTION_QUEUE", f"exec-{suffix}")
+    monkeypatch.setenv("SCHEDULER_CLEANUP_QUEUE", f"cleanup-{suffix}")
     wiring.reset()
     yield settings.load(os.environ)
     wiring.reset()

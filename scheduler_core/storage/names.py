@@ -28,5 +28,5 @@ def table_names(settings: Settings) -> list[str]:
 
 def queue_names(settings: Settings) -> list[str]:
     """Every queue the service reads or writes, poison queues included."""
-    queues = [settings.scan_queue, *settings.execution_queues]
+    queues = [settings.scan_queue, *settings.execution_queues, settings.cleanup_queue]
     return queues + [name + POISON_SUFFIX for name in queues]

@@ -181,7 +181,7 @@ def test_the_router_sends_each_message_to_its_jobs_queue() -> None:
 
 def test_function_app_declares_one_function_per_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     index = index_app(load_function_app(monkeypatch, 3))
-    execution = {q.name: q.queue_name for q in index.queues if q.name != "scan_shard"}
+    execution = {q.name: q.queue_name for q in index.queues if q.name not in ("scan_shard", "cleanup_collections")}
     assert execution == {
         "execute_occurrence": "%SCHEDULER_EXECUTION_QUEUE%",
         "execute_occurrence_1": "%SCHEDULER_EXECUTION_QUEUE%-1",
@@ -209,6 +209,7 @@ def test_function_app_with_one_queue_is_todays_app(monkeypatch: pytest.MonkeyPat
     assert {q.name: q.queue_name for q in index.queues} == {
         "scan_shard": "%SCHEDULER_SCAN_QUEUE%",
         "execute_occurrence": "%SCHEDULER_EXECUTION_QUEUE%",
+        "cleanup_collections": "%SCHEDULER_CLEANUP_QUEUE%",
     }
 
 
@@ -229,4 +230,5 @@ def test_provisioning_names_every_execution_queue_and_its_poison_queue() -> None
     names = queue_names(loaded)
     for queue in loaded.execution_queues:
         assert queue in names and queue + "-poison" in names
-    assert len(loaded.execution_queues) == 3 and len(set(names)) == len(names) == 8
+    assert len(loaded.execution_queues) == 3 and len(set(names)) == len(names) == 10
+    assert {loaded.cleanup_queue, loaded.cleanup_queue + "-poison"} <= set(names)

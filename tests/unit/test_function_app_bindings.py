@@ -28,6 +28,7 @@ EXPECTED_TIMERS = {
 EXPECTED_QUEUES = {
     "scan_shard": ("%SCHEDULER_SCAN_QUEUE%", "AzureWebJobsStorage"),
     "execute_occurrence": ("%SCHEDULER_EXECUTION_QUEUE%", "AzureWebJobsStorage"),
+    "cleanup_collections": ("%SCHEDULER_CLEANUP_QUEUE%", "AzureWebJobsStorage"),
 }
 
 
