@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
+import urllib3
 from azure.core import MatchConditions
 from azure.core.exceptions import (
     AzureError,
@@ -278,3 +279,88 @@ def test_with_a_proxy_configured_the_storage_clients_take_requests_ordinary_path
     transport = clients.storage_transport.__wrapped__()
     assert type(transport.session) is requests.Session
     assert transport.session.trust_env
+
+
+class RecordingSocket:
+    """A connected socket that records what is written to it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.writes: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.sock.sendall(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+@contextmanager
+def echo_server() -> Iterator[tuple[int, list[bytes]]]:
+    """A server that reads each request (head and Content-Length body), records its bytes and answers 200."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            connection.settimeout(5)
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                while len(body) < length:
+                    body += connection.recv(65536)
+                received.append(data[: len(head) + 4] + body)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], received
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [("PUT", b'{"a": "b"}'), ("POST", '{"é": 1}'), ("GET", None), ("DELETE", b"")],
+)
+def test_a_request_leaves_in_one_write_with_the_bytes_urllib3_sends(method: str, body: Any) -> None:
+    sent: dict[str, bytes] = {}
+    for name, connection_class in (
+        ("ours", clients._OneWriteConnection),
+        ("urllib3", urllib3.connection.HTTPConnection),
+    ):
+        with echo_server() as (port, received):
+            connection = connection_class("127.0.0.1", port)
+            connection.connect()
+            recording = RecordingSocket(connection.sock)
+            connection.sock = recording
+            headers = {"Content-Length": str(len(body.encode() if isinstance(body, str) else body))} if body else {}
+            connection.request(method, "/devstoreaccount1/t", body=body, headers=headers)
+            response = connection.getresponse()
+            assert (response.status, response.data) == (200, b"ok")
+            connection.close()
+        [request] = received
+        if name == "ours":
+            assert recording.writes == [request]  # head and body in one write
+        sent[name] = request.replace(f"127.0.0.1:{port}".encode(), b"127.0.0.1:PORT")
+    assert sent["ours"] == sent["urllib3"]
