@@ -244,7 +244,7 @@ class Executor:
             job = admitted
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
-        claim_row = claim_key(occurrence, message.action, message.attempt, message.cause)
+        claim_row = claim_key(occurrence, message.action, message.attempt, message.cause_key)
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = durably(
             "claim",
@@ -400,11 +400,13 @@ class Executor:
                 changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")
             return changes
 
+        if end is not None and message.until and message.cause == Cause.BACKFILL:
+            # Before the count, as every follow-up: a worker lost after counting must not end the backfill
+            # (the watchdog drops a counted attempt's watch; a copy sent twice runs once, by its claim).
+            self._next_backfill(job, message, now)
         written = count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now, adjust)
         for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
             self._send_watched(job, waiting, now, now)
-        if end is not None and message.until and message.cause == Cause.BACKFILL:
-            self._next_backfill(job, message, now)
         if final_state is not None:
             step = NextStep.COMPLETED if final_state == JobState.COMPLETED else NextStep.FAULTED
             reporting.job_finished(final_state)
@@ -442,6 +444,7 @@ class Executor:
             occurrence=format_instant(following),
             cause=Cause.BACKFILL,
             until=message.until,
+            backfill=message.backfill,  # the same backfill: a second copy of this send runs once
         )
         self._send_watched(job, follow, now, now)
 

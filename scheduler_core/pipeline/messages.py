@@ -53,11 +53,28 @@ class ExecutionMessage:
     #: chain was lost (it does nothing when the waiting one already had its turn). "": none (written only
     #: when set).
     waits_for: str = ""
+    #: A backfill's occurrence: the id of the backfill request it belongs to, so that two backfills over
+    #: one window each run every occurrence once (their claims, execution ids and history entries are their
+    #: own), while every copy of one backfill's message still runs once. Given when the message is made
+    #: (None: a new id for a ``backfill`` message, "" for any other), carried by its retries, error action
+    #: and the next occurrence of a one-after-another backfill. "": none (a message written before it).
+    backfill: str | None = None
     v: int = VERSION
+
+    def __post_init__(self) -> None:
+        if self.backfill is None:
+            run = uuid.uuid4().hex[:16] if self.cause == Cause.BACKFILL else ""
+            object.__setattr__(self, "backfill", run)
+
+    @property
+    def cause_key(self) -> str:
+        """The cause as the attempt's keys name it: ``backfill.<id>`` for a backfill's (one per request),
+        else the cause."""
+        return f"{self.cause}.{self.backfill}" if self.backfill else str(self.cause)
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for"):
+        for optional in ("until", "waits_for", "backfill"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -77,6 +94,7 @@ class ExecutionMessage:
             fields["cause"] = Cause(cause)
         except ValueError:
             raise ValidationError("message.cause", f"unknown cause {cause!r}") from None
+        fields["backfill"] = str(fields.get("backfill") or "")  # a message written before it: none
         return cls(**fields)
 
     @property
@@ -85,8 +103,9 @@ class ExecutionMessage:
 
     @property
     def attempt_key(self) -> str:
-        """What names this attempt within its job: occurrence, cause, action and attempt number."""
-        return f"{self.occurrence}|{self.cause}|{self.action}|{self.attempt}"
+        """What names this attempt within its job: occurrence, cause (with its backfill), action and attempt
+        number."""
+        return f"{self.occurrence}|{self.cause_key}|{self.action}|{self.attempt}"
 
     def stable_execution_id(self) -> str:
         """The execution id of this attempt: the same for every message and every delivery that names it

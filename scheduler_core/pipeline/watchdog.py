@@ -101,7 +101,7 @@ class Watchdog:
         if job is not None and message.attempt_key in job.counted:
             return Look(None)  # ran and counted: what follows it was sent before it was counted
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
-        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause)
+        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause_key)
         state = self.claims.state(identity, claim_row)
         if state is not None and state.done:
             return Look(None)

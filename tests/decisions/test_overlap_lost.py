@@ -108,7 +108,9 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     """T0 fails, T0+1m waits for its retry (at T0+90s), the retry succeeds and its counters write releases
     T0+1m; the worker dies before sending it. The retry's message comes back (the queue shows it again
     after the lease) to another worker, which finds the attempt counted: it records the lost holder and
-    sends the released occurrence, which runs."""
+    sends the released occurrence, which runs. (The watch of T0+1m's dispatch would send it too, once it
+    is a lease past its instant unclaimed: shown by the next test; here that watch is lost as well, so the
+    take-over alone must bring it.)"""
     target.answer([500, 200])
     put(deployment, target, fixed_retries(1, "PT90S"))
     deployment.run_until(T0 + timedelta(seconds=80))
@@ -127,6 +129,7 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     monkeypatch.setattr(Executor, "_send_watched", send)
     job = deployment.job("j")
     assert job.running.endswith(format_instant(T0 + MINUTE)) and job.waiting == ""  # released, never sent
+    drop_watches_of(deployment, T0 + MINUTE)
     deployment.run_until(T0 + timedelta(seconds=90) + CLAIM_LEASE)
     assert "T0+1m" not in outcomes(deployment)  # the watchdog dropped the retry's watch: it was counted
 
@@ -134,6 +137,43 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     assert report.outcome is Outcome.DUPLICATE
     deployment.run_until(deployment.clock.now + timedelta(seconds=10))
     assert outcomes(deployment)["T0+1m"] == ["Completed/0"]
+    assert deployment.job("j").state == JobState.COMPLETED
+
+
+def drop_watches_of(deployment: Deployment, occurrence: Any) -> None:
+    """Lose the watchdog's entries of an occurrence's attempts (as a due-index write lost with its worker)."""
+    for entry in deployment.watch_entries():
+        if entry.message and ExecutionMessage.from_json(entry.message).occurrence_time == occurrence:
+            deployment.storage.due.delete(entry.shard, entry.row_key)
+
+
+def test_a_released_occurrence_never_sent_is_sent_by_the_watch_of_its_dispatch(
+    deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, with the watch of T0+1m's dispatch kept: it finds T0+1m unclaimed a lease after its instant
+    and sends it, before the retry's message comes back; the take-over's copy then runs nothing again."""
+    target.answer([500, 200])
+    put(deployment, target, fixed_retries(1, "PT90S"))
+    deployment.run_until(T0 + timedelta(seconds=80))
+    retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
+    send = Executor._send_watched
+
+    def die_before_sending_the_released(self: Executor, job: Any, follow: ExecutionMessage, *args: Any) -> None:
+        if follow.occurrence == format_instant(T0 + MINUTE):
+            raise WorkerDied
+        send(self, job, follow, *args)
+
+    monkeypatch.setattr(Executor, "_send_watched", die_before_sending_the_released)
+    with pytest.raises(WorkerDied):
+        deployment.executor.execute(retry)
+    monkeypatch.setattr(Executor, "_send_watched", send)
+    deployment.run_until(T0 + timedelta(seconds=90) + CLAIM_LEASE)
+    assert outcomes(deployment)["T0+1m"] == ["Completed/0"]  # sent by the watch, before any take-over
+    assert deployment.job("j").state == JobState.COMPLETED  # the last occurrence ran: the job ended
+    late = deployment.executor_named("successor").execute(retry)  # the retry's message shown again
+    assert (late.outcome, late.message) == (Outcome.STALE, "job is Completed")
+    deployment.run_until(deployment.clock.now + timedelta(seconds=10))
+    assert outcomes(deployment)["T0+1m"] == ["Completed/0"]  # once
     assert deployment.job("j").state == JobState.COMPLETED
 
 

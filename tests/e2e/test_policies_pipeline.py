@@ -29,13 +29,13 @@ from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from tests.decisions.conftest import (
     COLLECTION,
-    parsed,
     NO_RETRY,
     STANDARD,
     START,
     Deployment,
     fixed_retries,
     http_action,
+    parsed,
 )
 from tests.support.http_target import HttpTarget
 
