@@ -1,12 +1,13 @@
 """Benchmark: management API PUT and GET of jobs through the local host on Azurite, next to raw table writes.
 
-    .venv/bin/python -m bench.api [--jobs 2000] [--threads 8] [--collections N] [--in-process]
+    .venv/bin/python -m bench.api [--jobs 2000] [--threads 8] [--collections N] [--rounds 4] [--in-process]
 
 Serves the function app the way ``make run`` does, in a process of its own (``python -m local_host
 run``: HTTP, timers and queue pollers), on a private in-memory Azurite. Prints
 throughput and p50/p99 latency of API job PUTs (creates) and GETs from ``--threads`` client threads with
 keep-alive sessions, and of the same number of raw ``upsert_entity`` calls from this process with the same
-concurrency, and the ratio; then the latency of PUTs and GETs from 1 and 2 client threads, where the
+concurrency, and the ratio (the three run in ``--rounds`` alternating slices, so that a machine shared with
+other work loads them alike); then the latency of PUTs and GETs from 1 and 2 client threads, where the
 machine is not saturated. The CPU time that each process (this client, the host, Azurite) spent per
 operation is printed with each row. ``--in-process`` serves the API from a thread of this process instead
 (client and server then share one interpreter lock).
@@ -110,6 +111,12 @@ def main() -> None:
         help="spread the jobs over this many collections (default: as few as P20Premium's 1,000 jobs allow)",
     )
     parser.add_argument("--in-process", action="store_true", help="serve the API from a thread of this process")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="slices the raw upserts, PUTs and GETs alternate in (so that they share the machine's load)",
+    )
     args = parser.parse_args()
     key = auth.generate_key()
     with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, served(args.in_process) as served_at:
@@ -173,14 +180,15 @@ def run(base: str, host_pid: int, key: str, connection: str, args: argparse.Name
 
     def measured(
         fn: Callable[[int], None], count: int, workers: int, offset: int = 0
-    ) -> tuple[float, list[float], str]:
+    ) -> tuple[float, list[float], dict[str, float]]:
         before = {name: sum(cpu_seconds(p) for p in ps) for name, ps in pids.items()}
         seconds, latencies = timed_calls(lambda i: fn(offset + i), count, workers)
         spent = {name: sum(cpu_seconds(p) for p in ps) - before[name] for name, ps in pids.items()}
-        cpu = "·".join(f"{spent[name] / count * 1000:.2f}" for name in ("client", "host", "azurite"))
-        return seconds, latencies, cpu
+        return seconds, latencies, spent
 
-    def row(name: str, count: int, workers: int, seconds: float, latencies: list[float], cpu: str) -> list[object]:
+    def row(
+        name: str, count: int, workers: int, seconds: float, latencies: list[float], spent: dict[str, float]
+    ) -> list[object]:
         rate = count / seconds
         return [
             name,
@@ -190,15 +198,30 @@ def run(base: str, host_pid: int, key: str, connection: str, args: argparse.Name
             f"{percentile(latencies, 0.5) * 1000:.1f}",
             f"{percentile(latencies, 0.99) * 1000:.1f}",
             f"{rate / raw_rate:.0%}",
-            cpu,
+            "·".join(f"{spent[name] / count * 1000:.2f}" for name in ("client", "host", "azurite")),
         ]
 
-    raw_seconds, raw_latencies, raw_cpu = measured(upsert, jobs, threads)
-    raw_rate = jobs / raw_seconds
+    # The raw upserts, PUTs and GETs run in alternating slices (raw, PUT, GET, raw, ...), so that all three
+    # see the same background load on a shared machine; each row adds up its slices.
+    rounds = max(1, min(args.rounds, jobs))
+    phases: dict[str, Callable[[int], None]] = {"raw": upsert, "put": put, "get": get}
+    seconds = dict.fromkeys(phases, 0.0)
+    latencies: dict[str, list[float]] = {kind: [] for kind in phases}
+    spent = {kind: dict.fromkeys(pids, 0.0) for kind in phases}
+    done = 0
+    for index in range(rounds):
+        size = jobs * (index + 1) // rounds - done
+        for kind, fn in phases.items():
+            took, times, cpu = measured(fn, size, threads, done)
+            seconds[kind] += took
+            latencies[kind] += times
+            spent[kind] = {name: spent[kind][name] + cpu[name] for name in pids}
+        done += size
+    raw_rate = jobs / seconds["raw"]
     results = [
-        row(f"API PUT job ({collections} collections)", jobs, threads, *measured(put, jobs, threads)),
-        row("API GET job", jobs, threads, *measured(get, jobs, threads)),
-        row("raw upsert_entity", jobs, threads, raw_seconds, raw_latencies, raw_cpu),
+        row(f"API PUT job ({collections} collections)", jobs, threads, seconds["put"], latencies["put"], spent["put"]),
+        row("API GET job", jobs, threads, seconds["get"], latencies["get"], spent["get"]),
+        row("raw upsert_entity", jobs, threads, seconds["raw"], latencies["raw"], spent["raw"]),
     ]
     for workers in (1, 2):
         offset = jobs + (workers - 1) * light
