@@ -423,7 +423,8 @@ class Dispatcher:
                 written = format_duration(policy.window.value, policy.window.style) if policy.window else ""
                 why = f"older than the missedRunPolicy window {written}"
                 dropped.append(self._missed_span(schedule, occurrence, first, now, why))
-            if instant is not None and instant <= now:  # RunAll: beyond the runs of one outage
+            # RunAll: beyond the runs of one outage (RunOnce's one run stands for them: they are not skipped)
+            if policy.mode is MissedRunMode.RUN_ALL and instant is not None and instant <= now:
                 why = f"beyond the {MAX_MISSED_RUNS} runs of one missedRunPolicy {policy.mode} catch-up"
                 dropped.append(self._missed_span(schedule, instant, following, now, why))
         dropped = [span for span in dropped if span.count != 0]

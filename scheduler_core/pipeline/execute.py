@@ -467,6 +467,15 @@ class Executor:
         for _ in range(COUNTER_ATTEMPTS):
             if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
                 return self._stale(message, Stale.EDITED, "job changed since dispatch")
+            if message.attempt_key in current.counted:
+                # A late copy (a redelivery, the watchdog's resend of an unclaimed attempt) of an occurrence
+                # that ran or was skipped: it must not name itself running again. Its claim decides: a holder
+                # lost after counting it is taken over there; done or never claimed (skipped), it is dropped.
+                claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause_key)
+                state = durably("claim read", functools.partial(self.claims.state, job.ref.identity, claim_row))
+                if state is not None and not state.done:
+                    return current
+                return self._held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")
             running = current.running_occurrence()
             waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
             if waiting is not None and waiting.generation != current.generation:
