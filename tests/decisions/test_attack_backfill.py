@@ -229,3 +229,21 @@ def test_a_backfills_retries_keep_its_id_and_run_once(deployment: Deployment, ta
     rows = sorted((row.execution_id, row.retry_count, row.status.value) for row in backfill_rows(deployment))
     assert [(retry, status) for _, retry, status in rows if status == "Completed"] == [(1, "Completed")] * 2
     assert len(rows) == 4 and len(calls(target)) == 4
+
+
+def test_a_backfill_message_of_the_previous_version_keeps_its_keys() -> None:
+    """A backfill's message sent before the backfill id (in a queue during an upgrade) has none: its claim,
+    execution id and counted key are those it had, so its copies still run once."""
+    old = (
+        '{"job_partition":"sub1|rg1|jc1","job_row":"j","generation":7,"occurrence":"2026-11-24T10:00:00Z",'
+        '"attempt":0,"action":"main","cause":"backfill","missed":0,"last":false,"v":1}'
+    )
+    message = ExecutionMessage.from_json(old)
+    assert message.backfill == "" and message.cause_key == "backfill"
+    assert message.attempt_key == "2026-11-24T10:00:00Z|backfill|main|0"
+    assert message.to_json() == old  # written back as it was
+    fresh = ExecutionMessage("p", "r", 1, "2026-11-24T10:00:00Z", cause=Cause.BACKFILL)
+    assert fresh.backfill and fresh.cause_key == f"backfill.{fresh.backfill}"
+    assert ExecutionMessage.from_json(fresh.to_json()) == fresh
+    scheduled = ExecutionMessage("p", "r", 1, "2026-11-24T10:00:00Z")
+    assert scheduled.backfill == "" and '"backfill"' not in scheduled.to_json()

@@ -290,7 +290,9 @@ def _paths() -> dict[str, Any]:
                 "operationId": "Jobs_Backfill",
                 "description": (
                     "Runs each occurrence the job's schedule has in a past window, in order (history: trigger "
-                    "Backfill); more than 1,000 is a 400."
+                    "Backfill); more than 1,000 is a 400. Each backfill is its own: two over one window each run "
+                    "every occurrence once (each run with its own execution id), and a repeated request backfills "
+                    "again."
                 ),
                 "parameters": _parameters(job, extra=(backfill,)),
                 "responses": {
