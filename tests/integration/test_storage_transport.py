@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -34,6 +35,7 @@ from scheduler_core.adapters.azure.clients import queue_client, storage_transpor
 from scheduler_core.adapters.azure.errors import storage_error
 from scheduler_core.errors import StorageError
 from scheduler_core.settings import Settings
+from tests.support.tls import TestCa, https_peer
 
 #: Keys of the kinds the app writes (escaped names, due times, digests) and worse: quotes, non-ASCII, %, +.
 AWKWARD_KEYS = ["a", "o'brien", "%41%2f", "é ü+x", "2026-11-24T07:00:00.000000Z|ab12|0000000000000001", "x" * 200]
@@ -364,3 +366,22 @@ def test_a_request_leaves_in_one_write_with_the_bytes_urllib3_sends(method: str,
             assert recording.writes == [request]  # head and body in one write
         sent[name] = request.replace(f"127.0.0.1:{port}".encode(), b"127.0.0.1:PORT")
     assert sent["ours"] == sent["urllib3"]
+
+
+def test_over_tls_a_request_with_a_body_arrives_whole(tmp_path: Path) -> None:
+    """The one-write connection over TLS (Azure Storage is HTTPS): through the storage clients' session, a
+    PUT with a body, the server's certificate checked against its CA."""
+    ca = TestCa()
+    with https_peer(ca, require_client_cert=False) as peer:
+        url = f"{peer.base_url}/devstoreaccount1/Jobs(PartitionKey='p',RowKey='r')"
+        session = storage_transport().session
+        response = session.request(
+            "PUT", url, data='{"é": 1}', headers={"Content-Type": "application/json"}, timeout=(5, 20),
+            verify=str(ca.write_pem(tmp_path)), cert=None, allow_redirects=False, proxies=None,
+        )  # fmt: skip
+        assert (response.status_code, response.content) == (200, b"hello over mutual TLS")
+        [seen] = peer.requests_to("RowKey='r')")
+        assert (seen.method, seen.body) == ("PUT", '{"é": 1}'.encode())
+        adapter = session.get_adapter(url)
+        assert isinstance(adapter, requests.adapters.HTTPAdapter)
+        assert type(adapter.poolmanager.connection_from_url(url)) is clients._OneWriteTlsPool
