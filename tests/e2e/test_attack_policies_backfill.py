@@ -19,7 +19,6 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +34,7 @@ from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e import fault_host
 from tests.e2e.conftest import Api
 from tests.support.http_target import HttpTarget
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -43,15 +43,6 @@ JC = "subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCol
 LEASE_SECONDS = 20
 EXPECTED = "x-ms-scheduler-expected-execution-time"
 MINUTES = list(range(0, 60, 3))  # 20 occurrences in the hour
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
 
 
 def past_hour() -> datetime:

@@ -30,21 +30,13 @@ from tests.e2e import fault_host
 from tests.e2e.test_faults_storage import explain, mark
 from tests.support.fault_proxy import fault_proxy
 from tests.support.http_target import HttpTarget
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 EXPECTED = "x-ms-scheduler-expected-execution-time"
 CUT_SECONDS = 10
 BLACKHOLE_SECONDS = 10
-
-
-def wait_until(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
 
 
 @pytest.mark.parametrize("endpoints", ["tables", "tables and queues"])

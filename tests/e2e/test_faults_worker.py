@@ -25,21 +25,13 @@ from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e import fault_host
 from tests.support.http_target import HttpTarget
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 LEASE_SECONDS = 6
 #: The bound the watchdog keeps: a dead worker's attempt runs again within this long after its lease ends.
 RERUN_BOUND = timedelta(minutes=3)
-
-
-def wait_until(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
 
 
 def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts_are_recorded(

@@ -10,7 +10,6 @@ that one again, as it does behind one that ends normally; the job then completes
 from __future__ import annotations
 
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,20 +23,12 @@ from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e import fault_host
 from tests.support.http_target import HttpTarget
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 LEASE_SECONDS = 70
 EXPECTED = "x-ms-scheduler-expected-execution-time"
-
-
-def wait_until(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
 
 
 def test_the_occurrence_waiting_behind_a_killed_worker_runs_after_the_watchdog_reruns_it(
