@@ -26,6 +26,7 @@ from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import MAX_BATCH, TableDueIndex, TableJobs
 from scheduler_core.definitions import parse_job
 from scheduler_core.model import DueEntry, DueSlot, Job, JobState
+from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.storage.keys import CollectionRef, JobRef, due_row_key, shard_of
 
 
@@ -73,13 +74,20 @@ def seed(jobs: int, due: datetime) -> None:
             due_index.table.submit_transaction(ops)
 
 
+def whole_shard_dispatcher(services: wiring.Services) -> Dispatcher:
+    """The deployment's dispatcher without a scan queue to hand on to: each scan dispatches its whole shard
+    (the deployed one hands the rest of a shard on past :data:`~scheduler_core.pipeline.dispatch.SCAN_CHUNK`
+    rows, which ``--fan-out`` measures)."""
+    base = services.dispatcher
+    return Dispatcher(services.stores, base.send, base.shards, base.lookahead, services.executor.claims)
+
+
 def fan_out(workers: int, chunk: int, now: datetime) -> tuple[int, int]:
     """Scan every shard with hand-on: one scan message per shard, taken by ``workers`` threads from the real
     scan queue (each runs ``Dispatcher.scan_message``), until the queue is empty and every worker is idle.
     Returns (rows fired, scans run)."""
     import threading
 
-    from scheduler_core.pipeline.dispatch import Dispatcher
     from scheduler_core.pipeline.messages import ScanMessage
 
     services = wiring.services()
@@ -147,8 +155,9 @@ def main() -> None:
         if args.fan_out:
             fired, runs = fan_out(args.fan_out, args.chunk, now)
         else:
+            whole = whole_shard_dispatcher(services)
             with ThreadPoolExecutor(max_workers=args.threads) as pool:
-                reports = list(pool.map(lambda shard: services.dispatcher.scan(shard, now), shards))
+                reports = list(pool.map(lambda shard: whole.scan(shard, now), shards))
             fired = sum(r.fired for r in reports)
         dispatch_seconds = time.perf_counter() - started
         assert fired == args.jobs, f"dispatched {fired} of {args.jobs}"
