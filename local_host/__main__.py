@@ -11,6 +11,7 @@ option to change (``make run PORT=...`` / ``AZURITE_PORTS=...`` when started by 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -143,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     azurite: Azurite | None = None
     host: LocalHost | None = None
     signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1` prints every thread's stack (a host that does not stop)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         if azurite_ports is not None:
             location = None if args.in_memory else root / ".azurite"

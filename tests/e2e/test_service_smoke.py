@@ -119,7 +119,7 @@ def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key
         assert response.json() == {"value": []}
     finally:
         process.send_signal(stop_signal)
-        output, _ = process.communicate(timeout=30)
+        output = stopped_output(process, 30)
     assert process.returncode == 0, output
     assert f"Scheduler API listening on http://127.0.0.1:{port}" in output
     assert "Azurite stopped." in output
@@ -127,3 +127,18 @@ def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key
     for azurite_port in ports:
         with pytest.raises(requests.ConnectionError):
             requests.get(f"http://127.0.0.1:{azurite_port}", timeout=2)
+
+
+def stopped_output(process: subprocess.Popen[str], timeout: float) -> str:
+    """The host's output once it has stopped; a host still running after ``timeout`` s fails the test with
+    every thread's stack (``kill -USR1``) and the end of its output."""
+    try:
+        return process.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        process.kill()
+        output = process.communicate()[0]
+        raise AssertionError(
+            f"the host did not stop within {timeout:g} s; its threads and output:\n{output[-12000:]}"
+        ) from None
