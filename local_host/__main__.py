@@ -144,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     azurite: Azurite | None = None
     host: LocalHost | None = None
     signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
+    # Ctrl-C (or `kill -INT`) stops it too when it was started in the background by a script, whose shell
+    # starts background jobs with SIGINT ignored (Python then installs no KeyboardInterrupt handler).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1` prints every thread's stack (a host that does not stop)
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:

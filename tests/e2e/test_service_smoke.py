@@ -80,8 +80,14 @@ def test_unknown_path_is_an_arm_404(service: str, api_key: str) -> None:
     assert response.json()["error"]["code"] == "ResourceNotFound"
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
-def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key: str, stop_signal: int) -> None:
+@pytest.mark.parametrize(
+    ("stop_signal", "started_ignoring_sigint"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["ctrl-c", "kill", "kill-int-started-in-the-background"],
+)
+def test_service_command_starts_azurite_serves_and_stops(
+    tmp_path: Path, api_key: str, stop_signal: int, started_ignoring_sigint: bool
+) -> None:
     port, *ports = free_ports(4)
     env = {
         **os.environ,
@@ -102,7 +108,15 @@ def test_service_command_starts_azurite_serves_and_stops(tmp_path: Path, api_key
         "--azurite-ports",
         ",".join(map(str, ports)),
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A script's shell starts a background job with SIGINT ignored, and the child inherits that.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if started_ignoring_sigint else None
+    try:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+    finally:
+        if started_ignoring_sigint:
+            signal.signal(signal.SIGINT, previous)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
