@@ -58,16 +58,21 @@ def put_preview(deployment: Deployment, name: str, body: dict[str, Any]) -> None
 
 
 def test_each_occurrence_fires_at_its_jittered_instant(deployment: Deployment, target: HttpTarget) -> None:
-    put_preview(deployment, "j", preview_job(hook(target), {"frequency": "Hour", "jitter": "PT15M", "count": 4}))
+    # Starting an hour ahead: a first occurrence within the scan's lookahead (60 s) would be dispatched at once,
+    # not indexed, and a jitter keyed by the hour the suite runs in may be under a minute.
+    start = START + timedelta(hours=1)
+    put_preview(
+        deployment, "j", preview_job(hook(target), {"frequency": "Hour", "jitter": "PT15M", "count": 4}, start=start)
+    )
     job = deployment.job("j")
     schedule = schedule_of(job)
-    fires = schedule.occurrences(START, 4)
-    nominals = [START + timedelta(hours=i) for i in range(4)]
+    fires = schedule.occurrences(start, 4)
+    nominals = [start + timedelta(hours=i) for i in range(4)]
     assert [schedule.nominal(fire) for fire in fires] == nominals
     assert fires != nominals and all(n <= f < n + timedelta(minutes=15) for n, f in zip(nominals, fires, strict=True))
     # the due index holds the jittered instant, before anything fired
     assert [entry.due for entry in deployment.occurrence_entries()] == [fires[0]]
-    reports = deployment.run_until(START + timedelta(hours=4))
+    reports = deployment.run_until(start + timedelta(hours=4))
     assert len(reports) == 4
     rows = sorted(deployment.history("j"), key=lambda row: row.start_time)
     assert [row.expected_execution_time for row in rows] == fires
