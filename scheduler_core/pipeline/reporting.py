@@ -156,37 +156,29 @@ def coalesced(job: Job, occurrence: datetime, missed: int, resume: datetime | No
 def resent_unclaimed(job: Job, message: ExecutionMessage, looked: datetime) -> None:
     """The watchdog sends an attempt again: nobody had claimed it a lease after it was due (its message was
     lost on its way to a worker, or waits behind a backlog)."""
-    dispatch_log.warning(
-        "%s/%s: %s attempt %d of occurrence %s not claimed by %s (its message lost on its way to a worker, "
-        "or behind a backlog); sent again",
-        job.ref.collection.name,
-        job.ref.name,
-        message.action,
-        message.attempt + 1,
-        message.occurrence,
-        format_instant(looked),
-        extra={
-            "scheduler_collection": job.ref.collection.name,
-            "scheduler_job": job.ref.name,
-            "scheduler_occurrence": message.occurrence,
-            "scheduler_action": message.action,
-            "scheduler_attempt": message.attempt + 1,
-            "scheduler_outcome": "rescued",
-            "scheduler_next": "sent again",
-        },
+    _sent_again(
+        job,
+        message,
+        f"not claimed by {format_instant(looked)} (its message lost on its way to a worker, or behind a backlog)",
     )
 
 
 def rescued(job: Job, message: ExecutionMessage, lease_until: datetime | None) -> None:
     """The watchdog sends an attempt again: its worker died mid-call (its claim's lease ended, not done)."""
+    ended = format_instant(lease_until) if lease_until is not None else "?"
+    _sent_again(job, message, f"lost with its worker (lease ended {ended})")
+
+
+def _sent_again(job: Job, message: ExecutionMessage, why: str) -> None:
+    """One WARNING line for an attempt the watchdog sends again, saying ``why``."""
     dispatch_log.warning(
-        "%s/%s: %s attempt %d of occurrence %s lost with its worker (lease ended %s); sent again",
+        "%s/%s: %s attempt %d of occurrence %s %s; sent again",
         job.ref.collection.name,
         job.ref.name,
         message.action,
         message.attempt + 1,
         message.occurrence,
-        format_instant(lease_until) if lease_until is not None else "?",
+        why,
         extra={
             "scheduler_collection": job.ref.collection.name,
             "scheduler_job": job.ref.name,
