@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 SECONDS_PER_MONTH = 30.4375 * 86400  # an average month (365.25 / 12 days)
@@ -420,6 +422,31 @@ def classify_request(method: str, url: str, headers: dict[str, str], table_port:
     return f"queue {method.lower()} (other)"
 
 
+def count_requests(counter: Counter[str], table_port: int) -> Callable[[], None]:
+    """Count every request the app's storage clients send (they share one transport) into ``counter``, by
+    :func:`classify_request`, until the function returned is called."""
+    import threading
+    from typing import Any
+
+    from scheduler_core.adapters.azure.clients import storage_transport
+
+    lock = threading.Lock()
+    session = storage_transport().session
+    original = session.send
+
+    def counting_send(request: Any, **kwargs: Any) -> Any:
+        with lock:
+            counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
+        return original(request, **kwargs)
+
+    session.send = counting_send
+
+    def stop() -> None:
+        session.send = original
+
+    return stop
+
+
 def count_operations(jobs: int) -> Counted:
     """A simple count of the storage requests per create and per fire of one-shot HTTP jobs, in this process
     on a private Azurite: every request the app's storage clients send (they share one transport) is
@@ -427,7 +454,6 @@ def count_operations(jobs: int) -> Counted:
     every shard, the executions of the messages received from the execution queue (32 at a time, each
     deleted after its execution, as the Functions host does) and the scan that later drops their watch
     rows. Not counted: the idle polling of the host and the tick's own messages (a few per shard a minute)."""
-    import threading
     import time
     from collections import Counter
     from datetime import UTC, datetime, timedelta
@@ -436,13 +462,12 @@ def count_operations(jobs: int) -> Counted:
     from bench.burst import http_sink
     from bench.common import azurite_settings
     from scheduler_core import auth, wiring
-    from scheduler_core.adapters.azure.clients import queue_client, storage_transport
+    from scheduler_core.adapters.azure.clients import queue_client
     from scheduler_core.api import ApiRequest, ManagementApi
     from scheduler_core.pipeline.messages import ExecutionMessage
 
     key = auth.generate_key()
     counter: Counter[str] = Counter()
-    lock = threading.Lock()
     with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, http_sink() as sink:
         table_port = int(
             (config.storage_connection_string or "").split("TableEndpoint=")[1].split(":")[2].split("/")[0]
@@ -451,15 +476,7 @@ def count_operations(jobs: int) -> Counted:
         built = wiring.build(config, clock=lambda: datetime.now(UTC) + shift[0])
         wiring.install(built)
         api = ManagementApi(wiring.api_services)
-        session = storage_transport().session
-        original = session.send
-
-        def counting_send(request: Any, **kwargs: Any) -> Any:
-            with lock:
-                counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
-            return original(request, **kwargs)
-
-        session.send = counting_send
+        stop_counting = count_requests(counter, table_port)
 
         def call(method: str, path: str, body: dict[str, Any]) -> None:
             import json as json_module
@@ -503,7 +520,7 @@ def count_operations(jobs: int) -> Counted:
         for shard in shards:
             built.dispatcher.scan(shard, built.clock())
         fire_ops = dict(counter)
-        session.send = original
+        stop_counting()
         wiring.reset()
     return Counted(jobs, fired, create_ops, fire_ops)
 
@@ -548,7 +565,7 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
 
     from bench.common import azurite_settings
     from scheduler_core import wiring
-    from scheduler_core.adapters.azure.clients import queue_client, storage_transport
+    from scheduler_core.adapters.azure.clients import queue_client
     from scheduler_core.adapters.azure.tables import MAX_BATCH
     from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, JobState
     from scheduler_core.pipeline import cleanup as cleanup_module
@@ -621,13 +638,6 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
             for subscription in subscriptions:
                 seed(subscription)
             queue = queue_client(config, config.cleanup_queue)
-            session = storage_transport().session
-            original = session.send
-
-            def counting_send(request: Any, **kwargs: Any) -> Any:
-                with lock:
-                    counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
-                return original(request, **kwargs)
 
             def drain(workers: int) -> tuple[cleanup_module.CleanupReport, int]:
                 """``workers`` threads run the queue's messages until it is empty: (reports added up, messages)."""
@@ -665,7 +675,7 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
                     thread.join()
                 return total, state["ran"]
 
-            session.send = counting_send
+            stop_counting = count_requests(counter, table_port)
             try:
                 for workers, subscription in zip(worker_counts, subscriptions, strict=True):
                     counter.clear()
@@ -685,7 +695,7 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
                         )
                     )
             finally:
-                session.send = original
+                stop_counting()
             pool.shutdown()
             wiring.reset()
     finally:
