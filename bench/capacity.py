@@ -644,7 +644,6 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
                 total = cleanup_module.CleanupReport()
                 state = {"busy": 0, "ran": 0}
                 cleanups = built.cleanups
-                assert cleanups is not None
 
                 def worker() -> None:
                     while True:

@@ -70,14 +70,14 @@ class Services:
     executor: Executor
     api: ApiServices
     clock: Clock
+    #: The cleanup queue (``SCHEDULER_CLEANUP_QUEUE``): the daily cleanup's timer and work messages.
+    cleanups: MessageSender
     #: Every execution queue, queue 0 first (``settings.execution_queues``).
     execution_queues: tuple[MessageSender, ...] = ()
     #: What the pipeline sends execution messages through: the router over ``execution_queues``.
     send_execution: ExecutionQueue | None = None
     #: The depth of each execution queue and its poison queue (None: not available).
     execution_depths: ExecutionDepths | None = None
-    #: The cleanup queue (``SCHEDULER_CLEANUP_QUEUE``): the daily cleanup's timer and work messages.
-    cleanups: MessageSender | None = None
     #: The depth of the cleanup queue and of its poison queue (None: not available).
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
 

@@ -49,7 +49,6 @@ from scheduler_core.model import (
     Job,
     JobState,
     LostAttempt,
-    claim_key,
 )
 from scheduler_core.model.actions import Action, JobAction
 from scheduler_core.model.history import Trigger
@@ -244,7 +243,7 @@ class Executor:
             job = admitted
         occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
-        claim_row = claim_key(occurrence, message.action, message.attempt, message.cause_key)
+        claim_row = message.claim_row
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = durably(
             "claim",
@@ -471,8 +470,7 @@ class Executor:
                 # A late copy (a redelivery, the watchdog's resend of an unclaimed attempt) of an occurrence
                 # that ran or was skipped: it must not name itself running again. Its claim decides: a holder
                 # lost after counting it is taken over there; done or never claimed (skipped), it is dropped.
-                claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause_key)
-                state = durably("claim read", functools.partial(self.claims.state, job.ref.identity, claim_row))
+                state = durably("claim read", functools.partial(self.claims.state, job.ref.identity, message.claim_row))
                 if state is not None and not state.done:
                     return current
                 return self._held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.model.claim import claim_key
 
 VERSION = 1
 
@@ -106,6 +107,11 @@ class ExecutionMessage:
         """What names this attempt within its job: occurrence, cause (with its backfill), action and attempt
         number."""
         return f"{self.occurrence}|{self.cause_key}|{self.action}|{self.attempt}"
+
+    @property
+    def claim_row(self) -> str:
+        """The row key of this attempt's claim (:func:`~scheduler_core.model.claim.claim_key`)."""
+        return claim_key(self.occurrence_time, self.action, self.attempt, self.cause_key)
 
     def stable_execution_id(self) -> str:
         """The execution id of this attempt: the same for every message and every delivery that names it

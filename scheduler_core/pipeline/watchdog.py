@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_core.model import WATCH, DueEntry, Job, JobState, claim_key
+from scheduler_core.model import WATCH, DueEntry, Job, JobState
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
@@ -101,8 +101,7 @@ class Watchdog:
         if job is not None and message.attempt_key in job.counted:
             return Look(None)  # ran and counted: what follows it was sent before it was counted
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
-        claim_row = claim_key(message.occurrence_time, message.action, message.attempt, message.cause_key)
-        state = self.claims.state(identity, claim_row)
+        state = self.claims.state(identity, message.claim_row)
         if state is not None and state.done:
             return Look(None)
         if job is None or (
