@@ -191,6 +191,7 @@ class HostLog:
     executions: dict[str, list[float]]  # function -> durations in ms
     outcomes: Counter[str]
     scans_done: datetime | None  # when the last scan of the burst finished (log time, whole seconds)
+    resent: int = 0  # attempts the watchdog sent again ("...; sent again" lines)
 
 
 def read_host_log(path: Path, since: datetime, scans_before: datetime) -> HostLog:
@@ -198,7 +199,10 @@ def read_host_log(path: Path, since: datetime, scans_before: datetime) -> HostLo
     executions: dict[str, list[float]] = defaultdict(list)
     outcomes: Counter[str] = Counter()
     scans_done: datetime | None = None
+    resent = 0
     for line in path.read_text(errors="replace").splitlines():
+        if line.endswith("; sent again") and line[:19] >= since.strftime("%Y-%m-%dT%H:%M:%S"):
+            resent += 1
         match = _INVOCATION.match(line)
         if match is None:
             continue
@@ -211,7 +215,7 @@ def read_host_log(path: Path, since: datetime, scans_before: datetime) -> HostLo
         else:
             executions[match["function"]].append(float(match["ms"]))
             outcomes[match["outcome"].split(",")[0]] += 1
-    return HostLog(dict(executions), outcomes, scans_done)
+    return HostLog(dict(executions), outcomes, scans_done, resent)
 
 
 # ------------------------------------------------------------------------------------------------ the burst
@@ -570,6 +574,7 @@ def report(burst: BurstResult, raws: list[RawResult], args: argparse.Namespace) 
         f"{percentile(executions, 0.5):.0f} ms, p99 {percentile(executions, 0.99):.0f} ms; "
         f"outcomes {dict(log.outcomes)}"
     )
+    print(f"attempts the watchdog sent again (host log): {log.resent}")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,13 @@ class ExecutionQueue(Protocol):
     def __call__(self, text: str, visibility: int, /) -> None: ...
 
 
+class Backlog(Protocol):
+    """Whether an execution queue's consumers are behind: it shows a message, not yet taken, that was sent
+    more than ``older_than`` before ``now``. Takes and hides nothing; may raise ``StorageError``."""
+
+    def __call__(self, older_than: timedelta, now: datetime, /) -> bool: ...
+
+
 class MessageSender(Protocol):
     """One of the app's own queues (scans, executions), as an object."""
 

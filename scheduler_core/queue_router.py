@@ -10,6 +10,10 @@ queue-triggered function (``function_app.py``), which the Functions scale contro
 :class:`~scheduler_core.ports.MessageSender`) over the K queues' senders: the dispatcher, the watchdog and
 the executor send through it unchanged. With K = 1 it is the one queue.
 
+The router also tells the watchdog whether a message's queue is behind (:meth:`ExecutionRouter.behind`:
+its consumers have not taken a message sent more than a lease ago), asking each queue at most once per
+:data:`BEHIND_FOR` of the pipeline's clock, so a scan that finds a burst's watch entries due peeks once.
+
 The hash is BLAKE2b of the job identity with its own personalisation, so the queue of a job does not
 follow its due-index shard (:func:`scheduler_core.storage.keys.shard_of`): the jobs of one shard, which one
 scan dispatches together, spread over every queue.
@@ -19,12 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
-from scheduler_core.ports import ExecutionQueue
+from scheduler_core.errors import StorageError
+from scheduler_core.ports import Backlog, ExecutionQueue
 from scheduler_core.storage.keys import SEPARATOR
 
 __all__ = ["ExecutionRouter", "queue_index", "queue_index_of_message"]
+
+#: How long an answer of :meth:`ExecutionRouter.behind` stands for its queue (by the pipeline's clock).
+BEHIND_FOR = timedelta(seconds=5)
 
 _PERSON = b"sched-exec-queue"  # 16 bytes: BLAKE2b's personalisation, so this hash is not shard_of's
 
@@ -59,10 +69,16 @@ def queue_index_of_message(text: str, count: int) -> int:
 class ExecutionRouter:
     """The execution queue port over K queues: each message goes to the queue of its job."""
 
-    def __init__(self, queues: Sequence[ExecutionQueue]) -> None:
+    def __init__(self, queues: Sequence[ExecutionQueue], backlogs: Sequence[Backlog | None] = ()) -> None:
+        """``backlogs`` are the queues' backlog probes, in the same order (none: never behind)."""
         if not queues:
             raise ValueError("an execution router needs at least one queue")
+        if backlogs and len(backlogs) != len(queues):
+            raise ValueError("an execution router needs one backlog probe per queue, or none")
         self.queues: tuple[ExecutionQueue, ...] = tuple(queues)
+        self.backlogs: tuple[Backlog | None, ...] = tuple(backlogs) or (None,) * len(self.queues)
+        self._answers: dict[int, tuple[datetime, bool]] = {}
+        self._lock = threading.Lock()
 
     @property
     def count(self) -> int:
@@ -78,3 +94,23 @@ class ExecutionRouter:
     def send(self, text: str, visibility: int = 0) -> None:
         """Send ``text`` to its job's queue, invisible for ``visibility`` whole seconds; at least once."""
         self(text, visibility)
+
+    def behind(self, text: str, older_than: timedelta, now: datetime) -> bool:
+        """Whether the queue of ``text``'s job is behind: it shows a message sent more than ``older_than``
+        before ``now`` that no worker has taken. Asked of the queue at most once per :data:`BEHIND_FOR`; a
+        queue that cannot be asked (no probe, or storage failed) is taken as keeping up."""
+        index = self.queue_of(text)
+        probe = self.backlogs[index]
+        if probe is None:
+            return False
+        with self._lock:
+            known = self._answers.get(index)
+        if known is not None and timedelta(0) <= now - known[0] < BEHIND_FOR:
+            return known[1]
+        try:
+            answer = probe(older_than, now)
+        except StorageError:
+            answer = False
+        with self._lock:
+            self._answers[index] = (now, answer)
+        return answer

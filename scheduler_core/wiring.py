@@ -131,7 +131,9 @@ def build(
     if depths is None and execution_depths is not None:
         probe = execution_depths
         depths = lambda: total_depths(probe())  # noqa: E731
-    send_execution = send_execution or ExecutionRouter([queue.send for queue in queues])
+    send_execution = send_execution or ExecutionRouter(
+        [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
+    )
     dispatcher = Dispatcher(
         stores,
         send_execution,
@@ -141,6 +143,8 @@ def build(
         lease=claim_lease,
         depths=depths,
         send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
+        # The watchdog holds back the resend of an unclaimed attempt while its queue is behind.
+        behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
     )
     if runner is None:
         # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.

@@ -25,3 +25,5 @@ class DueEntry:
     written_at: datetime | None = None
     kind: str = ""
     checks: int = 0  # watches: how many times the watchdog found the attempt not yet claimed
+    #: Watches: the resend of an attempt nobody claimed was held back (its queue was behind): still owed.
+    held: bool = False

@@ -33,7 +33,7 @@ from scheduler_core.model import CLAIM_LEASE, WATCH, ActionName, DueEntry, Histo
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
 from scheduler_core.pipeline import policies, reporting
 from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, Cause, ExecutionMessage, ScanMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, Watchdog
+from scheduler_core.pipeline.watchdog import WATCH_GRACE, Behind, Watchdog
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
@@ -158,12 +158,13 @@ class Dispatcher:
         depths: DepthProbe | None = None,
         send_scan: Callable[[str], None] | None = None,
         chunk: int = SCAN_CHUNK,
+        behind: Behind | None = None,
     ) -> None:
         self.stores = stores
         self.send = send
         self.shards = shards
         self.lookahead = lookahead
-        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace)
+        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace, behind)
         self.depths = depths
         self.send_scan = send_scan
         self.chunk = max(1, chunk)

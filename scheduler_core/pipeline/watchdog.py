@@ -19,7 +19,12 @@ entries (a collection at a time) and asks :meth:`Watchdog.check`:
   the same message again at once, the first time only (a copy that comes second finds the claim taken or
   done and is dropped), and look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS` times at most (by
   then the queue has shown the message again by itself). An occurrence that waits its turn
-  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again.
+  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again. So is an attempt whose queue is
+  behind (it shows a message sent more than a lease ago, not yet taken: :meth:`ExecutionRouter.behind
+  <scheduler_core.queue_router.ExecutionRouter.behind>`): its message most likely waits in that backlog,
+  and a copy would only add to it, so the resend is held (``DueEntry.held``) until a look finds the queue
+  keeping up. Without this, every attempt of a burst that drains for longer than a lease was sent twice,
+  doubling the queue's load just when it was overloaded.
 
 Attempts sent outside a scan (retries, error actions, runs on demand) are watched by :meth:`Watchdog.watch`,
 one index write each.
@@ -27,6 +32,7 @@ one index write each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -35,6 +41,10 @@ from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.storage.keys import SEPARATOR, due_row_key, shard_of
+
+#: Whether the queue of a message (its text) is behind: a message sent more than ``older_than`` before ``now``
+#: not yet taken (:meth:`scheduler_core.queue_router.ExecutionRouter.behind`).
+Behind = Callable[[str, timedelta, datetime], bool]
 
 #: A watch entry is due this long after the lease it watches would end (clock skew between instances).
 WATCH_GRACE = timedelta(seconds=5)
@@ -60,16 +70,26 @@ class Look:
 
 class Watchdog:
     def __init__(
-        self, stores: Stores, claims: Claims, send: ExecutionQueue, shards: int, lease: timedelta, grace: timedelta
+        self,
+        stores: Stores,
+        claims: Claims,
+        send: ExecutionQueue,
+        shards: int,
+        lease: timedelta,
+        grace: timedelta,
+        behind: Behind | None = None,
     ) -> None:
         self.stores = stores
+        self.behind = behind
         self.claims = claims
         self.send = send
         self.shards = shards
         self.lease = lease
         self.grace = grace
 
-    def row(self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0) -> DueEntry:
+    def row(
+        self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0, held: bool = False
+    ) -> DueEntry:
         """The watch entry of ``message``'s attempt, due at ``due``."""
         key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
         return DueEntry(
@@ -82,6 +102,7 @@ class Watchdog:
             message=message.to_json(),
             kind=WATCH,
             checks=checks,
+            held=held,
         )
 
     def row_after_lease(self, job: Job, message: ExecutionMessage, shard: str, due: datetime) -> DueEntry:
@@ -109,12 +130,14 @@ class Watchdog:
         ):
             return Look(None)  # the attempt would not run any more
         if state is None:  # not claimed: lost on its way to a worker, or behind a backlog (see the module)
-            if row.checks == 0 and not waits_its_turn(job, message):
+            owed = (row.checks == 0 or row.held) and not waits_its_turn(job, message)
+            held = owed and self.behind is not None and self.behind(row.message, self.lease, now)
+            if owed and not held:
                 reporting.resent_unclaimed(job, message, row.due)
                 self.send(row.message, 0)
-                return Look(self.row(job, message, row.shard, now + self.lease, 1), rescued=True)
+                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1), rescued=True)
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1))
+                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1, held))
             return Look(None)
         if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
             return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))

@@ -24,7 +24,7 @@ def scan(backend: Backend, shard: str = "0001", before: str = END) -> list[DueEn
 
 
 def test_an_entry_reads_back_whole_stamped_with_when_it_was_written(backend: Backend) -> None:
-    entry = due_entry(T0, message='{"v": 1}', kind=WATCH, checks=2)
+    entry = due_entry(T0, message='{"v": 1}', kind=WATCH, checks=2, held=True)
     before = backend.clock()
     backend.stores.due.put(entry)
     after = backend.clock()
@@ -33,16 +33,16 @@ def test_an_entry_reads_back_whole_stamped_with_when_it_was_written(backend: Bac
     assert backend.stamped_between(got.written_at, before, after)
     plain = due_entry(T0 + timedelta(seconds=1))
     backend.stores.due.put(plain)
-    assert replace(scan(backend)[1], written_at=None) == plain  # message None, kind "", checks 0
+    assert replace(scan(backend)[1], written_at=None) == plain  # message None, kind "", checks 0, not held
 
 
 def test_put_is_an_upsert_stamped_anew(backend: Backend) -> None:
-    backend.stores.due.put(due_entry(T0, checks=1))
+    backend.stores.due.put(due_entry(T0, checks=1, held=True))
     before = backend.clock()
     backend.stores.due.put(due_entry(T0, checks=2, message="m"))
     after = backend.clock()
     [got] = scan(backend)
-    assert (got.checks, got.message) == (2, "m")
+    assert (got.checks, got.message, got.held) == (2, "m", False)
     assert backend.stamped_between(got.written_at, before, after)
 
 

@@ -367,6 +367,76 @@ def test_an_attempt_never_claimed_is_sent_again_once_then_looked_at_a_few_times_
     assert deployment.queued() == []  # by then the queue shows an unclaimed message again by itself
 
 
+def backlog(deployment: Deployment, sent_at: datetime) -> None:
+    """A message of another job on the execution queue, visible since ``sent_at`` and taken by nobody: the
+    queue's consumers are behind (a burst larger than they drain in a lease). Time moves on to ``sent_at``."""
+    deployment.clock.set(sent_at)
+    other = ExecutionMessage("other-partition", "other", 1, format_instant(sent_at))
+    deployment.storage.executions.send(other.to_json())
+
+
+def test_an_unclaimed_attempt_is_not_sent_again_while_its_queue_is_behind_but_once_it_keeps_up(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    message = dispatched(deployment, target)  # taken and lost, or waiting in the backlog: nobody claims it
+    backlog(deployment, LATER)
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.clock.set(watch.due)  # the backlog's message has waited a lease and more
+
+    assert deployment.scan().rescued == 0
+    queued = [m.text for m in deployment.queued()]
+    assert queued != [] and message.to_json() not in queued  # only the backlog's message
+    held = watch_of(deployment, message)
+    assert held is not None
+    assert (held.held, held.checks, held.due) == (True, 1, watch.due + CLAIM_LEASE)
+
+    deployment.take()  # the consumers catch up; the attempt is still unclaimed: its message was lost
+    deployment.clock.set(held.due)
+    assert deployment.scan().rescued == 1
+    [queued] = deployment.queued()
+    assert queued.text == message.to_json()  # the same attempt, sent again once
+    again = watch_of(deployment, message)
+    assert again is not None and (again.held, again.checks) == (False, 2)
+    assert [report.outcome for report in deployment.deliver()] == [Outcome.SUCCEEDED]
+    assert len(target.received) == 1
+
+
+def test_an_unclaimed_attempt_whose_queue_stays_behind_is_never_sent_again_and_its_watch_ends(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    message = dispatched(deployment, target)
+    backlog(deployment, LATER)
+    looks = 0
+    while (watch := watch_of(deployment, message)) is not None:
+        deployment.clock.set(watch.due)
+        assert deployment.scan().rescued == 0
+        looks += 1
+    assert looks == WATCH_UNCLAIMED_CHECKS  # as many looks as an attempt sent again gets; then the queue's own lease
+    assert message.to_json() not in [m.text for m in deployment.queued()]
+
+
+def test_a_queue_whose_visible_messages_are_recent_is_not_behind(deployment: Deployment, target: HttpTarget) -> None:
+    message = dispatched(deployment, target)
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    backlog(deployment, watch.due - CLAIM_LEASE + timedelta(seconds=10))  # visible, but sent less than a lease ago
+    deployment.clock.set(watch.due)
+    assert deployment.scan().rescued == 1
+    assert message.to_json() in [m.text for m in deployment.queued()]
+
+
+def test_a_queue_that_cannot_be_asked_is_taken_as_keeping_up(deployment: Deployment, target: HttpTarget) -> None:
+    message = dispatched(deployment, target)
+    backlog(deployment, LATER)
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.storage.executions.fail_next("behind", StorageError("storage answered 503", 503))
+    deployment.clock.set(watch.due)
+    assert deployment.scan().rescued == 1  # the resend, as before: a lost message must not wait 10 minutes
+    assert message.to_json() in [m.text for m in deployment.queued()]
+
+
 def test_an_attempt_sent_again_unclaimed_runs_once_and_its_lost_copy_is_dropped_when_it_comes_back(
     deployment: Deployment, target: HttpTarget
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core import MatchConditions
@@ -13,6 +14,9 @@ from azure.storage.queue import QueueClient
 
 from scheduler_core.adapters.azure.clients import queue_client, table_service
 from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.azure.queues import MessageQueue
+from scheduler_core.adapters.memory import SimulatedClock
+from scheduler_core.adapters.memory.queues import MemoryQueue
 from scheduler_core.settings import Settings
 from scheduler_core.storage.names import JOBS_TABLE, queue_names, table_names
 
@@ -69,3 +73,28 @@ def test_visibility_timeout_delays_a_message(storage_env: Settings) -> None:
     time.sleep(2.5)
     [message] = queue.receive_messages(max_messages=1)
     assert message.content == "later"
+
+
+@pytest.mark.parametrize("adapter", ["azurite", "memory"])
+def test_a_queue_is_behind_only_when_it_shows_a_message_sent_longer_ago_than_asked(
+    storage_env: Settings, adapter: str
+) -> None:
+    """``behind`` (the watchdog's backlog probe) over a real queue and over the memory queue: the same answers."""
+    provision(storage_env)
+    clock = SimulatedClock(datetime.now(UTC))
+    real = MessageQueue(queue_client(storage_env, storage_env.execution_queue))
+    queue: MessageQueue | MemoryQueue = real if adapter == "azurite" else MemoryQueue(clock)
+    now = clock()
+    assert queue.behind(timedelta(0), now + timedelta(seconds=5)) is False  # empty
+    queue.send("hidden", 60)  # a message shown later (a dispatched occurrence, a retry): no backlog
+    assert queue.behind(timedelta(0), now + timedelta(seconds=5)) is False
+    queue.send("shown", 0)
+    assert queue.behind(timedelta(seconds=60), now + timedelta(seconds=5)) is False  # shown, but recent
+    clock.set(now + timedelta(seconds=5))
+    assert queue.behind(timedelta(seconds=1), now + timedelta(seconds=5)) is True  # shown and waiting
+    if isinstance(queue, MessageQueue):
+        [taken] = queue.client.receive_messages(max_messages=1)  # a worker takes it: nothing shows
+        assert taken.content == "shown"
+    else:
+        assert [m.text for m in queue.receive()] == ["shown"]
+    assert queue.behind(timedelta(seconds=1), now + timedelta(seconds=5)) is False

@@ -8,6 +8,8 @@ import importlib.util
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import azure.functions as func
@@ -16,9 +18,9 @@ import pytest
 from local_host.app_index import index_app, resolve_setting_references
 from local_host.queues import DEFAULT_THREAD_COUNT
 from scheduler_core import settings, triggers
-from scheduler_core.errors import ConfigurationError
+from scheduler_core.errors import ConfigurationError, StorageError
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.queue_router import ExecutionRouter, queue_index, queue_index_of_message
+from scheduler_core.queue_router import BEHIND_FOR, ExecutionRouter, queue_index, queue_index_of_message
 from scheduler_core.storage.keys import CollectionRef, JobRef, shard_of
 from scheduler_core.storage.names import queue_names
 
@@ -174,6 +176,46 @@ def test_the_router_sends_each_message_to_its_jobs_queue() -> None:
     assert (texts[5], 5) in sent[router.queue_of(texts[5])]
     with pytest.raises(ValueError, match="at least one"):
         ExecutionRouter([])
+
+
+def test_the_router_asks_the_queue_of_a_messages_job_whether_it_is_behind_at_most_once_per_few_seconds() -> None:
+    asked: list[tuple[int, timedelta, datetime]] = []
+    answers = [True, False, True]
+
+    def probe(index: int) -> Callable[[timedelta, datetime], bool]:
+        def behind(older_than: timedelta, now: datetime) -> bool:
+            asked.append((index, older_than, now))
+            return answers[index]
+
+        return behind
+
+    router = ExecutionRouter([lambda text, visibility: None] * 3, [probe(0), probe(1), probe(2)])
+    texts = {router.queue_of(text): text for text in (message(job) for job in jobs(60))}
+    lease, now = timedelta(seconds=120), datetime(2031, 1, 1, tzinfo=UTC)
+    assert [router.behind(texts[i], lease, now) for i in range(3)] == answers
+    assert [index for index, _, _ in asked] == [0, 1, 2]
+    assert asked[0][1:] == (lease, now)
+    # Within BEHIND_FOR of the pipeline's clock the answer stands (a scan looking at a burst's watches peeks once).
+    assert router.behind(texts[0], lease, now + BEHIND_FOR - timedelta(milliseconds=1)) is True
+    assert len(asked) == 3
+    answers[0] = False
+    assert router.behind(texts[0], lease, now + BEHIND_FOR) is False
+    assert len(asked) == 4
+    # A clock that moved back (simulated time set earlier) asks again.
+    assert router.behind(texts[0], lease, now - timedelta(seconds=1)) is False
+    assert len(asked) == 5
+
+
+def test_a_queue_without_a_probe_or_whose_probe_fails_is_taken_as_keeping_up() -> None:
+    def failing(older_than: timedelta, now: datetime) -> bool:
+        raise StorageError("storage answered 503", 503)
+
+    now = datetime(2031, 1, 1, tzinfo=UTC)
+    text = message(jobs(1)[0])
+    assert ExecutionRouter([lambda text, visibility: None]).behind(text, timedelta(0), now) is False
+    assert ExecutionRouter([lambda text, visibility: None], [failing]).behind(text, timedelta(0), now) is False
+    with pytest.raises(ValueError, match="one backlog probe per queue"):
+        ExecutionRouter([lambda text, visibility: None] * 2, [failing])
 
 
 # ------------------------------------------------------------------------------------------------ function_app

@@ -3,9 +3,14 @@ port: messages are base64 text, as the Functions host reads them (:func:`.client
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from azure.storage.queue import QueueClient
 
 from scheduler_core.adapters.azure.errors import translated
+
+#: How many of a queue's first visible messages :meth:`MessageQueue.behind` looks at (the most one peek shows).
+PEEK = 32
 
 
 @translated
@@ -18,3 +23,14 @@ class MessageQueue:
     def send(self, text: str, visibility: int = 0) -> None:
         """Send ``text``, invisible for ``visibility`` whole seconds (0: visible at once)."""
         self.client.send_message(text, visibility_timeout=visibility or None)
+
+    def behind(self, older_than: timedelta, now: datetime) -> bool:
+        """Whether the queue's consumers are behind: among its first visible messages (one peek, which takes
+        nothing and hides nothing) is one sent more than ``older_than`` before ``now``. A message shows at its
+        due second and is taken within a poll, so one still visible that long after it was sent waits in a
+        backlog (or is a delayed retry that showed a moment ago: a rare false alarm)."""
+        cutoff = now - older_than
+        return any(
+            message.inserted_on is not None and message.inserted_on < cutoff
+            for message in self.client.peek_messages(max_messages=PEEK)
+        )

@@ -67,6 +67,8 @@ from scheduler_core.storage.names import (
 SCHEMA_VERSION = 1
 #: Table Storage accepts at most 100 operations in one batch transaction.
 MAX_BATCH = 100
+#: A batch upsert that writes the entity whole (a due-index entry is all its properties, as in the memory adapter).
+_REPLACE = {"mode": UpdateMode.REPLACE}
 #: Table Storage returns at most 1,000 entities per page of a query.
 MAX_PAGE = 1000
 #: Row keys per query of :meth:`TableJobs.get_many` (a filter may hold at most 15 comparisons, and one of
@@ -374,10 +376,12 @@ class TableDueIndex:
             entity["Kind"] = row.kind
         if row.checks:
             entity["Checks"] = row.checks
+        if row.held:
+            entity["Held"] = True
         return entity
 
     def put(self, row: DueEntry) -> None:
-        self.table.upsert_entity(self._entity(row))
+        self.table.upsert_entity(self._entity(row), mode=UpdateMode.REPLACE)  # the entry whole, as written
 
     def advance(self, shard: str, moves: list[tuple[str, DueEntry | None]], puts: Iterable[DueEntry] = ()) -> None:
         """Replace rows of one shard: each ``(old row key, new row or None)`` deletes the old row and writes
@@ -385,14 +389,14 @@ class TableDueIndex:
         rows written in the same batches (watchdog rows: no round trip of their own). Batches hold at most
         100 operations. A batch that fails because a row is already gone (another scan moved it) is applied
         row by row."""
-        units: list[list[tuple[str, Any]]] = []
+        units: list[list[tuple[Any, ...]]] = []
         for old_key, new_row in moves:
-            unit: list[tuple[str, Any]] = [("delete", {"PartitionKey": shard, "RowKey": old_key})]
+            unit: list[tuple[Any, ...]] = [("delete", {"PartitionKey": shard, "RowKey": old_key})]
             if new_row is not None:
-                unit.append(("upsert", self._entity(new_row)))
+                unit.append(("upsert", self._entity(new_row), _REPLACE))
             units.append(unit)
-        units.extend([("upsert", self._entity(row))] for row in puts)
-        batch: list[list[tuple[str, Any]]] = []
+        units.extend([("upsert", self._entity(row), _REPLACE)] for row in puts)
+        batch: list[list[tuple[Any, ...]]] = []
         for unit in units:
             if sum(len(u) for u in batch) + len(unit) > MAX_BATCH:
                 self._submit(shard, batch)
@@ -401,14 +405,14 @@ class TableDueIndex:
         if batch:
             self._submit(shard, batch)
 
-    def _submit(self, shard: str, units: list[list[tuple[str, Any]]]) -> None:
+    def _submit(self, shard: str, units: list[list[tuple[Any, ...]]]) -> None:
         try:
             self.table.submit_transaction([operation for unit in units for operation in unit])
         except (TableTransactionError, ResourceNotFoundError):
             for unit in units:
-                for kind, entity in reversed(unit):  # the new row first, then the old one goes
+                for kind, entity, *_ in reversed(unit):  # the new row first, then the old one goes
                     if kind == "upsert":
-                        self.table.upsert_entity(entity)
+                        self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
                     else:
                         self.delete(shard, entity["RowKey"])
 
@@ -445,6 +449,7 @@ class TableDueIndex:
                 written_at=_aware(row.metadata.get("timestamp")),
                 kind=str(row.get("Kind") or ""),
                 checks=int(row.get("Checks") or 0),
+                held=row.get("Held") is True,
             )
 
 

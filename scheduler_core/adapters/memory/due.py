@@ -29,6 +29,7 @@ class MemoryDueIndex(FaultSeam):
             due=utc(row.due),
             kind=str(row.kind or ""),
             checks=int(row.checks or 0),
+            held=bool(row.held),
             written_at=utc(self._clock()),
         )
 

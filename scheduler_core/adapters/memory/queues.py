@@ -58,6 +58,14 @@ class MemoryQueue(FaultSeam):
             self._messages = [message for message in self._messages if id(message) not in gone]
         return taken
 
+    @faultable
+    def behind(self, older_than: timedelta, now: datetime) -> bool:
+        """Whether a message visible at ``now``, not yet received, was sent more than ``older_than`` before it
+        (as ``MessageQueue.behind``: the consumers are behind)."""
+        moment, cutoff = utc(now), utc(now) - older_than
+        with self._lock:
+            return any(m.visible_at <= moment and m.sent_at < cutoff for m in self._messages)
+
     def peek(self) -> list[QueuedMessage]:
         """Every message not yet received, visible or not, in send order (nothing is removed)."""
         with self._lock:
