@@ -228,7 +228,13 @@ def azure_execution_queues(config: settings.Settings, first: MessageSender) -> t
     from scheduler_core.adapters.azure.clients import queue_client
     from scheduler_core.adapters.azure.queues import MessageQueue
 
-    return (first, *(MessageQueue(queue_client(config, name)) for name in config.execution_queues[1:]))
+    return (
+        first,
+        *(
+            MessageQueue(queue_client(config, name), queue_client(config, name, decoded=False))
+            for name in config.execution_queues[1:]
+        ),
+    )
 
 
 def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:

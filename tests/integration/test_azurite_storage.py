@@ -12,11 +12,13 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceModifiedError
 from azure.storage.queue import QueueClient
 
+from scheduler_core.adapters.azure import connect
 from scheduler_core.adapters.azure.clients import queue_client, table_service
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.memory import SimulatedClock
 from scheduler_core.adapters.memory.queues import MemoryQueue
+from scheduler_core.queue_router import ExecutionRouter
 from scheduler_core.settings import Settings
 from scheduler_core.storage.names import JOBS_TABLE, queue_names, table_names
 
@@ -98,3 +100,19 @@ def test_a_queue_is_behind_only_when_it_shows_a_message_sent_longer_ago_than_ask
     else:
         assert [m.text for m in queue.receive()] == ["shown"]
     assert queue.behind(timedelta(seconds=1), now + timedelta(seconds=5)) is False
+
+
+def test_a_message_that_is_not_base64_neither_fails_behind_nor_hides_the_backlog(storage_env: Settings) -> None:
+    """A hostile or foreign message on an execution queue (not base64: the SDK's decoding of it fails with
+    an error of its own, AttributeError in azure-core's DecodeError) must not fail the peek, which would fail
+    the scan: the deployed queues peek through a client that does not decode, as ``connect`` builds them."""
+    provision(storage_env)
+    raw = QueueClient.from_connection_string(storage_env.storage_connection_string or "", storage_env.execution_queue)
+    raw.send_message("not base64 at all: {}")
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    decoding = MessageQueue(queue_client(storage_env, storage_env.execution_queue))
+    with pytest.raises(Exception):  # noqa: B017, PT011 - why the peek must not decode (the SDK's own failure)
+        decoding.behind(timedelta(0), later)
+    queue = connect(storage_env).executions
+    assert queue.behind(timedelta(0), later) is True
+    assert ExecutionRouter([queue.send], [queue.behind]).behind("{}", timedelta(0), later) is True

@@ -36,5 +36,7 @@ def connect(config: Settings) -> AzureStorage:
             tables.get_table_client(config.table_name(HISTORY_TABLE)),
         ),
         scans=MessageQueue(queue_client(config, config.scan_queue)),
-        executions=MessageQueue(queue_client(config, config.execution_queue)),
+        executions=MessageQueue(
+            queue_client(config, config.execution_queue), queue_client(config, config.execution_queue, decoded=False)
+        ),
     )

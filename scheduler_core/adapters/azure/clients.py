@@ -94,16 +94,16 @@ def queue_service(settings: Settings) -> QueueServiceClient:
     )
 
 
-def queue_client(settings: Settings, name: str) -> QueueClient:
-    """A client for one queue that encodes and decodes messages as base64 text, as the Functions host does.
+def queue_client(settings: Settings, name: str, *, decoded: bool = True) -> QueueClient:
+    """A client for one queue that encodes and decodes messages as base64 text, as the Functions host does
+    (``decoded=False``: one that leaves the content as stored, for a peek that reads only when messages were
+    sent, so that a message that is not base64 cannot make it fail).
 
     (``QueueServiceClient.get_queue_client`` does not pass encode policies on, so build the client here.)
     """
-    policies: dict[str, Any] = {
-        "message_encode_policy": TextBase64EncodePolicy(),
-        "message_decode_policy": TextBase64DecodePolicy(),
-        "transport": storage_transport(),
-    }
+    policies: dict[str, Any] = {"transport": storage_transport()}
+    if decoded:
+        policies.update(message_encode_policy=TextBase64EncodePolicy(), message_decode_policy=TextBase64DecodePolicy())
     if settings.storage_connection_string:
         return QueueClient.from_connection_string(settings.storage_connection_string, name, **policies)
     return QueueClient(_queue_endpoint(settings), name, credential=_default_credential(), **policies)

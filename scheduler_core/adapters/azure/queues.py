@@ -17,8 +17,11 @@ PEEK = 32
 class MessageQueue:
     """Sends messages to one queue; ``client`` is the SDK's client (tests and benchmarks read through it)."""
 
-    def __init__(self, client: QueueClient) -> None:
+    def __init__(self, client: QueueClient, peeker: QueueClient | None = None) -> None:
+        """``peeker``: a client of the same queue that does not decode content (``queue_client(decoded=False)``),
+        for :meth:`behind`; without it, :meth:`behind` peeks through ``client``."""
         self.client = client
+        self.peeker = peeker or client
 
     def send(self, text: str, visibility: int = 0) -> None:
         """Send ``text``, invisible for ``visibility`` whole seconds (0: visible at once)."""
@@ -32,5 +35,5 @@ class MessageQueue:
         cutoff = now - older_than
         return any(
             message.inserted_on is not None and message.inserted_on < cutoff
-            for message in self.client.peek_messages(max_messages=PEEK)
+            for message in self.peeker.peek_messages(max_messages=PEEK)
         )
