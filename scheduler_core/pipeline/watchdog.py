@@ -8,8 +8,9 @@ entries (a collection at a time) and asks :meth:`Watchdog.check`:
 
 - the job counted the attempt (its ``counted`` list names it: the executor counts an attempt after sending
   what follows it): drop the entry, with no read of its own (the happy path);
-- otherwise the attempt's claim is read (one point read): done, or the attempt would not run any more (job
-  gone, changed or disabled): drop the entry;
+- the attempt would not run any more (job gone, changed or disabled): drop the entry, with no read;
+- otherwise, unless its queue is behind (below), the attempt's claim is read (one point read): done, drop
+  the entry;
 - the claim's lease is live: look again at its end;
 - the claim is ``Running`` past its lease (its worker died mid-call): send the same message again at once
   (so the same execution id) and watch the re-run;
@@ -19,12 +20,16 @@ entries (a collection at a time) and asks :meth:`Watchdog.check`:
   the same message again at once, the first time only (a copy that comes second finds the claim taken or
   done and is dropped), and look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS` times at most (by
   then the queue has shown the message again by itself). An occurrence that waits its turn
-  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again. So is an attempt whose queue is
-  behind (it shows a message sent more than a lease ago, not yet taken: :meth:`ExecutionRouter.behind
-  <scheduler_core.queue_router.ExecutionRouter.behind>`): its message most likely waits in that backlog,
-  and a copy would only add to it, so the resend is held (``DueEntry.held``) until a look finds the queue
-  keeping up. Without this, every attempt of a burst that drains for longer than a lease was sent twice,
-  doubling the queue's load just when it was overloaded.
+  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again.
+
+While the attempt's queue is behind (it shows a message sent more than a lease ago, not yet taken:
+:meth:`ExecutionRouter.behind <scheduler_core.queue_router.ExecutionRouter.behind>`), a look that finds the
+attempt not counted reads no claim and sends nothing: the attempt most likely waits in that backlog, and a
+copy would only add to it. The entry is looked at again a lease later (its looks counted as an unclaimed
+attempt's are), and a resend it still owes is kept (``DueEntry.held``) for the first look that finds the
+queue keeping up. Without this, every attempt of a burst that drained for longer than a lease was sent twice
+(and its claim read), doubling the queue's load just when it was overloaded; a worker that died in such a
+backlog is sent again once the queue keeps up, or its message is shown again by the queue after 10 minutes.
 
 Attempts sent outside a scan (retries, error actions, runs on demand) are watched by :meth:`Watchdog.watch`,
 one index write each.
@@ -121,23 +126,28 @@ class Watchdog:
         message = ExecutionMessage.from_json(row.message)
         if job is not None and message.attempt_key in job.counted:
             return Look(None)  # ran and counted: what follows it was sent before it was counted
+        if job is None or (
+            message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
+        ):
+            return Look(None)  # the attempt would not run any more (done or not: no claim read needed)
+        owed = (row.checks == 0 or row.held) and not waits_its_turn(job, message)  # a resend, if unclaimed
+        if self.behind is not None and self.behind(row.message, self.lease, now):
+            # Its queue is behind: the attempt most likely waits in that backlog, and whatever its claim says
+            # could only send it again into the backlog. Look again a lease later, without a claim read.
+            if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
+                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1, owed))
+            return Look(None)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
         state = self.claims.state(identity, message.claim_row)
         if state is not None and state.done:
             return Look(None)
-        if job is None or (
-            message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
-        ):
-            return Look(None)  # the attempt would not run any more
-        if state is None:  # not claimed: lost on its way to a worker, or behind a backlog (see the module)
-            owed = (row.checks == 0 or row.held) and not waits_its_turn(job, message)
-            held = owed and self.behind is not None and self.behind(row.message, self.lease, now)
-            if owed and not held:
+        if state is None:  # not claimed: lost on its way to a worker (see the module)
+            if owed:
                 reporting.resent_unclaimed(job, message, row.due)
                 self.send(row.message, 0)
                 return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1), rescued=True)
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1, held))
+                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1))
             return Look(None)
         if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
             return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))

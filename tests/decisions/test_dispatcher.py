@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import pytest
+
 from scheduler_core.errors import StorageError
-from scheduler_core.model import CLAIM_LEASE, DueEntry, JobState, claim_key
+from scheduler_core.model import CLAIM_LEASE, ClaimState, DueEntry, JobState, claim_key
 from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
 from scheduler_core.pipeline.execute import Outcome
@@ -402,11 +404,26 @@ def test_an_unclaimed_attempt_is_not_sent_again_while_its_queue_is_behind_but_on
     assert len(target.received) == 1
 
 
+def claim_reads(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The claim reads (``Claims.state``) the deployment makes from now on."""
+    reads: list[tuple[str, str]] = []
+    claims = deployment.storage.claims
+    read = claims.state
+
+    def counted(partition: str, row: str) -> ClaimState | None:
+        reads.append((partition, row))
+        return read(partition, row)
+
+    monkeypatch.setattr(claims, "state", counted)
+    return reads
+
+
 def test_an_unclaimed_attempt_whose_queue_stays_behind_is_never_sent_again_and_its_watch_ends(
-    deployment: Deployment, target: HttpTarget
+    deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     message = dispatched(deployment, target)
     backlog(deployment, LATER)
+    reads = claim_reads(deployment, monkeypatch)
     looks = 0
     while (watch := watch_of(deployment, message)) is not None:
         deployment.clock.set(watch.due)
@@ -414,6 +431,34 @@ def test_an_unclaimed_attempt_whose_queue_stays_behind_is_never_sent_again_and_i
         looks += 1
     assert looks == WATCH_UNCLAIMED_CHECKS  # as many looks as an attempt sent again gets; then the queue's own lease
     assert message.to_json() not in [m.text for m in deployment.queued()]
+    assert reads == []  # no claim read while the queue is behind
+
+
+def test_while_its_queue_is_behind_a_dead_workers_attempt_waits_and_is_sent_again_once_it_keeps_up(
+    deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = dispatched(deployment, target)
+    job = deployment.job("w")
+    deployment.storage.claims.claim(job.ref.identity, claim_row(message), "dead-worker", LATER, CLAIM_LEASE)
+    backlog(deployment, LATER)
+    reads = claim_reads(deployment, monkeypatch)
+    watch = watch_of(deployment, message)
+    assert watch is not None
+    deployment.clock.set(watch.due)
+
+    assert deployment.scan().rescued == 0
+    assert reads == []
+    again = watch_of(deployment, message)
+    assert again is not None and (again.due, again.checks) == (watch.due + CLAIM_LEASE, 1)
+
+    deployment.take()  # the consumers catch up
+    deployment.clock.set(again.due)
+    assert deployment.scan().rescued == 1
+    assert reads == [(job.ref.identity, claim_row(message))]
+    [queued] = deployment.queued()
+    assert queued.text == message.to_json()
+    assert [report.outcome for report in deployment.deliver()] == [Outcome.SUCCEEDED]  # the lease taken over
+    assert len(target.received) == 1
 
 
 def test_a_queue_whose_visible_messages_are_recent_is_not_behind(deployment: Deployment, target: HttpTarget) -> None:
