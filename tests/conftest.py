@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 from local_host.app_index import AppIndex, index_app
 from local_host.azurite import Azurite
@@ -46,6 +47,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     own; started last, it would run alone at the end of the suite. The order is the same on every worker
     (pytest-xdist requires it); a run in one process keeps the collection order.
     """
+    for item in items:
+        # Schemathesis gives the items of one operation-parametrized test (one per API operation) the same
+        # node id, and pytest-xdist's --dist loadfile keeps one item per node id: the suite fuzzed one
+        # operation of each OpenAPI document instead of all of them. The operation's label makes each unique.
+        # (pytest keeps a node's id in a structured private field; coerce_node_id builds one from the text.)
+        label = getattr(item, "operation_label", None)
+        if isinstance(label, str) and not item.nodeid.endswith("]"):
+            item._id = coerce_node_id(f"{item.nodeid}[{label}]")
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return
     per_module = Counter(item.nodeid.split("::", 1)[0] for item in items)
