@@ -225,16 +225,9 @@ def poison_queue_name(execution_queue: str) -> str:
 def azure_execution_queues(config: settings.Settings, first: MessageSender) -> tuple[MessageSender, ...]:
     """The senders of every execution queue: ``first`` (the adapters' own, queue 0), then one Storage queue
     per further name of ``config.execution_queues``, on the same pooled transport."""
-    from scheduler_core.adapters.azure.clients import queue_client
-    from scheduler_core.adapters.azure.queues import MessageQueue
+    from scheduler_core.adapters.azure import execution_queue
 
-    return (
-        first,
-        *(
-            MessageQueue(queue_client(config, name), queue_client(config, name, decoded=False))
-            for name in config.execution_queues[1:]
-        ),
-    )
+    return (first, *(execution_queue(config, name) for name in config.execution_queues[1:]))
 
 
 def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:

@@ -85,12 +85,12 @@ class Watchdog:
         behind: Behind | None = None,
     ) -> None:
         self.stores = stores
-        self.behind = behind
         self.claims = claims
         self.send = send
         self.shards = shards
         self.lease = lease
         self.grace = grace
+        self.behind = behind
 
     def row(
         self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0, held: bool = False

@@ -13,7 +13,7 @@ from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
 from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
 
-__all__ = ["AzureStorage", "connect"]
+__all__ = ["AzureStorage", "connect", "execution_queue"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,11 @@ def connect(config: Settings) -> AzureStorage:
             tables.get_table_client(config.table_name(HISTORY_TABLE)),
         ),
         scans=MessageQueue(queue_client(config, config.scan_queue)),
-        executions=MessageQueue(
-            queue_client(config, config.execution_queue), queue_client(config, config.execution_queue, decoded=False)
-        ),
+        executions=execution_queue(config, config.execution_queue),
     )
+
+
+def execution_queue(config: Settings, name: str) -> MessageQueue:
+    """An execution queue: it sends base64 text, and peeks (:meth:`MessageQueue.behind`) through a client that
+    does not decode, so that a message that is not base64 cannot make the peek fail."""
+    return MessageQueue(queue_client(config, name), queue_client(config, name, decoded=False))
