@@ -120,8 +120,10 @@ class JobStore(Protocol):
 
     def delete(self, ref: JobRef, etag: str | None) -> bool:
         """Delete the job if it still has ``etag`` (``None``: any version). True when this call removed
-        it, False when it was already gone (of concurrent deletes exactly one sees True); raises
-        :class:`EtagMismatchError` when it was changed meanwhile."""
+        it, False when it was already gone (of concurrent deletes at most one sees True, and exactly one
+        unless an answer was lost: a delete sent again after its answer was lost finds the job gone and
+        says False, so a job's slot is never given back twice); raises :class:`EtagMismatchError` when it
+        was changed meanwhile."""
         ...
 
 

@@ -9,6 +9,11 @@ request; requests with a body give its length (``Content-Length``), as the Azure
 :meth:`AnswerLossProxy.lose` arms it: the answers of the next ``times`` requests that ``request`` accepts
 (method and path with query) and whose answer ``answer`` accepts (its bytes: status line, headers and
 body) are lost. :attr:`AnswerLossProxy.lost` lists the requests whose answers were lost.
+
+:meth:`AnswerLossProxy.close_before` arms the other fault of a kept-alive connection: the next ``times`` requests
+that ``request`` accepts never reach the server, and the client's connection is closed (an orderly close, no
+answer), as when a server closes a connection it found idle just as the client reuses it for a request.
+:attr:`AnswerLossProxy.refused` lists them.
 """
 
 from __future__ import annotations
@@ -61,7 +66,9 @@ class AnswerLossProxy:
     def __init__(self, upstream: tuple[str, int]) -> None:
         self.upstream = upstream
         self.lost: list[Lost] = []
+        self.refused: list[tuple[str, str]] = []
         self._lock = threading.Lock()
+        self._closing: list[tuple[Callable[[str, str], bool], int]] = []
         self._rules: list[tuple[Callable[[str, str], bool], Callable[[bytes], bool], int]] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
@@ -80,6 +87,22 @@ class AnswerLossProxy:
         ``answer`` accepts (the others pass)."""
         with self._lock:
             self._rules.append((request, answer, times))
+
+    def close_before(self, request: Callable[[str, str], bool], times: int = 1) -> None:
+        """Close the connection, without an answer and before it reaches the server, of the next ``times``
+        requests ``request(method, target)`` accepts."""
+        with self._lock:
+            self._closing.append((request, times))
+
+    def _refuses(self, method: str, target: str) -> bool:
+        """Whether the request is one :meth:`close_before` armed for (and count it if so)."""
+        with self._lock:
+            for index, (request, times) in enumerate(self._closing):
+                if times > 0 and request(method, target):
+                    self._closing[index] = (request, times - 1)
+                    self.refused.append((method, target))
+                    return True
+        return False
 
     def stop(self) -> None:
         self._stopped.set()
@@ -147,6 +170,10 @@ class AnswerLossProxy:
                 pending += data
                 while (request := self._next_request(pending)) is not None:
                     size, method, target = request
+                    if self._refuses(method, target):
+                        with contextlib.suppress(OSError):
+                            client.shutdown(socket.SHUT_RDWR)
+                        return  # never sent on: the client reads an orderly close and no answer
                     rule = self._rule_for(method, target)
                     watched = (rule, method, target) if rule is not None else None
                     answer = b""

@@ -21,7 +21,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.core.exceptions import (
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+    ServiceResponseError,
+)
 from azure.data.tables import (
     EdmType,
     EntityProperty,
@@ -218,6 +223,9 @@ class TableCollections:
 
 # ---------------------------------------------------------------------------------------------------- jobs
 
+#: Tries of a job's delete whose connection fails before an answer (:meth:`TableJobs.delete`).
+DELETE_TRIES = 3
+
 
 @translated
 class TableJobs:
@@ -336,18 +344,31 @@ class TableJobs:
 
         A single delete cannot tell "removed" from "already gone" (the SDK hides the 404), so the delete
         is sent as a one-operation transaction, which fails when the row is missing: of two concurrent
-        deletes exactly one sees True, and only that one may give the job's slot back."""
+        deletes exactly one sees True, and only that one may give the job's slot back.
+
+        A transaction is a POST, which the storage client does not send again when its connection fails
+        before an answer (most often a kept-alive connection the server closed just as it was reused). This
+        call sends it again, up to :data:`DELETE_TRIES` tries in all. A later try that finds the row gone
+        cannot tell whether an earlier try of this call removed it (its answer lost) or another call did, and
+        answers False: the slot is then not given back twice, and a collection's job counter one too high
+        is repaired by the counter itself (``service/slots.py``)."""
         operation = ("delete", {"PartitionKey": ref.partition_key, "RowKey": ref.row_key})
         options = {} if etag is None else {"etag": etag, "match_condition": MatchConditions.IfNotModified}
-        try:
-            self.table.submit_transaction([(*operation, options)])
-        except TableTransactionError as error:
-            if error.status_code == 404:
-                return False
-            if error.status_code == 412:
-                raise EtagMismatchError("the job was changed by another request (ETag mismatch)") from None
-            raise
-        return True
+        tries = 1
+        while True:
+            try:
+                self.table.submit_transaction([(*operation, options)])
+                return True
+            except TableTransactionError as error:
+                if error.status_code == 404:
+                    return False
+                if error.status_code == 412:
+                    raise EtagMismatchError("the job was changed by another request (ETag mismatch)") from None
+                raise
+            except ServiceResponseError:
+                if tries == DELETE_TRIES:
+                    raise
+                tries += 1  # no answer: the delete may or may not have landed; the next try tells
 
 
 # ----------------------------------------------------------------------------------------------- due index
