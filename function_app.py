@@ -58,7 +58,8 @@ def _declare_execution_function(function: triggers.ExecutionFunction) -> None:
     """One queue-triggered function per execution queue (SCHEDULER_EXECUTION_QUEUE_COUNT, read when the
     app is indexed): execute_occurrence on %SCHEDULER_EXECUTION_QUEUE%, execute_occurrence_<i> on
     %SCHEDULER_EXECUTION_QUEUE%-<i>. Each is a function of its own, so the scale controller scales each
-    queue's consumers on their own."""
+    queue's consumers on their own. Their trigger's connection is SchedulerExecutionStorage when the execution
+    queues have a storage account of their own (read when the app is indexed, as the count)."""
 
     def execute_occurrence(msg: func.QueueMessage) -> None:
         """Run one attempt of one occurrence of a job's action."""
@@ -66,7 +67,7 @@ def _declare_execution_function(function: triggers.ExecutionFunction) -> None:
 
     execute_occurrence.__name__ = execute_occurrence.__qualname__ = function.name
     app.function_name(function.name)(
-        app.queue_trigger(arg_name="msg", queue_name=function.queue_binding, connection="AzureWebJobsStorage")(
+        app.queue_trigger(arg_name="msg", queue_name=function.queue_binding, connection=function.connection)(
             execute_occurrence
         )
     )

@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from scheduler_core.settings import Settings
 
 SECONDS_PER_MONTH = 30.4375 * 86400  # an average month (365.25 / 12 days)
 FUNCTION_TIMEOUT_S = 600.0  # host.json functionTimeout (00:10:00)
@@ -41,11 +47,29 @@ class FireCost:
     job_entities: float
     #: Table and queue requests per job created through the API.
     create_requests: float
+    #: The table requests per fire on the history tables (``Executions``, the claims, and ``JobHistory``),
+    #: which a split deployment keeps in an account of their own (``SchedulerHistoryStorage``). None: not
+    #: known, so this cost cannot be split by account.
+    history_requests: float | None = None
 
     @property
     def requests(self) -> float:
         """Every storage request per fire."""
         return self.table_requests + self.queue_requests + self.other_queue_requests
+
+    def account_requests(self, split: bool) -> dict[str, float]:
+        """Requests per fire on each storage account: ``{"main": all}`` on one account; split by role
+        (:data:`ROLES`), the execution queues in the execution account, the history tables in the history
+        account and the rest (Jobs, JobCollections, DueIndex, the scan and cleanup queues) in the main one."""
+        if not split:
+            return {"main": self.requests}
+        if self.history_requests is None:
+            raise ValueError(f"{self.label}: requests per fire on the history tables not known")
+        return {
+            "main": self.table_requests - self.history_requests + self.other_queue_requests,
+            "history": self.history_requests,
+            "execution": self.queue_requests,
+        }
 
 
 @dataclass(frozen=True)
@@ -75,6 +99,16 @@ class Deployment:
     #: Execution messages one shard's scan has in flight at once: 1 when a scan sends one message after the
     #: other; more when it fans out (further scan messages by row-key range, concurrent sends).
     scan_concurrency: int = 1
+    #: The storage split by role over three accounts (built: ``SchedulerHistoryStorage`` holds the history
+    #: tables, ``SchedulerExecutionStorage`` the execution queues, AzureWebJobsStorage the rest; Bicep
+    #: ``splitStorage``). False: everything in one account (per collection shard of ``storage_accounts``).
+    split_storage: bool = False
+
+
+#: The storage accounts of a split deployment, by role (:meth:`FireCost.account_requests`).
+ROLES: tuple[str, ...] = ("main", "history", "execution")
+#: The name of the ceiling the storage accounts' request rates set (:func:`ceilings`).
+ACCOUNT_CEILING = "storage account requests"
 
 
 @dataclass(frozen=True)
@@ -113,8 +147,20 @@ class Prices:
 # ------------------------------------------------------------------------------------------------ ceilings
 
 
+def account_ceilings(cost: FireCost, limits: Limits, deployment: Deployment) -> dict[str, float]:
+    """Fires per second each storage account's request rate allows, by role (``{"main": ...}`` on one
+    account): the account's 20,000 requests/s over its requests per fire (times the collection shards of
+    ``storage_accounts``, not built)."""
+    per_fire = cost.account_requests(deployment.split_storage)
+    return {
+        role: deployment.storage_accounts * limits.account_requests_per_s / requests
+        for role, requests in per_fire.items()
+    }
+
+
 def ceilings(cost: FireCost, limits: Limits, deployment: Deployment, compute: Compute) -> dict[str, float]:
-    """Fires per second that each limit allows the deployment (each on its own)."""
+    """Fires per second that each limit allows the deployment (each on its own). The storage accounts'
+    ceiling is the least of the accounts' (:func:`account_ceilings`)."""
     queue_per_fire = cost.queue_requests if limits.queue_limit_counts_requests else 1.0
     per_instance = per_instance_fires_per_s(limits, compute)
     return {
@@ -125,7 +171,7 @@ def ceilings(cost: FireCost, limits: Limits, deployment: Deployment, compute: Co
             * 1000.0
             / compute.queue_put_ms
         ),
-        "storage account requests": deployment.storage_accounts * limits.account_requests_per_s / cost.requests,
+        ACCOUNT_CEILING: min(account_ceilings(cost, limits, deployment).values()),
         "execution queues": deployment.execution_queues * limits.queue_messages_per_s / queue_per_fire,
         "due-index shards (partitions)": (
             deployment.storage_accounts * deployment.due_shards * limits.partition_entities_per_s / cost.due_entities
@@ -144,9 +190,13 @@ def per_instance_fires_per_s(limits: Limits, compute: Compute) -> float:
 
 
 def max_fires_per_second(cost: FireCost, limits: Limits, deployment: Deployment, compute: Compute) -> tuple[float, str]:
-    """The deployment's ceiling and the limit that sets it (what breaks first)."""
+    """The deployment's ceiling and the limit that sets it (what breaks first); on a split deployment the
+    accounts' ceiling is named with the account that sets it (``storage account requests (main)``)."""
     found = ceilings(cost, limits, deployment, compute)
     name = min(found, key=lambda key: found[key])
+    if name == ACCOUNT_CEILING and deployment.split_storage:
+        accounts = account_ceilings(cost, limits, deployment)
+        return found[name], f"{name} ({min(accounts, key=lambda role: accounts[role])})"
     return found[name], name
 
 
@@ -193,10 +243,22 @@ class CleanupCost:
     claim_batches: float = 2.0
     #: The window the collections' messages are spread over (scheduler_core/pipeline/cleanup.py SPREAD).
     window_s: float = 20 * 3600.0
+    #: Of ``requests_per_job``, those on the history tables (measured: Executions queries 2.00, JobHistory
+    #: queries 1.00 and batches 0.80), which a split deployment keeps in the history account, as it does the
+    #: ``claim_batches``; the rest (measured 0.82: a removed job's guarded delete, due row and counter, the
+    #: collection pages, the cleanup queue) stays in the main account.
+    history_requests_per_job: float = 3.80
 
     @property
     def requests(self) -> float:
         return self.requests_per_job + self.claim_batches
+
+    def account_requests(self, split: bool) -> dict[str, float]:
+        """Requests per job and day on each storage account (``{"main": all}`` on one account)."""
+        if not split:
+            return {"main": self.requests}
+        history = self.history_requests_per_job + self.claim_batches
+        return {"main": self.requests - history, "history": history, "execution": 0.0}
 
 
 def cleanup_account_load(jobs: float, cost: CleanupCost) -> float:
@@ -212,11 +274,44 @@ def cleanup_messages_in_flight(jobs: float, cost: CleanupCost, compute: Compute)
 
 
 def fires_left_during_cleanup(
-    jobs: float, cleanup: CleanupCost, fire: FireCost, limits: Limits, accounts: int = 1
+    jobs: float, cleanup: CleanupCost, fire: FireCost, limits: Limits, accounts: int = 1, split: bool = False
 ) -> float:
-    """The account ceiling on fires while the cleanup runs (its load taken off the account's requests)."""
-    spare = accounts * limits.account_requests_per_s - cleanup_account_load(jobs, cleanup)
-    return max(0.0, spare) / fire.requests
+    """The accounts' ceiling on fires while the cleanup runs (its load taken off each account's requests; the
+    least over the accounts of a split deployment)."""
+    loads = cleanup.account_requests(split)
+    return min(
+        max(0.0, accounts * limits.account_requests_per_s - jobs * loads[role] / cleanup.window_s) / requests
+        for role, requests in fire.account_requests(split).items()
+        if requests > 0
+    )
+
+
+def jobs_with_cleanup(
+    cost: FireCost,
+    cleanup: CleanupCost,
+    limits: Limits,
+    deployment: Deployment,
+    compute: Compute,
+    period_s: float,
+    utilisation: float,
+) -> tuple[float, str]:
+    """The most jobs firing every ``period_s`` that the deployment runs at ``utilisation`` of its ceilings,
+    with the daily cleanup of the same jobs on the accounts, and the limit that sets it: J jobs make J / period
+    fires/s and, while the cleanup runs, J x its requests per job / its window requests/s, so each account
+    (each of a split deployment, named ``storage account requests (<role>)``) holds utilisation x its
+    requests/s / (requests per fire / period + cleanup requests per job / window) jobs; the other ceilings
+    hold utilisation x ceiling x period."""
+    found = {
+        name: utilisation * period_s * value for name, value in ceilings(cost, limits, deployment, compute).items()
+    }
+    del found[ACCOUNT_CEILING]
+    loads = cleanup.account_requests(deployment.split_storage)
+    for role, requests in cost.account_requests(deployment.split_storage).items():
+        per_job = requests / period_s + loads[role] / cleanup.window_s
+        name = f"{ACCOUNT_CEILING} ({role})" if deployment.split_storage else ACCOUNT_CEILING
+        found[name] = utilisation * deployment.storage_accounts * limits.account_requests_per_s / per_job
+    name = min(found, key=lambda key: found[key])
+    return found[name], name
 
 
 def create_rate(cost: FireCost, limits: Limits, deployment: Deployment) -> float:
@@ -287,6 +382,24 @@ def cost_per_million_fires(cost: FireCost, prices: Prices, limits: Limits, compu
     }
 
 
+def storage_cost_by_account(cost: FireCost, prices: Prices, split: bool) -> dict[str, float]:
+    """USD per million fires of the storage requests, by account (``{"main": all}`` on one account): the
+    same requests at the same prices wherever they land, so a split deployment pays what one account does
+    (the two extra accounts cost nothing while idle; their capacity, a few GB of history, is not counted)."""
+    million = 1_000_000
+    table, queue = prices.table_per_10k_requests / 10_000, prices.queue_per_10k_requests / 10_000
+    if not split:
+        return {
+            "main": million * (cost.table_requests * table + (cost.queue_requests + cost.other_queue_requests) * queue)
+        }
+    requests = cost.account_requests(split)
+    return {
+        "main": million * ((requests["main"] - cost.other_queue_requests) * table + cost.other_queue_requests * queue),
+        "history": million * requests["history"] * table,
+        "execution": million * requests["execution"] * queue,
+    }
+
+
 @dataclass(frozen=True)
 class PeerPrices:
     """The peers' list prices in USD."""
@@ -341,11 +454,37 @@ GOAL = FireCost(
 )
 
 
+#: ``--count 300`` in this tree (2026-11-29): per one-shot fire, Jobs get 1.000, update 1.000, query 0.193,
+#: DueIndex query 0.107, batch 0.107, JobCollections get 0.003, merge 0.003 (main account: 2.413);
+#: Executions insert 1.000, merge 1.000 (history account: 2.000); execution queue put 1.000, get 0.037,
+#: delete 1.000 (execution account: 2.037); 6.45 in all. Per create: insert 1.00, update 1.00, merge 0.06
+#: (619 requests for 300 creates). The model's input when ``--count`` is not given (a new count replaces it).
+COUNTED = FireCost(
+    label="counted here (6.45 requests/fire)",
+    table_requests=1324 / 300,
+    queue_requests=611 / 300,
+    other_queue_requests=0.0,
+    due_entities=6.0,
+    job_entities=2.0,
+    create_requests=619 / 300,
+    history_requests=2.0,
+)
+
+
 def label(deployment: Deployment) -> str:
-    return (
-        f"K={deployment.execution_queues}, S={deployment.due_shards}, scan x{deployment.scan_concurrency}, "
-        f"accounts={deployment.storage_accounts}"
-    )
+    accounts = deployment.storage_accounts
+    if deployment.split_storage:
+        where = "split (main, history, execution accounts)"
+        where = where if accounts == 1 else f"{accounts} x {where} (collections sharded, not built)"
+    else:
+        where = "1 account" if accounts == 1 else f"{accounts} accounts (collections sharded, not built)"
+    return f"K={deployment.execution_queues}, S={deployment.due_shards}, scan x{deployment.scan_concurrency}, {where}"
+
+
+def applies(cost: FireCost, deployment: Deployment) -> bool:
+    """Whether the model can place ``cost`` on ``deployment``: a split needs the requests per fire on the
+    history tables (:attr:`FireCost.history_requests`)."""
+    return not deployment.split_storage or cost.history_requests is not None
 
 
 def scenario_rows(
@@ -353,16 +492,16 @@ def scenario_rows(
 ) -> list[list[object]]:
     rows: list[list[object]] = []
     for cost in costs:
+        if not applies(cost, deployment):
+            continue
         found = ceilings(cost, limits, deployment, compute)
         top, name = max_fires_per_second(cost, limits, deployment, compute)
+        cells = {key: f"{value:,.0f}" for key, value in found.items()}
+        if deployment.split_storage:
+            accounts = account_ceilings(cost, limits, deployment)
+            cells[ACCOUNT_CEILING] = " / ".join(f"{role} {value:,.0f}" for role, value in accounts.items())
         rows.append(
-            [
-                cost.label,
-                f"{cost.requests:.2f}",
-                label(deployment),
-                *(f"{value:,.0f}" for value in found.values()),
-                f"**{top:,.0f}** ({name})",
-            ]
+            [cost.label, f"{cost.requests:.2f}", label(deployment), *cells.values(), f"**{top:,.0f}** ({name})"]
         )
     return rows
 
@@ -372,12 +511,15 @@ def scenario_rows(
 
 @dataclass
 class Counted:
-    """Storage requests counted per phase (``--count``): operation -> requests."""
+    """Storage requests counted per phase (``--count``): operation -> requests, and for the fires also
+    (table or queue, operation) -> requests with the role of each table and queue (:func:`storage_roles`)."""
 
     creates: int
     fires: int
     create_ops: dict[str, int]
     fire_ops: dict[str, int]
+    fire_targets: dict[tuple[str, str], int] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
 
     def per_create(self) -> float:
         return sum(self.create_ops.values()) / self.creates
@@ -385,25 +527,61 @@ class Counted:
     def per_fire(self) -> float:
         return sum(self.fire_ops.values()) / self.fires
 
+    def per_role(self) -> dict[str, float]:
+        """Requests per fire on each account of a split deployment (:data:`ROLES`), from ``fire_targets``."""
+        return {role: n / self.fires for role, n in by_role(self.fire_targets, self.roles).items()}
+
     def as_fire_cost(self) -> FireCost:
-        """This count as the model's input: the execution-queue share under load from what was counted, the
-        partition figures as in :data:`GOAL` (the count does not see entities per partition)."""
+        """This count as the model's input, the partition figures as in :data:`GOAL` (the count does not see
+        entities per partition). With the tables and queues counted: the execution queues' requests, the
+        other queues' and the history tables' (the split's history account); without: every queue request
+        as the execution queues' and no history share."""
         queue = sum(n for op, n in self.fire_ops.items() if op.startswith("queue")) / self.fires
         table = sum(n for op, n in self.fire_ops.items() if op.startswith("table")) / self.fires
+        other_queue, history = 0.0, None
+        if self.fire_targets:
+            share: Counter[tuple[str, str]] = Counter()
+            for (target, op), n in self.fire_targets.items():
+                share[(op.split()[0], self.roles.get(target, "main"))] += n  # ("queue" | "table", role)
+            execution = share["queue", "execution"] / self.fires
+            queue, other_queue = execution, queue - execution
+            history = share["table", "history"] / self.fires
         return replace(
             GOAL,
-            label=f"counted here ({self.per_fire():.1f} requests/fire)",
+            label=f"counted here ({self.per_fire():.2f} requests/fire)",
             table_requests=table,
             queue_requests=queue,
-            other_queue_requests=0.0,
+            other_queue_requests=other_queue,
             create_requests=self.per_create(),
+            history_requests=history,
         )
+
+
+def by_role(targets: Mapping[tuple[str, str], int], roles: Mapping[str, str]) -> dict[str, int]:
+    """Requests by account role (:data:`ROLES`) of requests counted by (table or queue, operation): a table or
+    queue not in ``roles`` (the account itself: ``Tables`` when a table is created) is the main account's."""
+    found = dict.fromkeys(ROLES, 0)
+    for (target, _), n in targets.items():
+        found[roles.get(target, "main")] += n
+    return found
+
+
+def storage_roles(settings: Settings) -> dict[str, str]:
+    """The account role of every table and queue of ``settings`` (real names, the table prefix included): the
+    history tables (``names.HISTORY_TABLES``) go to the history account (``SchedulerHistoryStorage``), the
+    execution queues and their poison queues (``names.execution_queue_names``) to the execution account
+    (``SchedulerExecutionStorage``), the other tables and queues stay in the main one (AzureWebJobsStorage)."""
+    from scheduler_core.storage import names
+
+    roles = dict.fromkeys(names.table_names(settings), "main")
+    roles |= dict.fromkeys(names.queue_names(settings), "main")
+    roles |= {settings.table_name(base): "history" for base in names.HISTORY_TABLES}
+    roles |= dict.fromkeys(names.execution_queue_names(settings), "execution")
+    return roles
 
 
 def classify_request(method: str, url: str, headers: dict[str, str], table_port: int | None) -> str:
     """``"<service> <operation>"`` of one storage request (Azurite's path-style URLs)."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
     method = headers.get("X-HTTP-Method", method).upper()
@@ -422,11 +600,33 @@ def classify_request(method: str, url: str, headers: dict[str, str], table_port:
     return f"queue {method.lower()} (other)"
 
 
-def count_requests(counter: Counter[str], table_port: int) -> Callable[[], None]:
+#: An operation of a table batch's multipart body: its request line (method, URL).
+_BATCH_OPERATION = re.compile(r"^(?:GET|POST|PUT|MERGE|PATCH|DELETE) (\S+) HTTP/1\.1\r?$", re.MULTILINE)
+
+
+def request_target(url: str, body: bytes | str | None = None) -> str:
+    """The table or queue one storage request addresses (Azurite's path-style URLs, ``/<account>/<name>...``):
+    a table's name before ``(`` or ``()``, a queue's before ``/messages``; for a ``$batch`` the table of its
+    operations, read from the request line of the first in its multipart body (a batch addresses one table).
+    The account itself (``Tables`` when a table is created or listed) keeps its path's name; "" if none."""
+    segments = [segment for segment in urlsplit(url).path.split("/") if segment]
+    if len(segments) < 2:
+        return ""
+    name = unquote(segments[1]).split("(")[0]
+    if name == "$batch":
+        text = body.decode("latin-1") if isinstance(body, bytes) else (body or "")
+        found = _BATCH_OPERATION.search(text)
+        return request_target(found.group(1)) if found else "$batch"
+    return name
+
+
+def count_requests(
+    counter: Counter[str], table_port: int, targets: Counter[tuple[str, str]] | None = None
+) -> Callable[[], None]:
     """Count every request the app's storage clients send (they share one transport) into ``counter``, by
-    :func:`classify_request`, until the function returned is called."""
+    :func:`classify_request`, and into ``targets`` by (:func:`request_target`, operation), until the function
+    returned is called."""
     import threading
-    from typing import Any
 
     from scheduler_core.adapters.azure.clients import storage_transport
 
@@ -435,8 +635,12 @@ def count_requests(counter: Counter[str], table_port: int) -> Callable[[], None]
     original = session.send
 
     def counting_send(request: Any, **kwargs: Any) -> Any:
+        op = classify_request(request.method, request.url, dict(request.headers), table_port)
+        target = request_target(request.url, request.body) if targets is not None else ""
         with lock:
-            counter[classify_request(request.method, request.url, dict(request.headers), table_port)] += 1
+            counter[op] += 1
+            if targets is not None:
+                targets[(target, op)] += 1
         return original(request, **kwargs)
 
     session.send = counting_send
@@ -453,11 +657,11 @@ def count_operations(jobs: int) -> Counted:
     counted by operation. Creates go through the management API's handler; the fires through one scan of
     every shard, the executions of the messages received from the execution queue (32 at a time, each
     deleted after its execution, as the Functions host does) and the scan that later drops their watch
-    rows. Not counted: the idle polling of the host and the tick's own messages (a few per shard a minute)."""
+    rows. Not counted: the idle polling of the host and the tick's own messages (a few per shard a minute).
+    The fires' requests are also counted by the table or queue they address, with each one's account role
+    (:func:`storage_roles`: what a split deployment puts where)."""
     import time
-    from collections import Counter
     from datetime import UTC, datetime, timedelta
-    from typing import Any
 
     from bench.burst import http_sink
     from bench.common import azurite_settings
@@ -468,6 +672,7 @@ def count_operations(jobs: int) -> Counted:
 
     key = auth.generate_key()
     counter: Counter[str] = Counter()
+    targets: Counter[tuple[str, str]] = Counter()
     with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, http_sink() as sink:
         table_port = int(
             (config.storage_connection_string or "").split("TableEndpoint=")[1].split(":")[2].split("/")[0]
@@ -476,7 +681,7 @@ def count_operations(jobs: int) -> Counted:
         built = wiring.build(config, clock=lambda: datetime.now(UTC) + shift[0])
         wiring.install(built)
         api = ManagementApi(wiring.api_services)
-        stop_counting = count_requests(counter, table_port)
+        stop_counting = count_requests(counter, table_port, targets)
 
         def call(method: str, path: str, body: dict[str, Any]) -> None:
             import json as json_module
@@ -502,6 +707,7 @@ def count_operations(jobs: int) -> Counted:
             call("PUT", f"{collection}/jobs/job{i}", {"properties": {"startTime": due.isoformat(), "action": action}})
         create_ops = dict(counter)
         counter.clear()
+        targets.clear()
         shift[0] = due - timedelta(seconds=10) - datetime.now(UTC)  # the app's clock: 10 s before the due second
         shards = [f"{shard:04d}" for shard in range(config.due_shards)]
         for shard in shards:
@@ -519,10 +725,11 @@ def count_operations(jobs: int) -> Counted:
         shift[0] += timedelta(minutes=3)  # past the claims' lease: the scans drop the watch rows
         for shard in shards:
             built.dispatcher.scan(shard, built.clock())
-        fire_ops = dict(counter)
+        fire_ops, fire_targets = dict(counter), dict(targets)
         stop_counting()
+        roles = storage_roles(config)
         wiring.reset()
-    return Counted(jobs, fired, create_ops, fire_ops)
+    return Counted(jobs, fired, create_ops, fire_ops, fire_targets, roles)
 
 
 @dataclass
@@ -536,10 +743,17 @@ class CleanupRun:
     messages: int
     seconds: float
     ops: dict[str, int]
+    #: (table or queue, operation) -> requests, and the account role of each table and queue.
+    targets: dict[tuple[str, str], int] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
 
     @property
     def jobs_per_s(self) -> float:
         return self.jobs / self.seconds
+
+    def per_role(self) -> dict[str, float]:
+        """Requests per job on each account of a split deployment (:data:`ROLES`)."""
+        return {role: n / self.jobs for role, n in by_role(self.targets, self.roles).items()}
 
     def table_requests_per_job(self) -> float:
         return sum(n for op, n in self.ops.items() if op.startswith("table")) / self.jobs
@@ -558,10 +772,8 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
     operation (the app's clients share one transport). Messages are not spread over time here (SPREAD 0)."""
     import threading
     import time
-    from collections import Counter
     from concurrent.futures import ThreadPoolExecutor
     from datetime import UTC, datetime, timedelta
-    from typing import Any
 
     from bench.common import azurite_settings
     from scheduler_core import wiring
@@ -573,6 +785,7 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
     from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
 
     counter: Counter[str] = Counter()
+    targets: Counter[tuple[str, str]] = Counter()
     lock = threading.Lock()
     runs: list[CleanupRun] = []
     spread = cleanup_module.SPREAD
@@ -674,10 +887,12 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
                     thread.join()
                 return total, state["ran"]
 
-            stop_counting = count_requests(counter, table_port)
+            stop_counting = count_requests(counter, table_port, targets)
+            roles = storage_roles(config)
             try:
                 for workers, subscription in zip(worker_counts, subscriptions, strict=True):
                     counter.clear()
+                    targets.clear()
                     began = time.perf_counter()
                     queue.send_message(cleanup_module.CleanupMessage(format_instant(now), subscription).to_json())
                     total, ran = drain(workers)
@@ -691,6 +906,8 @@ def measure_cleanup(jobs: int, collection_size: int = 500, worker_counts: tuple[
                             ran,
                             seconds,
                             dict(counter),
+                            dict(targets),
+                            roles,
                         )
                     )
             finally:
@@ -727,6 +944,33 @@ def print_cleanup(runs: list[CleanupRun]) -> None:
     print()
     print(table(["cleanup requests per job", *(f"{run.workers} worker(s)" for run in runs)], op_rows))
     print()
+    print_targets([(f"{run.workers} worker(s)", run.targets, run.roles, run.jobs) for run in runs], "per job")
+
+
+def print_targets(columns: list[tuple[str, Mapping[tuple[str, str], int], Mapping[str, str], int]], per: str) -> None:
+    """Requests ``per`` fire or job by table or queue and operation, then by account role (:data:`ROLES`): one
+    column per (heading, counts by (table or queue, operation), roles, fires or jobs)."""
+    from bench.common import table
+
+    keys = sorted({key for _, targets, _, _ in columns for key in targets})
+    if not keys:
+        return
+    roles = {name: role for _, _, found, _ in columns for name, role in found.items()}
+    rows: list[list[object]] = [
+        [
+            roles.get(name, "main"),
+            name or "(account)",
+            op,
+            *(f"{t.get((name, op), 0) / n:.3f}" for _, t, _, n in columns),
+        ]
+        for name, op in sorted(keys, key=lambda key: (ROLES.index(roles.get(key[0], "main")), key))
+    ]
+    for role in ROLES:
+        rows.append([f"**{role}**", "", "", *(f"**{by_role(t, r)[role] / n:.2f}**" for _, t, r, n in columns)])
+    print(
+        table(["account (split)", "table or queue", "request", *(f"{heading} {per}" for heading, *_ in columns)], rows)
+    )
+    print()
 
 
 def print_count(counted: Counted) -> None:
@@ -744,6 +988,9 @@ def print_count(counted: Counted) -> None:
     rows.append(["**total**", f"**{counted.per_create():.2f}**", f"**{counted.per_fire():.2f}**"])
     print(table(["storage requests", f"per create ({counted.creates})", f"per one-shot fire ({counted.fires})"], rows))
     print()
+    print_targets(
+        [(f"{counted.fires} one-shot fires:", counted.fire_targets, counted.roles, counted.fires)], "per fire"
+    )
 
 
 def main() -> None:
@@ -757,20 +1004,28 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16, help="SCHEDULER_DUE_SHARDS")
     parser.add_argument("--accounts", type=int, default=2, help="storage accounts of the last row (not built)")
     parser.add_argument("--scan-concurrency", type=int, default=16, help="sends in flight per shard scan, fanned out")
+    parser.add_argument("--split-queues", default="6,8", help="K of the rows with the storage split by role")
+    parser.add_argument("--split-shards", default="16,32", help="S of the rows with the storage split by role")
     parser.add_argument("--burst", type=int, default=100_000, help="fires due at the same second")
     parser.add_argument("--utilisation", type=float, default=0.7, help="share of the ceiling used on average")
     parser.add_argument("--count", type=int, default=0, help="count requests of this many one-shot jobs first")
     parser.add_argument("--cleanup", type=int, default=0, help="measure the cleanup on this many jobs per run first")
     parser.add_argument("--cleanup-workers", default="1,4", help="worker threads of each cleanup run")
     parser.add_argument("--cleanup-requests-per-job", type=float, default=CleanupCost.requests_per_job)
+    parser.add_argument("--cleanup-history-requests-per-job", type=float, default=CleanupCost.history_requests_per_job)
     parser.add_argument("--cleanup-window-hours", type=float, default=CleanupCost.window_s / 3600, help="SPREAD")
     args = parser.parse_args()
-    cleanup_cost = CleanupCost(requests_per_job=args.cleanup_requests_per_job)
+    cleanup_cost = CleanupCost(
+        requests_per_job=args.cleanup_requests_per_job, history_requests_per_job=args.cleanup_history_requests_per_job
+    )
     if args.cleanup:
         workers = tuple(int(w) for w in args.cleanup_workers.split(","))
         runs = measure_cleanup(args.cleanup, worker_counts=workers)
         print_cleanup(runs)
-        cleanup_cost = CleanupCost(requests_per_job=runs[0].table_requests_per_job() + runs[0].queue_requests_per_job())
+        cleanup_cost = CleanupCost(
+            requests_per_job=runs[0].table_requests_per_job() + runs[0].queue_requests_per_job(),
+            history_requests_per_job=runs[0].per_role()["history"],
+        )
     cleanup_cost = replace(cleanup_cost, window_s=args.cleanup_window_hours * 3600.0)
     limits, compute = Limits(), Compute(args.cpu_ms_per_fire, args.wall_ms_per_fire)
     costs = [MEASURED_BEFORE, GOAL]
@@ -778,21 +1033,38 @@ def main() -> None:
         counted = count_operations(args.count)
         print_count(counted)
         costs.append(counted.as_fire_cost())
+    else:
+        costs.append(COUNTED)
     if args.ops_per_fire is not None:
         table_share = max(0.0, args.ops_per_fire - GOAL.queue_requests - GOAL.other_queue_requests)
         costs.append(replace(GOAL, label=f"measured ({args.ops_per_fire} requests/fire)", table_requests=table_share))
+    scan = args.scan_concurrency
+    split = [
+        Deployment(queues, shards, 1, scan, split_storage=True)
+        for queues in (int(k) for k in args.split_queues.split(","))
+        for shards in (int(s) for s in args.split_shards.split(","))
+    ]
     deployments = list(
         dict.fromkeys(
             [
                 Deployment(1, args.shards, 1),
                 Deployment(args.queues, args.shards, 1),
-                Deployment(args.queues, args.shards, 1, args.scan_concurrency),
-                Deployment(args.queues * args.accounts, args.shards, args.accounts, args.scan_concurrency),
+                Deployment(args.queues, args.shards, 1, scan),
+                Deployment(args.queues * args.accounts, args.shards, args.accounts, scan),
+                *split,
             ]
         )
     )
     print(f"per instance: {per_instance_fires_per_s(limits, compute):.0f} fires/s; per collection: ", end="")
     print(", ".join(f"{per_collection_fires_per_s(c, limits):.0f} fires/s ({c.label})" for c in costs))
+    print()
+    for cost in costs:
+        if cost.history_requests is not None:
+            roles = cost.account_requests(split=True)
+            print(
+                f"{cost.label}, requests per fire by account when split: "
+                + ", ".join(f"{role} {value:.2f}" for role, value in roles.items())
+            )
     print()
     headers = ["requests per fire", "requests", "deployment", *ceilings(GOAL, limits, deployments[0], compute)]
     rows = [row for d in deployments for row in scenario_rows(costs, d, limits, compute)]
@@ -810,12 +1082,19 @@ def main() -> None:
     job_rows: list[list[object]] = []
     for cost in costs:
         for deployment in deployments:
+            if not applies(cost, deployment):
+                continue
             top, _ = max_fires_per_second(cost, limits, deployment, compute)
+            cleaned = (
+                jobs_with_cleanup(cost, cleanup_cost, limits, deployment, compute, p, args.utilisation)
+                for p in (3_600.0, 86_400.0)
+            )
             job_rows.append(
                 [
                     cost.label,
                     label(deployment),
                     *(f"{jobs_per_deployment(top, p, args.utilisation) / 1e6:,.2f} M" for _, p in periods),
+                    *(f"{jobs / 1e6:,.2f} M ({limit})" for jobs, limit in cleaned),
                     f"{create_rate(cost, limits, deployment):,.0f}",
                 ]
             )
@@ -825,6 +1104,8 @@ def main() -> None:
                 "requests per fire",
                 "deployment",
                 *(f"jobs every {name} ({args.utilisation:.0%} busy)" for name, _ in periods),
+                "jobs every hour, with their daily cleanup",
+                "jobs every day, with their daily cleanup",
                 "creates/s",
             ],
             job_rows,
@@ -836,6 +1117,8 @@ def main() -> None:
     burst_rows: list[list[object]] = []
     for cost in costs:
         for deployment in deployments:
+            if not applies(cost, deployment):
+                continue
             found = ceilings(cost, limits, deployment, compute)
             dispatch = replace(scaling, dispatch_sends_per_s=found.pop("dispatch (scans)"))
             for burst in (args.burst, 1_000_000):
@@ -859,6 +1142,12 @@ def main() -> None:
             f"(a timer invocation may run {FUNCTION_TIMEOUT_S / 60:.0f} min: "
             f"{FUNCTION_TIMEOUT_S / pass_s * jobs:,.0f} jobs)"
         )
+    split_costs = [c for c in costs if c.history_requests is not None]
+    by_account = cleanup_cost.account_requests(split=True)
+    print(
+        "cleanup requests per job and day by account when split: "
+        + ", ".join(f"{role} {value:.2f}" for role, value in by_account.items())
+    )
     cleanup_rows: list[list[object]] = []
     for jobs in (1_000_000, 10_000_000, 100_000_000):
         load = cleanup_account_load(jobs, cleanup_cost)
@@ -872,6 +1161,7 @@ def main() -> None:
                 f"{in_flight:,.1f}",
                 f"{math.ceil(in_flight / 16):,}",
                 *(f"{fires_left_during_cleanup(jobs, cleanup_cost, c, limits):,.0f}" for c in costs),
+                *(f"{fires_left_during_cleanup(jobs, cleanup_cost, c, limits, split=True):,.0f}" for c in split_costs),
             ]
         )
     print()
@@ -885,6 +1175,7 @@ def main() -> None:
                 "messages in flight",
                 "instances (16 each)",
                 *(f"fires/s one account has left ({c.requests:.2f} requests/fire)" for c in costs),
+                *(f"fires/s the split accounts have left ({c.requests:.2f} requests/fire)" for c in split_costs),
             ],
             cleanup_rows,
         )
@@ -896,6 +1187,30 @@ def main() -> None:
         parts = cost_per_million_fires(cost, prices, limits, compute)
         cost_rows.append([cost.label, *(f"${v:.2f}" for v in parts.values()), f"**${sum(parts.values()):.2f}**"])
     print(table(["per million fires", *cost_per_million_fires(GOAL, prices, limits, compute), "total"], cost_rows))
+    print()
+    account_rows: list[list[object]] = []
+    for cost in split_costs:
+        one = storage_cost_by_account(cost, prices, split=False)
+        parts = storage_cost_by_account(cost, prices, split=True)
+        account_rows.append(
+            [
+                cost.label,
+                f"${one['main']:.3f}",
+                *(f"${v:.3f}" for v in parts.values()),
+                f"**${sum(parts.values()):.3f}**",
+            ]
+        )
+    print(
+        table(
+            [
+                "storage requests per million fires",
+                "one account",
+                *(f"split: {role} account" for role in ROLES),
+                "split: total (the same bill)",
+            ],
+            account_rows,
+        )
+    )
     print()
     peer_rows = [
         [f"every {name}", *(f"${v:,.2f}" for v in peer_cost_per_million_fires(peers, period).values())]

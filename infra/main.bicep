@@ -3,7 +3,8 @@
 //   az deployment sub create -l <region> -f infra/main.bicep -p environmentName=<name> location=<region>
 // See docs/deploy.md. Modules: monitoring, storage (tables and queues), key vault (API key hashes),
 // function app (plan, site, optional App Service Authentication), roles, app settings, optional
-// Service Bus namespace, alert rules (on by default) with their action group.
+// Service Bus namespace, alert rules (on by default) with their action group, and with splitStorage two
+// more storage accounts: one for the history tables, one for the execution queues.
 targetScope = 'subscription'
 
 @minLength(1)
@@ -84,6 +85,9 @@ param maximumInstanceCount int = 100
   'Standard_RAGZRS'
 ])
 param storageSku string = 'Standard_GRS'
+
+@description('The history tables and the execution queues each in a storage account of their own, for deployments beyond one account\'s 20,000 requests/s; see docs/capacity.md. Set it before the first job fires: rows and messages already written stay in the account they were written to (docs/deploy.md section 13).')
+param splitStorage bool = false
 
 @description('SCHEDULER_API_KEYS entries (hashes from python -m local_host keygen). Empty: leave the Key Vault secret as it is.')
 @secure()
@@ -203,6 +207,9 @@ var tags = {
 }
 var rgName = empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
 var storageAccountName = 'st${resourceToken}'
+// splitStorage: the accounts of the history tables and of the execution queues.
+var historyStorageAccountName = 'sthist${resourceToken}'
+var executionStorageAccountName = 'stexec${resourceToken}'
 var keyVaultName = 'kv-${resourceToken}'
 var functionAppName = 'func-${resourceToken}'
 var apiKeysSecretName = 'scheduler-api-keys'
@@ -213,34 +220,51 @@ var isElasticPremium = hostingPlan == 'ElasticPremium'
 // storage key (shared keys are disabled). Flex Consumption uses the same container for its own packages.
 var elasticPremiumPackageBlobName = 'elastic-premium/scheduler.zip'
 
-// Tables of scheduler_core/storage/names.py TABLES (the storage module adds tablePrefix).
-var tableNames = [
-  'JobCollections'
-  'Jobs'
-  'DueIndex'
+// Tables of scheduler_core/storage/names.py TABLES (the storage modules add tablePrefix): the history
+// tables (names.py HISTORY_TABLES: HISTORY_TABLE, CLAIMS_TABLE) are in the history account with
+// splitStorage, the others always in the main account.
+var historyTableNames = [
   'JobHistory'
   'Executions'
 ]
+var otherTableNames = [
+  'JobCollections'
+  'Jobs'
+  'DueIndex'
+]
+var tableNames = concat(otherTableNames, historyTableNames)
+// The tables of the main account: all of them, or with splitStorage all but the history tables.
+var mainTableNames = splitStorage ? otherTableNames : tableNames
 
 // The execution queues (scheduler_core/settings.py execution_queue_name): queue 0 keeps the one name a
 // deployment had before SCHEDULER_EXECUTION_QUEUE_COUNT, queue i is '<name>-i'.
 var executionQueues = [for i in range(0, executionQueueCount): (i == 0) ? executionQueueName : '${executionQueueName}-${i}']
 var executionPoisonQueues = [for queue in executionQueues: '${queue}-poison']
-
-// Queues: scan, execution and cleanup, and the -poison queues the host moves failed messages to.
-var queueNames = concat([
+// In the execution account with splitStorage (names.py execution_queue_names).
+var executionQueueNames = concat(executionQueues, executionPoisonQueues)
+var otherQueueNames = [
   scanQueueName
   '${scanQueueName}-poison'
-], executionQueues, executionPoisonQueues, [
   cleanupQueueName
   '${cleanupQueueName}-poison'
-])
+]
+
+// Queues: scan, execution and cleanup, and the -poison queues the host moves failed messages to.
+var queueNames = concat(otherQueueNames, executionQueueNames)
+// The queues of the main account: all of them, or with splitStorage all but the execution queues.
+var mainQueueNames = splitStorage ? otherQueueNames : queueNames
 
 // Every setting of scheduler_core/settings.py SETTINGS. AzureWebJobsStorage (a connection string with
-// a key) is replaced by the identity-based AzureWebJobsStorage__accountName; FUNCTIONS_WORKER_RUNTIME
-// is set by appsettings.bicep (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
+// a key) is replaced by the identity-based AzureWebJobsStorage__accountName, and likewise
+// SchedulerHistoryStorage and SchedulerExecutionStorage by their identity-based __tableServiceUri and
+// __queueServiceUri (the accounts' endpoints with splitStorage, else empty: everything in the main
+// account); the connection strings are left out, not set empty: the Functions host would read an empty
+// SchedulerExecutionStorage as a connection string. FUNCTIONS_WORKER_RUNTIME is set by appsettings.bicep
+// (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
 var schedulerSettings = {
   AzureWebJobsStorage__accountName: storageAccountName
+  SchedulerHistoryStorage__tableServiceUri: splitStorage ? historyStorage.outputs.tableEndpoint : ''
+  SchedulerExecutionStorage__queueServiceUri: splitStorage ? executionStorage.outputs.queueEndpoint : ''
   SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName
@@ -290,9 +314,39 @@ module storage 'modules/storage.bicep' = {
     name: storageAccountName
     storageSkuName: storageSku
     tablePrefix: tablePrefix
-    tableNames: tableNames
-    queueNames: queueNames
+    tableNames: mainTableNames
+    queueNames: mainQueueNames
     deploymentContainerName: deploymentContainerName
+  }
+}
+
+// splitStorage: the history tables in an account of their own (same module, same hardening).
+module historyStorage 'modules/storage.bicep' = if (splitStorage) {
+  name: 'storage-history'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: historyStorageAccountName
+    storageSkuName: storageSku
+    tablePrefix: tablePrefix
+    tableNames: historyTableNames
+    queueNames: []
+  }
+}
+
+// splitStorage: the execution queues and their -poison queues in an account of their own.
+module executionStorage 'modules/storage.bicep' = if (splitStorage) {
+  name: 'storage-execution'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    name: executionStorageAccountName
+    storageSkuName: storageSku
+    tablePrefix: tablePrefix
+    tableNames: []
+    queueNames: executionQueueNames
   }
 }
 
@@ -334,6 +388,8 @@ module roles 'modules/roles.bicep' = {
   params: {
     principalId: functionApp.outputs.principalId
     storageAccountName: storage.outputs.name
+    historyStorageAccountName: splitStorage ? historyStorage.outputs.name : ''
+    executionStorageAccountName: splitStorage ? executionStorage.outputs.name : ''
     keyVaultName: keyVault.outputs.name
     appInsightsName: monitoring.outputs.appInsightsName
     secretsOfficerPrincipalId: principalId
@@ -394,6 +450,8 @@ output AZURE_RESOURCE_GROUP string = rg.name
 output SCHEDULER_FUNCTION_APP_NAME string = functionApp.outputs.name
 output SCHEDULER_ENDPOINT string = 'https://${functionApp.outputs.defaultHostName}'
 output SCHEDULER_STORAGE_ACCOUNT string = storage.outputs.name
+output SCHEDULER_HISTORY_STORAGE_ACCOUNT string = splitStorage ? historyStorageAccountName : ''
+output SCHEDULER_EXECUTION_STORAGE_ACCOUNT string = splitStorage ? executionStorageAccountName : ''
 output SCHEDULER_KEY_VAULT_NAME string = keyVault.outputs.name
 output SCHEDULER_API_KEYS_SECRET string = apiKeysSecretName
 output SCHEDULER_SERVICE_BUS_NAMESPACE string = deployServiceBus ? 'sb-${resourceToken}' : ''

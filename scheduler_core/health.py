@@ -12,7 +12,9 @@ The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``chec
 ``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth`` and ``poison_queue_length`` (over every
 execution queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and
 poison length), ``cleanup_queue`` (the daily cleanup's queue: name, depth, poison length; a poison message
-there is a warning too), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception
+there is a warning too), ``history_storage`` (only when the history tables have an account of their own,
+``SchedulerHistoryStorage``: one point read there, and 503 when it fails, as for ``storage``), ``warnings``,
+``reason`` (503 only). No secret, no connection string, no exception
 text.
 """
 
@@ -38,6 +40,8 @@ log = logging.getLogger("scheduler_core.health")
 #: after 3 minutes as well).
 TICK_LATE_AFTER = timedelta(minutes=3)
 ROUTE = "health"
+#: The key of the claim a health check reads in the history tables' own account (no attempt has it).
+PROBE_PARTITION = "health-probe"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,18 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         body.update(status="unhealthy", storage="unreachable", reason="storage: the tables cannot be reached")
         return 503, body
     body["storage"] = "reachable"
+    if s.settings.history_storage is not None:
+        try:
+            s.executor.claims.state(PROBE_PARTITION, PROBE_PARTITION)  # one point read: the account reachable
+        except Exception as exc:
+            log.warning("health: history storage not reachable: %s", type(exc).__name__)
+            body.update(
+                status="unhealthy",
+                history_storage="unreachable",
+                reason="storage: the history tables (SchedulerHistoryStorage) cannot be reached",
+            )
+            return 503, body
+        body["history_storage"] = "reachable"
     body["last_tick"] = format_instant(tick) if tick is not None else None
     age = (now - tick).total_seconds() if tick is not None else None
     body["tick_age_seconds"] = round(age, 1) if age is not None else None

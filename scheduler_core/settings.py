@@ -40,6 +40,38 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "AzureWebJobsStorage is not set.",
     ),
     SettingSpec(
+        "SchedulerHistoryStorage",
+        "",
+        "Connection string of a storage account of its own for the history tables (Executions: the "
+        "attempts' claims with their history entries; JobHistory). Empty, with "
+        "SchedulerHistoryStorage__tableServiceUri empty too: they live in AzureWebJobsStorage's account. A "
+        "second account carries about a third of the requests per fire (docs/capacity.md). Set it before "
+        "the first job fires: the rows already written stay in the account they were written to.",
+    ),
+    SettingSpec(
+        "SchedulerHistoryStorage__tableServiceUri",
+        "",
+        "Identity-based form of SchedulerHistoryStorage (the app's managed identity, no keys): the table "
+        "endpoint of the history tables' account, https://<account>.table.core.windows.net. Used when "
+        "SchedulerHistoryStorage is not set.",
+    ),
+    SettingSpec(
+        "SchedulerExecutionStorage",
+        "",
+        "Connection string of a storage account of its own for the execution queues (all K, with their "
+        "poison queues). Empty, with SchedulerExecutionStorage__queueServiceUri empty too: they live in "
+        "AzureWebJobsStorage's account. When set, the execution functions' queue triggers use the "
+        "connection 'SchedulerExecutionStorage' (read when the app is indexed: a change restarts the app). "
+        "Messages waiting in the queues of the previous account are not moved.",
+    ),
+    SettingSpec(
+        "SchedulerExecutionStorage__queueServiceUri",
+        "",
+        "Identity-based form of SchedulerExecutionStorage: the queue endpoint of the execution queues' "
+        "account, https://<account>.queue.core.windows.net (the form the Functions host reads for the "
+        "queue triggers' connection). Used when SchedulerExecutionStorage is not set.",
+    ),
+    SettingSpec(
         "FUNCTIONS_WORKER_RUNTIME",
         "python",
         "Azure Functions language worker; always 'python'. Read by the Functions host, not by this code.",
@@ -306,6 +338,50 @@ def _https_url(name: str, environ: Mapping[str, str] | None) -> str:
     return text
 
 
+#: The storage connection every part of the app's storage uses unless a part has an account of its own.
+HOST_CONNECTION = "AzureWebJobsStorage"
+#: The connection of the history tables' own account (``SchedulerHistoryStorage``).
+HISTORY_CONNECTION = "SchedulerHistoryStorage"
+#: The connection of the execution queues' own account (``SchedulerExecutionStorage``): the ``connection``
+#: of the execution functions' queue triggers when it is set.
+EXECUTION_CONNECTION = "SchedulerExecutionStorage"
+
+
+@dataclass(frozen=True)
+class StorageAccount:
+    """A storage account the app keeps one part of its storage in, other than AzureWebJobsStorage's: a
+    connection string (keys; Azurite locally), or the endpoint of the one service used there (tables or
+    queues), reached with the app's identity."""
+
+    connection_string: str | None
+    endpoint: str = ""
+
+
+def _storage_account(connection: str, service: str, environ: Mapping[str, str] | None) -> StorageAccount | None:
+    """The account of connection ``connection`` (``<connection>`` or ``<connection>__<service>ServiceUri``);
+    None when neither is set (the part stays in AzureWebJobsStorage's account)."""
+    text = (raw(connection, environ) or "").strip()
+    if text:
+        if "=" not in text:
+            raise ConfigurationError(
+                f"setting {connection} must be a storage connection string (AccountName=...;AccountKey=... or "
+                f"UseDevelopmentStorage=true), got a value without '='"
+            )
+        return StorageAccount(text)
+    name = f"{connection}__{service}ServiceUri"
+    if not (raw(name, environ) or "").strip():
+        return None
+    return StorageAccount(None, _https_url(name, environ))
+
+
+def execution_connection(environ: Mapping[str, str] | None = None) -> str:
+    """The storage connection of the execution queues: ``SchedulerExecutionStorage`` when either of its
+    settings is set, else ``AzureWebJobsStorage`` (the execution functions' trigger ``connection``, read when
+    the app is indexed)."""
+    names = (EXECUTION_CONNECTION, f"{EXECUTION_CONNECTION}__queueServiceUri")
+    return EXECUTION_CONNECTION if any((raw(name, environ) or "").strip() for name in names) else HOST_CONNECTION
+
+
 #: The most execution queues a deployment may have (``SCHEDULER_EXECUTION_QUEUE_COUNT``): one storage account
 #: serves about 20,000 operations/s, which a handful of queues at 2,000 messages/s each already reach
 #: (docs/capacity.md); more only adds functions to index and queues to poll.
@@ -389,6 +465,10 @@ class Settings:
     execution_queue_count: int = 1
     python_threadpool_thread_count: int = 40
     cleanup_queue: str = "scheduler-cleanup"
+    #: The history tables' own account (``SchedulerHistoryStorage``); None: AzureWebJobsStorage's.
+    history_storage: StorageAccount | None = None
+    #: The execution queues' own account (``SchedulerExecutionStorage``); None: AzureWebJobsStorage's.
+    execution_storage: StorageAccount | None = None
 
     @property
     def execution_queues(self) -> tuple[str, ...]:
@@ -438,6 +518,8 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         appinsights_connection_string=(raw("APPLICATIONINSIGHTS_CONNECTION_STRING", environ) or "").strip(),
         otlp_endpoint=(raw("OTEL_EXPORTER_OTLP_ENDPOINT", environ) or "").strip(),
         log_format=log_format(environ),
+        history_storage=_storage_account(HISTORY_CONNECTION, "table", environ),
+        execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
     )
 
 

@@ -80,11 +80,14 @@ EXECUTION_FUNCTION = "execute_occurrence"
 
 @dataclass(frozen=True)
 class ExecutionFunction:
-    """One queue-triggered execution function: its name and its queue binding (a ``%SETTING%`` expression)."""
+    """One queue-triggered execution function: its name, its queue binding (a ``%SETTING%`` expression) and its
+    trigger's storage connection (``SchedulerExecutionStorage`` when the execution queues have an account of
+    their own, else ``AzureWebJobsStorage``)."""
 
     index: int
     name: str
     queue_binding: str
+    connection: str = settings.HOST_CONNECTION
 
 
 def execution_functions() -> list[ExecutionFunction]:
@@ -99,7 +102,11 @@ def execution_functions() -> list[ExecutionFunction]:
     except ConfigurationError as exc:
         log.error("%s; declaring the function of execution queue 0 only", exc.message)
         count = 1
-    return [ExecutionFunction(i, execution_function_name(i), settings.execution_queue_binding(i)) for i in range(count)]
+    connection = settings.execution_connection()
+    return [
+        ExecutionFunction(i, execution_function_name(i), settings.execution_queue_binding(i), connection)
+        for i in range(count)
+    ]
 
 
 def execution_function_name(index: int) -> str:

@@ -236,7 +236,11 @@ def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
     from scheduler_core.adapters.azure.clients import queue_client
 
     clients = [
-        (name, queue_client(config, name), queue_client(config, poison_queue_name(name)))
+        (
+            name,
+            queue_client(config, name, account=config.execution_storage),
+            queue_client(config, poison_queue_name(name), account=config.execution_storage),
+        )
         for name in config.execution_queues
     ]
 
@@ -261,7 +265,8 @@ def azure_cleanup_queue(config: settings.Settings) -> MessageSender:
 
 def azure_cleanup_depth(config: settings.Settings) -> Callable[[], ExecutionQueueDepth]:
     """Approximate message counts of the cleanup queue and of its poison queue."""
-    probe = azure_execution_depths(replace(config, execution_queue=config.cleanup_queue, execution_queue_count=1))
+    cleanup = replace(config, execution_queue=config.cleanup_queue, execution_queue_count=1, execution_storage=None)
+    probe = azure_execution_depths(cleanup)  # the cleanup queue is in AzureWebJobsStorage's account
     return lambda: probe()[0]
 
 

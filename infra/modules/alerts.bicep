@@ -12,6 +12,8 @@
 // What Azure measures by itself is no substitute here: Storage's QueueMessageCount metric is one number
 // for all queues of the account (no per-queue dimension, refreshed about hourly), so it cannot tell
 // whether `<execution queue>-poison` holds messages; the app's gauge, sampled by the dispatch tick, can.
+// The app reads the poison queues in the account they are in (with splitStorage the execution queues'
+// own account, setting SchedulerExecutionStorage__queueServiceUri), so no rule names a storage account.
 
 @description('Azure region of the alert rules (that of Application Insights).')
 param location string

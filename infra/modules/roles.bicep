@@ -1,13 +1,20 @@
 // Role assignments of the function app's system-assigned managed identity (least privilege, each on
 // the one resource it needs), and the optional roles of the operator (API key secret, Elastic Premium
 // package). Names are guid(scope, principal, roleDefinitionId) so that redeploying is idempotent. The
-// Service Bus role is in servicebus.bicep, deployed only with the namespace.
+// Service Bus role is in servicebus.bicep, deployed only with the namespace. With splitStorage the
+// history tables' and the execution queues' accounts get the table and queue roles too.
 
 @description('Principal (object) id of the function app managed identity.')
 param principalId string
 
 @description('Storage account of the host and of the scheduler tables and queues.')
 param storageAccountName string
+
+@description('splitStorage: storage account of the history tables (Executions, JobHistory). Empty: none (they are in storageAccountName).')
+param historyStorageAccountName string = ''
+
+@description('splitStorage: storage account of the execution queues and their -poison queues. Empty: none (they are in storageAccountName).')
+param executionStorageAccountName string = ''
 
 @description('Key Vault holding the API key hashes.')
 param keyVaultName string
@@ -59,6 +66,14 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
 }
 
+resource historyStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = if (!empty(historyStorageAccountName)) {
+  name: historyStorageAccountName
+}
+
+resource executionStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = if (!empty(executionStorageAccountName)) {
+  name: executionStorageAccountName
+}
+
 resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
   parent: storage
   name: 'default'
@@ -92,6 +107,28 @@ resource tableRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 resource queueRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(storage.id, principalId, storageQueueDataContributor)
   scope: storage
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
+  }
+}
+
+// Role: Storage Table Data Contributor (splitStorage: the history tables, Executions and JobHistory, in their own account).
+resource historyTableRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(historyStorageAccountName)) {
+  name: guid(historyStorage.id, principalId, storageTableDataContributor)
+  scope: historyStorage
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+  }
+}
+
+// Role: Storage Queue Data Contributor (splitStorage: the execution queues and their -poison queues in their own account; the host's execution queue triggers, connection SchedulerExecutionStorage).
+resource executionQueueRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(executionStorageAccountName)) {
+  name: guid(executionStorage.id, principalId, storageQueueDataContributor)
+  scope: executionStorage
   properties: {
     principalId: principalId
     principalType: 'ServicePrincipal'

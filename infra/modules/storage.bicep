@@ -1,6 +1,9 @@
 // Storage account of the function app: the Functions host (timer leases, deployment package) and the
 // scheduler's own tables and queues. Keys are disabled (allowSharedKeyAccess: false): every client,
 // the host included, authenticates with Microsoft Entra ID (the app's managed identity).
+// With splitStorage, main.bicep deploys this module twice more, with the same hardening: the history
+// tables' account (tables only) and the execution queues' account (queues only), without a deployment
+// container.
 
 @description('Azure region of the account.')
 param location string
@@ -33,8 +36,8 @@ param tableNames array
 @description('Names of the queues the scheduler uses, poison queues included.')
 param queueNames array
 
-@description('Blob container holding the Flex Consumption deployment package.')
-param deploymentContainerName string
+@description('Blob container holding the Flex Consumption deployment package. Empty: none (the history and execution accounts).')
+param deploymentContainerName string = ''
 
 @description('Days deleted blobs and containers are kept (soft delete).')
 @minValue(1)
@@ -106,7 +109,7 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
   }
 }
 
-resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = if (!empty(deploymentContainerName)) {
   parent: blobService
   name: deploymentContainerName
   properties: {
@@ -140,3 +143,5 @@ resource queues 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-
 output name string = account.name
 output id string = account.id
 output blobEndpoint string = account.properties.primaryEndpoints.blob
+output tableEndpoint string = account.properties.primaryEndpoints.table
+output queueEndpoint string = account.properties.primaryEndpoints.queue

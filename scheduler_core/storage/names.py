@@ -17,6 +17,8 @@ HISTORY_TABLE = "JobHistory"
 CLAIMS_TABLE = "Executions"
 
 TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, CLAIMS_TABLE)
+#: The tables kept in the history tables' own account when it has one (``SchedulerHistoryStorage``).
+HISTORY_TABLES: tuple[str, ...] = (HISTORY_TABLE, CLAIMS_TABLE)
 
 POISON_SUFFIX = "-poison"
 
@@ -24,6 +26,12 @@ POISON_SUFFIX = "-poison"
 def table_names(settings: Settings) -> list[str]:
     """The real (prefixed) names of every table."""
     return [settings.table_name(base) for base in TABLES]
+
+
+def execution_queue_names(settings: Settings) -> list[str]:
+    """The execution queues and their poison queues: kept in the execution queues' own account when it has one
+    (``SchedulerExecutionStorage``)."""
+    return [*settings.execution_queues, *(name + POISON_SUFFIX for name in settings.execution_queues)]
 
 
 def queue_names(settings: Settings) -> list[str]:

@@ -5,14 +5,17 @@ so a bare string that names a parameter, variable or loop variable of the templa
 to it; any other string is a literal, with ``${...}`` interpolations resolved. Parameters take their
 default values, or the values a test gives (``Template(parsed, parameters={...})``, as a deployment's
 parameters would). ``[for i in range(a, n): ...]`` and ``[for x in array: ...]`` loops, ``concat``,
-``string``, ``union``, ``==`` and ``? :`` are evaluated. What cannot be known before deployment
-(``uniqueString``, module outputs...) evaluates to :data:`UNKNOWN`, which spreads through interpolations.
+``string``, ``union``, ``empty``, ``!``, ``==`` and ``? :`` are evaluated. A module's output
+(``storage.outputs.blobEndpoint``) evaluates to a :class:`ModuleOutput` naming it, so that a test can tell
+which module's output a value is; any other use of it, and what else cannot be known before deployment
+(``uniqueString``, resource properties...), evaluates to :data:`UNKNOWN`, which spreads through
+interpolations.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class _Unknown:
@@ -21,6 +24,25 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
+
+
+class ModuleOutput(NamedTuple):
+    """``<module>.outputs.<output>``: known only at deployment, but known to be that module's output."""
+
+    module: str
+    output: str
+
+
+def accessor_path(node: Any) -> list[str] | None:
+    """``a.b.c`` (pycep's nested ``property_accessor`` operators) as ``['a', 'b', 'c']``; None otherwise."""
+    if isinstance(node, str):
+        return [node] if _IDENTIFIER.match(node) else None
+    if not isinstance(node, dict) or (node.get("operator") or {}).get("type") != "property_accessor":
+        return None
+    operands = node["operator"].get("operands") or {}
+    head, tail = accessor_path(operands.get("operand_1")), accessor_path(operands.get("operand_2"))
+    return None if head is None or tail is None else head + tail
+
 
 _INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -43,6 +65,24 @@ class Template:
     def variable(self, name: str) -> Any:
         """A variable's raw (unevaluated) value."""
         return self.variables[name]["value"]
+
+    def deployed_modules(self, path: str) -> dict[str, dict[str, Any]]:
+        """The modules of file ``path`` (as written after ``module <symbol>``) that this deployment deploys
+        (no condition, or one that is true): symbol -> their evaluated ``params``."""
+        deployed: dict[str, dict[str, Any]] = {}
+        for symbol, module in self.modules.items():
+            if (module.get("detail") or {}).get("path") != path:
+                continue
+            config = module["config"]
+            if "condition" in config:
+                condition = self.evaluate(config["condition"])
+                if not isinstance(condition, bool):
+                    raise ValueError(f"module {symbol}: condition cannot be evaluated")
+                if not condition:
+                    continue
+                config = config["config"]
+            deployed[symbol] = self.evaluate(config.get("params") or {})
+        return deployed
 
     def evaluate(self, node: Any, depth: int = 0, scope: dict[str, Any] | None = None) -> Any:
         """The value of ``node``; ``scope`` holds the loop variables in force."""
@@ -87,7 +127,7 @@ class Template:
             parts.append(text[position : match.start()])
             inner = match.group(1).strip()
             value = self._reference(inner, depth, scope) if _IDENTIFIER.match(inner) else UNKNOWN
-            if value is None or value is UNKNOWN or isinstance(value, dict | list):
+            if value is None or value is UNKNOWN or isinstance(value, dict | list | ModuleOutput):
                 return UNKNOWN
             parts.append(_to_text(value))
             position = match.end()
@@ -122,9 +162,11 @@ class Template:
     def _function(self, function: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
         parameters = (function.get("parameters") or {}).values()
         arguments = [self.evaluate(value, depth + 1, scope) for value in parameters]
-        if any(argument is UNKNOWN for argument in arguments):
+        if any(argument is UNKNOWN or isinstance(argument, ModuleOutput) for argument in arguments):
             return UNKNOWN
         kind = function.get("type")
+        if kind == "empty" and len(arguments) == 1 and isinstance(arguments[0], str | list | dict):
+            return len(arguments[0]) == 0
         if kind == "string" and len(arguments) == 1:
             return _to_text(arguments[0])
         if kind == "union" and all(isinstance(a, dict) for a in arguments):
@@ -140,6 +182,14 @@ class Template:
 
     def _operator(self, operator: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
         operands = operator.get("operands") or {}
+        if operator.get("type") == "property_accessor":
+            path = accessor_path({"operator": operator})
+            if path and len(path) == 3 and path[0] in self.modules and path[1] == "outputs" and path[0] not in scope:
+                return ModuleOutput(path[0], path[2])
+            return UNKNOWN
+        if operator.get("type") == "not":
+            value = self.evaluate(operands.get("bool_value"), depth + 1, scope)
+            return (not value) if isinstance(value, bool) else UNKNOWN
         if operator.get("type") == "conditional":
             condition = self.evaluate(operands.get("condition"), depth + 1, scope)
             if isinstance(condition, bool):
@@ -148,7 +198,7 @@ class Template:
         if operator.get("type") in ("equals", "not_equals"):
             left = self.evaluate(operands.get("operand_1"), depth + 1, scope)
             right = self.evaluate(operands.get("operand_2"), depth + 1, scope)
-            if left is UNKNOWN or right is UNKNOWN:
+            if left is UNKNOWN or right is UNKNOWN or isinstance(left, ModuleOutput) or isinstance(right, ModuleOutput):
                 return UNKNOWN
             return (left == right) == (operator["type"] == "equals")
         return UNKNOWN

@@ -9,6 +9,10 @@ Two substitutions are allowed, and only these:
   the identity-based ``AzureWebJobsStorage__accountName``: the storage account has shared keys disabled,
   and the code falls back to the account name with DefaultAzureCredential when the connection string is
   unset. The Bicep must therefore set the account name and must *not* set ``AzureWebJobsStorage``.
+  Likewise the connection strings ``SchedulerHistoryStorage`` and ``SchedulerExecutionStorage`` (the
+  accounts of ``splitStorage``) by their identity-based ``__tableServiceUri`` and ``__queueServiceUri``;
+  they are not set even empty (the Functions host would read an empty ``SchedulerExecutionStorage`` as a
+  connection string). Where ``splitStorage`` puts what: ``test_split_storage.py``.
 * ``FUNCTIONS_WORKER_RUNTIME`` is an app setting on Elastic Premium, but on Flex Consumption the platform
   rejects it: the runtime is ``functionAppConfig.runtime.name``. Both must say ``python``.
 """
@@ -26,13 +30,17 @@ import pytest
 from scheduler_core import settings as settings_module
 from scheduler_core.adapters.azure.provision import all_queue_names
 from scheduler_core.storage import names
-from tests.infra.bicep_eval import UNKNOWN, Template
+from tests.infra.bicep_eval import UNKNOWN, ModuleOutput, Template
 from tests.infra.conftest import INFRA, ROOT, TOOL_TIMEOUT
 
 pytestmark = pytest.mark.timeout(2 * TOOL_TIMEOUT)
 
 #: Setting declared by the code -> the setting the Bicep sets instead (see the module docstring).
-SUBSTITUTIONS = {"AzureWebJobsStorage": "AzureWebJobsStorage__accountName"}
+SUBSTITUTIONS = {
+    "AzureWebJobsStorage": "AzureWebJobsStorage__accountName",
+    "SchedulerHistoryStorage": "SchedulerHistoryStorage__tableServiceUri",
+    "SchedulerExecutionStorage": "SchedulerExecutionStorage__queueServiceUri",
+}
 #: Settings whose Bicep value is computed at deployment (so not compared with the code's default).
 COMPUTED = {"AzureWebJobsStorage__accountName", "SCHEDULER_API_KEYS"}
 
@@ -54,6 +62,26 @@ REQUIRED_ROLES = {
     "Key Vault Secrets User",
     "Azure Service Bus Data Sender",
 }
+
+
+#: The storage module, as main.bicep names it (the main account and, with splitStorage, two more).
+STORAGE_MODULE = "modules/storage.bicep"
+#: The storage account's endpoint of each storage.bicep output (a stand-in for a module output's value).
+ENDPOINTS = {"tableEndpoint": "table", "queueEndpoint": "queue", "blobEndpoint": "blob"}
+
+
+def app_environment(values: dict[str, Any]) -> dict[str, str]:
+    """The app settings a deployment gives the app, from main.bicep's evaluated ``schedulerSettings``: a
+    storage module's endpoint output becomes ``https://<module>.<service>.core.windows.net/``, what is
+    computed at deployment (COMPUTED) takes a stand-in."""
+    environ: dict[str, str] = {}
+    for name, value in values.items():
+        if isinstance(value, ModuleOutput) and value.output in ENDPOINTS:
+            environ[name] = f"https://{value.module.lower()}.{ENDPOINTS[value.output]}.core.windows.net/"
+        elif isinstance(value, str) and name not in COMPUTED:
+            environ[name] = value
+    environ["AzureWebJobsStorage__accountName"] = "account"
+    return environ
 
 
 def _default_settings() -> settings_module.Settings:
@@ -91,6 +119,8 @@ def test_every_declared_setting_is_set_by_the_bicep(main: Template, app_settings
 def test_the_storage_connection_is_identity_based(main: Template, app_settings_module: Template) -> None:
     in_bicep = _bicep_setting_names(main, app_settings_module)
     assert "AzureWebJobsStorage" not in in_bicep, "a connection string needs a key; use __accountName"
+    for connection_string in ("SchedulerHistoryStorage", "SchedulerExecutionStorage"):
+        assert connection_string not in in_bicep, f"{connection_string}: a connection string needs a key"
     assert "AzureWebJobsStorage__accountName" in in_bicep
     assert main.variable("schedulerSettings")["AzureWebJobsStorage__accountName"] == "storageAccountName"
     assert main.modules["storage"]["config"]["params"]["name"] == "storageAccountName"
@@ -162,7 +192,11 @@ def test_every_table_is_created(main: Template, bicep: dict[str, dict[str, Any]]
     assert expected <= created, f"tables not created by main.bicep: {sorted(expected - created)}"
     assert created <= expected, f"tables created but not used by the code: {sorted(created - expected)}"
     params = main.modules["storage"]["config"]["params"]
-    assert params["tableNames"] == "tableNames" and params["tablePrefix"] == "tablePrefix"
+    assert params["tablePrefix"] == "tablePrefix"
+    # Without splitStorage (the default) every table is in the one storage account.
+    accounts = main.deployed_modules(STORAGE_MODULE)
+    assert set(accounts) == {"storage"}
+    assert set(accounts["storage"]["tableNames"]) == expected
     storage = Template(bicep["modules/storage.bicep"])
     loop = storage.resources["tables"]["config"]
     assert loop["loop_type"]["detail"]["array_name"] == "tableNames"
@@ -181,7 +215,9 @@ def test_every_queue_is_created(main: Template, bicep: dict[str, dict[str, Any]]
     created = set(main.evaluate(main.variable("queueNames")))
     assert expected <= created, f"queues not created by main.bicep: {sorted(expected - created)}"
     assert created <= expected, f"queues created but not used by the code: {sorted(created - expected)}"
-    assert main.modules["storage"]["config"]["params"]["queueNames"] == "queueNames"
+    accounts = main.deployed_modules(STORAGE_MODULE)
+    assert set(accounts) == {"storage"}, "without splitStorage every queue is in the one storage account"
+    assert set(accounts["storage"]["queueNames"]) == expected
     storage = Template(bicep["modules/storage.bicep"])
     loop = storage.resources["queues"]["config"]
     assert loop["loop_type"]["detail"]["array_name"] == "queueNames"
@@ -208,15 +244,18 @@ def test_queue_names_follow_the_queue_settings(main: Template) -> None:
     }
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one-account", "splitStorage"])
 @pytest.mark.parametrize("count", [1, 3, 32])
-def test_every_execution_queue_is_created(main: Template, count: int) -> None:
+def test_every_execution_queue_is_created(main: Template, count: int, split: bool) -> None:
     """With executionQueueCount K the Bicep creates the K queues (and their poison queues) that the app,
-    given the settings the Bicep sets, sends to and declares functions for."""
-    deployed = Template(main.parsed, parameters={"executionQueueCount": count, "executionQueueName": "exec-q"})
+    given the settings the Bicep sets, sends to and declares functions for; with splitStorage too, in
+    the execution queues' account."""
+    deployed = Template(
+        main.parsed, parameters={"executionQueueCount": count, "executionQueueName": "exec-q", "splitStorage": split}
+    )
     values = deployed.evaluate(deployed.variable("schedulerSettings"))
     assert values["SCHEDULER_EXECUTION_QUEUE_COUNT"] == str(count)
-    environ = {k: v for k, v in values.items() if isinstance(v, str) and k not in COMPUTED}
-    environ["AzureWebJobsStorage__accountName"] = "account"
+    environ = app_environment(values)
     loaded = settings_module.load(environ)
     assert len(loaded.execution_queues) == count
     expected = {loaded.scan_queue, *loaded.execution_queues, loaded.cleanup_queue}
@@ -225,6 +264,20 @@ def test_every_execution_queue_is_created(main: Template, count: int) -> None:
     assert len(created) == len(set(created)), "a queue is created twice"
     assert set(created) == expected
     assert set(all_queue_names(loaded)) <= set(created)  # what provisioning creates, the Bicep creates too
+    # ...and each in the account the app reads it from.
+    in_accounts = [
+        queue for params in deployed.deployed_modules(STORAGE_MODULE).values() for queue in params["queueNames"]
+    ]
+    assert sorted(in_accounts) == sorted(created), "every queue in exactly one account"
+    execution_queues = set(names.execution_queue_names(loaded))
+    if split:
+        assert loaded.execution_storage is not None
+        assert settings_module.execution_connection(environ) == settings_module.EXECUTION_CONNECTION
+        assert set(deployed.deployed_modules(STORAGE_MODULE)["executionStorage"]["queueNames"]) == execution_queues
+    else:
+        assert loaded.execution_storage is None
+        assert settings_module.execution_connection(environ) == settings_module.HOST_CONNECTION
+        assert set(deployed.deployed_modules(STORAGE_MODULE)["storage"]["queueNames"]) == expected
 
 
 def test_the_queue_count_parameter_has_the_settings_bounds(main: Template) -> None:
@@ -398,6 +451,10 @@ def test_docs_describe_the_deployment() -> None:
         "Storage Queue Data Message Sender",
         "Azure Service Bus Data Sender",
         "x-functions-key",
+        "splitStorage",
+        "SchedulerHistoryStorage__tableServiceUri",
+        "SchedulerExecutionStorage__queueServiceUri",
+        "SCHEDULER_SPLIT_STORAGE",
     ):
         assert needle in text, needle
 

@@ -27,13 +27,16 @@ class AzureStorage:
 
 
 def connect(config: Settings) -> AzureStorage:
-    """The adapters for ``config`` (clients are built, nothing is called yet)."""
+    """The adapters for ``config`` (clients are built, nothing is called yet). The history tables and the
+    execution queues are in their own accounts when the settings give them one (``SchedulerHistoryStorage``,
+    ``SchedulerExecutionStorage``)."""
     tables = table_service(config)
+    history = table_service(config, config.history_storage) if config.history_storage else tables
     return AzureStorage(
-        stores=table_stores(tables, config),
+        stores=table_stores(tables, config, history),
         claims=TableClaims(
-            tables.get_table_client(config.table_name(CLAIMS_TABLE)),
-            tables.get_table_client(config.table_name(HISTORY_TABLE)),
+            history.get_table_client(config.table_name(CLAIMS_TABLE)),
+            history.get_table_client(config.table_name(HISTORY_TABLE)),
         ),
         scans=MessageQueue(queue_client(config, config.scan_queue)),
         executions=execution_queue(config, config.execution_queue),
@@ -41,6 +44,10 @@ def connect(config: Settings) -> AzureStorage:
 
 
 def execution_queue(config: Settings, name: str) -> MessageQueue:
-    """An execution queue: it sends base64 text, and peeks (:meth:`MessageQueue.behind`) through a client that
-    does not decode, so that a message that is not base64 cannot make the peek fail."""
-    return MessageQueue(queue_client(config, name), queue_client(config, name, decoded=False))
+    """An execution queue, in the execution queues' account: it sends base64 text, and peeks
+    (:meth:`MessageQueue.behind`) through a client that does not decode, so that a message that is not base64
+    cannot make the peek fail."""
+    account = config.execution_storage
+    return MessageQueue(
+        queue_client(config, name, account=account), queue_client(config, name, decoded=False, account=account)
+    )

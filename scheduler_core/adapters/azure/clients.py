@@ -21,7 +21,7 @@ from azure.storage.queue import (
 )
 
 from scheduler_core.adapters.azure.credentials import LazyCredential
-from scheduler_core.settings import Settings
+from scheduler_core.settings import Settings, StorageAccount
 
 #: The app's own identity, for identity-based storage connections (built on first use).
 _identity = LazyCredential()
@@ -69,41 +69,46 @@ def storage_transport() -> RequestsTransport:
     )
 
 
-def table_service(settings: Settings) -> TableServiceClient:
-    """A Table service client: connection string, or the app's managed identity."""
-    if settings.storage_connection_string:
-        return TableServiceClient.from_connection_string(
-            settings.storage_connection_string, transport=storage_transport()
-        )
-    endpoint = f"https://{settings.storage_account_name}.table.core.windows.net"
+def table_service(settings: Settings, account: StorageAccount | None = None) -> TableServiceClient:
+    """A Table service client: connection string, or the app's managed identity. ``account``: a storage account
+    of the app's other than AzureWebJobsStorage's (``Settings.history_storage``); None: AzureWebJobsStorage's."""
+    connection, endpoint = _where(settings, account, "table")
+    if connection:
+        return TableServiceClient.from_connection_string(connection, transport=storage_transport())
     return TableServiceClient(endpoint=endpoint, credential=_default_credential(), transport=storage_transport())
 
 
-def _queue_endpoint(settings: Settings) -> str:
-    return f"https://{settings.storage_account_name}.queue.core.windows.net"
-
-
-def queue_service(settings: Settings) -> QueueServiceClient:
-    """A Queue service client, for managing queues (not for messages: see :func:`queue_client`)."""
+def _where(settings: Settings, account: StorageAccount | None, service: str) -> tuple[str | None, str]:
+    """The connection string, or else the ``service`` endpoint, of ``account`` (None: AzureWebJobsStorage's)."""
+    if account is not None:
+        return account.connection_string, account.endpoint
     if settings.storage_connection_string:
-        return QueueServiceClient.from_connection_string(
-            settings.storage_connection_string, transport=storage_transport()
-        )
-    return QueueServiceClient(
-        account_url=_queue_endpoint(settings), credential=_default_credential(), transport=storage_transport()
-    )
+        return settings.storage_connection_string, ""
+    return None, f"https://{settings.storage_account_name}.{service}.core.windows.net"
 
 
-def queue_client(settings: Settings, name: str, *, decoded: bool = True) -> QueueClient:
+def queue_service(settings: Settings, account: StorageAccount | None = None) -> QueueServiceClient:
+    """A Queue service client, for managing queues (not for messages: see :func:`queue_client`)."""
+    connection, endpoint = _where(settings, account, "queue")
+    if connection:
+        return QueueServiceClient.from_connection_string(connection, transport=storage_transport())
+    return QueueServiceClient(account_url=endpoint, credential=_default_credential(), transport=storage_transport())
+
+
+def queue_client(
+    settings: Settings, name: str, *, decoded: bool = True, account: StorageAccount | None = None
+) -> QueueClient:
     """A client for one queue that encodes and decodes messages as base64 text, as the Functions host does
     (``decoded=False``: one that leaves the content as stored, for a peek that reads only when messages were
-    sent, so that a message that is not base64 cannot make it fail).
+    sent, so that a message that is not base64 cannot make it fail). ``account``: as for :func:`table_service`
+    (``Settings.execution_storage`` for the execution queues).
 
     (``QueueServiceClient.get_queue_client`` does not pass encode policies on, so build the client here.)
     """
     policies: dict[str, Any] = {"transport": storage_transport()}
     if decoded:
         policies.update(message_encode_policy=TextBase64EncodePolicy(), message_decode_policy=TextBase64DecodePolicy())
-    if settings.storage_connection_string:
-        return QueueClient.from_connection_string(settings.storage_connection_string, name, **policies)
-    return QueueClient(_queue_endpoint(settings), name, credential=_default_credential(), **policies)
+    connection, endpoint = _where(settings, account, "queue")
+    if connection:
+        return QueueClient.from_connection_string(connection, name, **policies)
+    return QueueClient(endpoint, name, credential=_default_credential(), **policies)

@@ -8,7 +8,7 @@ from azure.core.exceptions import ResourceExistsError
 
 from scheduler_core.adapters.azure.clients import queue_service, table_service
 from scheduler_core.settings import Settings
-from scheduler_core.storage.names import POISON_SUFFIX, queue_names, table_names
+from scheduler_core.storage.names import HISTORY_TABLES, POISON_SUFFIX, TABLES, execution_queue_names, queue_names
 
 
 def all_queue_names(settings: Settings) -> list[str]:
@@ -19,12 +19,16 @@ def all_queue_names(settings: Settings) -> list[str]:
 
 
 def provision(settings: Settings) -> None:
-    """Create every table and queue the service uses. Safe to run any number of times."""
+    """Create every table and queue the service uses, each in its account (the history tables and the execution
+    queues in their own when the settings give them one). Safe to run any number of times."""
     tables = table_service(settings)
-    for name in table_names(settings):
+    history = table_service(settings, settings.history_storage) if settings.history_storage else tables
+    for base in TABLES:
         with contextlib.suppress(ResourceExistsError):
-            tables.create_table(name)
+            (history if base in HISTORY_TABLES else tables).create_table(settings.table_name(base))
     queues = queue_service(settings)
+    executions = queue_service(settings, settings.execution_storage) if settings.execution_storage else queues
+    in_executions = set(execution_queue_names(settings))
     for name in all_queue_names(settings):
         with contextlib.suppress(ResourceExistsError):
-            queues.create_queue(name)
+            (executions if name in in_executions else queues).create_queue(name)

@@ -647,15 +647,17 @@ class TableHistory:
                         claims.update_entity(row, **options)
 
 
-def table_stores(service: TableServiceClient, settings: Settings) -> Stores:
-    """The stores of one deployment, over the tables named by ``settings``."""
+def table_stores(service: TableServiceClient, settings: Settings, history: TableServiceClient | None = None) -> Stores:
+    """The stores of one deployment, over the tables named by ``settings``; ``history``: the service of the
+    history tables' own account (``Settings.history_storage``), None: ``service``'s."""
 
-    def table(base: str) -> TableClient:
-        return service.get_table_client(settings.table_name(base))
+    def table(base: str, owner: TableServiceClient = service) -> TableClient:
+        return owner.get_table_client(settings.table_name(base))
 
+    history_tables = history or service
     return Stores(
         collections=TableCollections(table(COLLECTIONS_TABLE)),
         jobs=TableJobs(table(JOBS_TABLE)),
         due=TableDueIndex(table(DUE_INDEX_TABLE)),
-        history=TableHistory(table(HISTORY_TABLE), table(CLAIMS_TABLE)),
+        history=TableHistory(table(HISTORY_TABLE, history_tables), table(CLAIMS_TABLE, history_tables)),
     )
