@@ -149,7 +149,7 @@ param dispatchSchedule string = '45 * * * * *'
 @description('SCHEDULER_CLEANUP_SCHEDULE: NCRONTAB of the daily cleanup timer.')
 param cleanupSchedule string = '0 30 3 * * *'
 
-@description('SCHEDULER_DUE_SHARDS: due-index shards (changing it on a live deployment needs a re-index).')
+@description('SCHEDULER_DUE_SHARDS: due-index shards, one scan each per minute (a live deployment may change it: no indexed job is lost; see docs/capacity.md).')
 @minValue(1)
 @maxValue(1000)
 param dueShards int = 16

@@ -136,7 +136,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "SCHEDULER_DUE_SHARDS",
         "16",
-        "Number of due-index shards (partitions). Changing it on a live deployment requires a re-index.",
+        "Number of due-index shards (partitions), each scanned by a scan of its own every minute. A live "
+        "deployment may change it: an entry stays in the shard it was written to, new and edited jobs go to "
+        "the shards of the new count, and the tick scans the most shards it has ever scanned when that is "
+        "more (so lowering it loses nothing, but scans no fewer shards: the entries of the shards above it "
+        "stay there).",
     ),
     SettingSpec(
         "SCHEDULER_HTTP_TIMEOUT_SECONDS",

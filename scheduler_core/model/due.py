@@ -27,3 +27,7 @@ class DueEntry:
     checks: int = 0  # watches: how many times the watchdog found the attempt not yet claimed
     #: Watches: the resend of an attempt nobody claimed was held back (its queue was behind): still owed.
     held: bool = False
+    #: The shards entry only (``kind`` "shards", next to the dispatch heartbeat): the most due-index shards a
+    #: tick has scanned, so that a deployment whose ``SCHEDULER_DUE_SHARDS`` was lowered keeps scanning the
+    #: shards that still hold entries.
+    shards: int = 0

@@ -56,6 +56,8 @@ Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 #: the dispatch timer last ticked (``GET /health`` reads it). No scan reads it: scans read shards 0000-NNNN.
 HEARTBEAT_SHARD = "health"
 HEARTBEAT_ROW = "dispatch-tick"
+#: The row of the heartbeat's partition that records the most shards a tick has scanned (``DueEntry.shards``).
+SHARDS_ROW = "shards"
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,19 @@ def last_tick(stores: Stores) -> datetime | None:
         if row.row_key == HEARTBEAT_ROW:
             return row.due
     return None
+
+
+def shards_row(shards: int, now: datetime) -> DueEntry:
+    """The row recording that a tick at ``now`` scanned ``shards`` due-index shards."""
+    return DueEntry(HEARTBEAT_SHARD, SHARDS_ROW, "", "", 0, now, kind="shards", shards=shards)
+
+
+def recorded_shards(stores: Stores) -> int:
+    """The most due-index shards a tick has scanned (0: none recorded, as before this row existed)."""
+    for row in stores.due.due_before(HEARTBEAT_SHARD, "~"):
+        if row.row_key == SHARDS_ROW:
+            return row.shards
+    return 0
 
 
 #: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
@@ -180,18 +195,41 @@ class Dispatcher:
 
     def tick(self, send_scan: Callable[[str], None], now: datetime) -> int:
         """One scan message per shard (the timer's whole job: scans then run in parallel), then the
-        heartbeat row (when it ticked) and a sample of the queue depths."""
-        for shard in range(self.shards):
+        heartbeat row (when it ticked) and a sample of the queue depths. Returns how many shards it scanned
+        (:meth:`shards_to_scan`)."""
+        shards = self.shards_to_scan(now)
+        for shard in range(shards):
             send_scan(ScanMessage(shard=f"{shard:04d}", tick=format_instant(now)).to_json())
         try:
             self.stores.due.put(heartbeat_row(now))
         except Exception:  # the scans are sent: a lost heartbeat only makes /health warn
             log.warning("dispatch tick: heartbeat not written", exc_info=True)
         depths = self.sample_depths()
-        reporting.tick(
-            self.shards, None if depths is None else depths.executions, None if depths is None else depths.poison
-        )
-        return self.shards
+        reporting.tick(shards, None if depths is None else depths.executions, None if depths is None else depths.poison)
+        return shards
+
+    def shards_to_scan(self, now: datetime) -> int:
+        """The shards a tick scans: ``SCHEDULER_DUE_SHARDS``, or the most shards a tick has scanned before when
+        that is more. Every entry stays in the shard it was written to (a scan moves an entry within its own
+        shard), so a count that grows only adds shards, and one that was lowered would otherwise leave the
+        entries of the shards above it unscanned: their jobs would never fire again. A larger count is
+        recorded (one write) before a scan uses it. When the record cannot be read, the setting is scanned
+        (storage is failing: the scans fail as well, and the next tick scans all again)."""
+        try:
+            recorded = recorded_shards(self.stores)
+        except Exception:
+            log.warning("dispatch tick: the recorded shard count not read; scanning %d shards", self.shards)
+            return self.shards
+        if recorded < self.shards:
+            try:
+                self.stores.due.put(shards_row(self.shards, now))
+            except Exception:
+                log.warning("dispatch tick: shard count %d not recorded", self.shards, exc_info=True)
+        elif recorded > self.shards:
+            log.info(
+                "dispatch tick: scanning %d shards (SCHEDULER_DUE_SHARDS %d was higher before)", recorded, self.shards
+            )
+        return max(recorded, self.shards)
 
     def sample_depths(self) -> QueueDepths | None:
         """Read the queue depths and record them on the gauges (None: no probe, or it failed)."""

@@ -24,7 +24,7 @@ def scan(backend: Backend, shard: str = "0001", before: str = END) -> list[DueEn
 
 
 def test_an_entry_reads_back_whole_stamped_with_when_it_was_written(backend: Backend) -> None:
-    entry = due_entry(T0, message='{"v": 1}', kind=WATCH, checks=2, held=True)
+    entry = due_entry(T0, message='{"v": 1}', kind=WATCH, checks=2, held=True, shards=48)
     before = backend.clock()
     backend.stores.due.put(entry)
     after = backend.clock()
@@ -37,12 +37,12 @@ def test_an_entry_reads_back_whole_stamped_with_when_it_was_written(backend: Bac
 
 
 def test_put_is_an_upsert_stamped_anew(backend: Backend) -> None:
-    backend.stores.due.put(due_entry(T0, checks=1, held=True))
+    backend.stores.due.put(due_entry(T0, checks=1, held=True, shards=32))
     before = backend.clock()
     backend.stores.due.put(due_entry(T0, checks=2, message="m"))
     after = backend.clock()
     [got] = scan(backend)
-    assert (got.checks, got.message, got.held) == (2, "m", False)
+    assert (got.checks, got.message, got.held, got.shards) == (2, "m", False, 0)
     assert backend.stamped_between(got.written_at, before, after)
 
 

@@ -399,6 +399,8 @@ class TableDueIndex:
             entity["Checks"] = row.checks
         if row.held:
             entity["Held"] = True
+        if row.shards:
+            entity["Shards"] = row.shards
         return entity
 
     def put(self, row: DueEntry) -> None:
@@ -471,6 +473,7 @@ class TableDueIndex:
                 kind=str(row.get("Kind") or ""),
                 checks=int(row.get("Checks") or 0),
                 held=row.get("Held") is True,
+                shards=int(row.get("Shards") or 0),
             )
 
 
