@@ -13,8 +13,9 @@ The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``chec
 execution queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and
 poison length), ``cleanup_queue`` (the daily cleanup's queue: name, depth, poison length; a poison message
 there is a warning too), ``history_storage`` (only when the history tables have an account of their own,
-``SchedulerHistoryStorage``: one point read there, and 503 when it fails, as for ``storage``), ``warnings``,
-``reason`` (503 only). No secret, no connection string, no exception
+``SchedulerHistoryStorage``: one query there, and 503 when it fails, as for ``storage``; likewise 503 with
+``execution_storage`` "unreachable" when the execution queues have an account of their own and a queue's
+depth cannot be read there), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception
 text.
 """
 
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core import __version__
 from scheduler_core.recurrence import format_instant
+from scheduler_core.storage.keys import CollectionRef, JobRef
 
 if TYPE_CHECKING:
     from scheduler_core.pipeline.dispatch import QueueDepths
@@ -40,8 +42,8 @@ log = logging.getLogger("scheduler_core.health")
 #: after 3 minutes as well).
 TICK_LATE_AFTER = timedelta(minutes=3)
 ROUTE = "health"
-#: The key of the claim a health check reads in the history tables' own account (no attempt has it).
-PROBE_PARTITION = "health-probe"
+#: The job whose history a health check reads in the history tables' own account (no job has this name).
+PROBE_JOB = JobRef(CollectionRef("health", "probe", "probe"), "health-probe")
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     body["storage"] = "reachable"
     if s.settings.history_storage is not None:
         try:
-            s.executor.claims.state(PROBE_PARTITION, PROBE_PARTITION)  # one point read: the account reachable
+            # the history tables queried (a point read would take a missing table for a missing row)
+            next(iter(s.stores.history.list(PROBE_JOB)), None)  # both tables, one query each
         except Exception as exc:
             log.warning("health: history storage not reachable: %s", type(exc).__name__)
             body.update(
@@ -97,6 +100,14 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     elif age is not None and age > TICK_LATE_AFTER.total_seconds():
         body["warnings"].append(f"dispatch tick: last one {age:.0f} s ago (expected every 60 s)")
     depths = _queue_depths(s, body)
+    if s.settings.execution_storage is not None and (depths is None or depths.executions is None):
+        log.warning("health: the execution queues' storage not reachable")
+        body.update(
+            status="unhealthy",
+            execution_storage="unreachable",
+            reason="storage: the execution queues (SchedulerExecutionStorage) cannot be reached",
+        )
+        return 503, body
     body["execution_queue_depth"] = depths.executions if depths is not None else None
     body["poison_queue_length"] = depths.poison if depths is not None else None
     if depths is not None and depths.poison:

@@ -118,12 +118,12 @@ class JobStore(Protocol):
         """Create (fails if it exists) or replace guarded by ``etag`` (``None``: unconditional)."""
         ...
 
-    def delete(self, ref: JobRef, etag: str | None) -> bool:
+    def delete(self, ref: JobRef, etag: str | None) -> bool | None:
         """Delete the job if it still has ``etag`` (``None``: any version). True when this call removed
-        it, False when it was already gone (of concurrent deletes at most one sees True, and exactly one
-        unless an answer was lost: a delete sent again after its answer was lost finds the job gone and
-        says False, so a job's slot is never given back twice); raises :class:`EtagMismatchError` when it
-        was changed meanwhile."""
+        it, False when it was already gone (of concurrent deletes exactly one sees True), None when it is
+        gone and this call cannot tell whether it removed it (a delete sent again after its answer was lost
+        found it gone: its caller removes the job's other rows, and gives no slot back, so that none is
+        given back twice); raises :class:`EtagMismatchError` when it was changed meanwhile."""
         ...
 
 
@@ -235,7 +235,7 @@ class Stores:
         ``any_version``. True when this call removed the job row (so it may give the job's slot back);
         False when another writer removed it first (its other rows are removed all the same) or changed
         it (then nothing is removed)."""
-        removed = True
+        removed: bool | None = True
         if job_row:
             try:
                 removed = self.jobs.delete(job.ref, None if any_version else job.etag or None)
@@ -244,7 +244,7 @@ class Stores:
         if job.due is not None:
             self.due.delete(job.due.shard, job.due.row_key)
         self.history.delete_all(job.ref)
-        return removed
+        return removed is True  # gone after a lost answer (None): its slot is not given back (see JobStore)
 
 
 class Storage(Protocol):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler_core.errors import ConfigurationError
 
@@ -357,25 +358,41 @@ class StorageAccount:
     connection string (keys; Azurite locally), or the endpoint of the one service used there (tables or
     queues), reached with the app's identity."""
 
-    connection_string: str | None
+    connection_string: str | None = field(repr=False)  # it may hold a key: never printed
     endpoint: str = ""
 
 
 def _storage_account(connection: str, service: str, environ: Mapping[str, str] | None) -> StorageAccount | None:
     """The account of connection ``connection`` (``<connection>`` or ``<connection>__<service>ServiceUri``);
-    None when neither is set (the part stays in AzureWebJobsStorage's account)."""
-    text = (raw(connection, environ) or "").strip()
+    None when neither is set (the part stays in AzureWebJobsStorage's account). A value is never repeated in
+    an error (a connection string holds a key, and one may be pasted into the endpoint's setting)."""
+    text = raw(connection, environ) or ""
     if text:
-        if "=" not in text:
+        if text != text.strip() or "=" not in text:
             raise ConfigurationError(
                 f"setting {connection} must be a storage connection string (AccountName=...;AccountKey=... or "
-                f"UseDevelopmentStorage=true), got a value without '='"
+                "UseDevelopmentStorage=true) without spaces around it, as the Functions host reads it "
+                "(the value is not repeated here)"
             )
         return StorageAccount(text)
     name = f"{connection}__{service}ServiceUri"
-    if not (raw(name, environ) or "").strip():
+    endpoint = raw(name, environ) or ""
+    if not endpoint:
         return None
-    return StorageAccount(None, _https_url(name, environ))
+    parsed = urllib.parse.urlsplit(endpoint.rstrip("/"))
+    if (
+        endpoint != endpoint.strip()
+        or parsed.scheme != "https"
+        or not parsed.hostname
+        or parsed.path
+        or parsed.query
+        or parsed.username
+    ):
+        raise ConfigurationError(
+            f"setting {name} must be the account's {service} endpoint, https://<account>.{service}.core.windows.net "
+            "(https, a host and nothing else, no spaces around it; the value is not repeated here)"
+        )
+    return StorageAccount(None, endpoint.rstrip("/"))
 
 
 def execution_connection(environ: Mapping[str, str] | None = None) -> str:
@@ -383,7 +400,7 @@ def execution_connection(environ: Mapping[str, str] | None = None) -> str:
     settings is set, else ``AzureWebJobsStorage`` (the execution functions' trigger ``connection``, read when
     the app is indexed)."""
     names = (EXECUTION_CONNECTION, f"{EXECUTION_CONNECTION}__queueServiceUri")
-    return EXECUTION_CONNECTION if any((raw(name, environ) or "").strip() for name in names) else HOST_CONNECTION
+    return EXECUTION_CONNECTION if any(raw(name, environ) for name in names) else HOST_CONNECTION
 
 
 #: The most execution queues a deployment may have (``SCHEDULER_EXECUTION_QUEUE_COUNT``): one storage account

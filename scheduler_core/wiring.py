@@ -231,28 +231,33 @@ def azure_execution_queues(config: settings.Settings, first: MessageSender) -> t
 
 
 def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
-    """Approximate message counts of every execution queue and its poison queue (a missing queue counts 0;
-    a count that cannot be read is None). One cheap properties call per queue."""
+    """Approximate message counts of every execution queue and its poison queue (a missing poison queue counts
+    0: the host creates it with the first poison message; a count that cannot be read, a missing execution
+    queue included, is None). One cheap properties call per queue, not tried again (a probe that fails
+    answers at once: the queue client's own retries wait 15 s and more)."""
     from scheduler_core.adapters.azure.clients import queue_client
 
+    account = config.execution_storage
     clients = [
         (
             name,
-            queue_client(config, name, account=config.execution_storage),
-            queue_client(config, poison_queue_name(name), account=config.execution_storage),
+            queue_client(config, name, account=account, retries=0),
+            queue_client(config, poison_queue_name(name), account=account, retries=0),
         )
         for name in config.execution_queues
     ]
 
-    def count(client: Any) -> int | None:
+    def count(client: Any, missing_is_empty: bool) -> int | None:
         try:
             return int(client.get_queue_properties().approximate_message_count or 0)
         except Exception as exc:  # the SDK's errors: only adapters import them
-            if getattr(exc, "status_code", None) == 404:
-                return 0  # no poison message ever: the host creates the queue with the first one
+            if missing_is_empty and getattr(exc, "status_code", None) == 404:
+                return 0
             return None
 
-    return lambda: [ExecutionQueueDepth(name, count(queue), count(poison)) for name, queue, poison in clients]
+    return lambda: [
+        ExecutionQueueDepth(name, count(queue, False), count(poison, True)) for name, queue, poison in clients
+    ]
 
 
 def azure_cleanup_queue(config: settings.Settings) -> MessageSender:

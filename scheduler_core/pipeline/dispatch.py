@@ -56,8 +56,12 @@ Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 #: the dispatch timer last ticked (``GET /health`` reads it). No scan reads it: scans read shards 0000-NNNN.
 HEARTBEAT_SHARD = "health"
 HEARTBEAT_ROW = "dispatch-tick"
-#: The row of the heartbeat's partition that records the most shards a tick has scanned (``DueEntry.shards``).
+#: The rows of the heartbeat's partition that record the shard counts ticks have scanned (``DueEntry.shards``):
+#: one row per count (``shards|0016``), so that ticks recording different counts at once never lower the most.
 SHARDS_ROW = "shards"
+SHARDS_KIND = "shards"
+#: The most due-index shards a deployment may have (``SCHEDULER_DUE_SHARDS``' largest value).
+MAX_SHARDS = 1000
 
 
 @dataclass(frozen=True)
@@ -87,15 +91,15 @@ def last_tick(stores: Stores) -> datetime | None:
 
 def shards_row(shards: int, now: datetime) -> DueEntry:
     """The row recording that a tick at ``now`` scanned ``shards`` due-index shards."""
-    return DueEntry(HEARTBEAT_SHARD, SHARDS_ROW, "", "", 0, now, kind="shards", shards=shards)
+    key = f"{SHARDS_ROW}|{shards:04d}"
+    return DueEntry(HEARTBEAT_SHARD, key, "", "", 0, now, kind=SHARDS_KIND, shards=shards)
 
 
-def recorded_shards(stores: Stores) -> int:
-    """The most due-index shards a tick has scanned (0: none recorded, as before this row existed)."""
-    for row in stores.due.due_before(HEARTBEAT_SHARD, "~"):
-        if row.row_key == SHARDS_ROW:
-            return row.shards
-    return 0
+def recorded_shards(stores: Stores) -> int | None:
+    """The most due-index shards a tick has recorded scanning (at most :data:`MAX_SHARDS`); None: nothing
+    recorded yet (a deployment from before the record)."""
+    counts = [row.shards for row in stores.due.due_before(HEARTBEAT_SHARD, "~") if row.kind == SHARDS_KIND]
+    return min(max(counts), MAX_SHARDS) if counts else None
 
 
 #: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
@@ -213,23 +217,39 @@ class Dispatcher:
         that is more. Every entry stays in the shard it was written to (a scan moves an entry within its own
         shard), so a count that grows only adds shards, and one that was lowered would otherwise leave the
         entries of the shards above it unscanned: their jobs would never fire again. A larger count is
-        recorded (one write) before a scan uses it. When the record cannot be read, the setting is scanned
-        (storage is failing: the scans fail as well, and the next tick scans all again)."""
+        recorded (one write) before a scan uses it. A deployment that has ticked but has no record yet (from
+        before it, whose setting may have been lowered in the same change) has its shards above the setting
+        looked at once (one query of one entry each, :meth:`shards_in_use`); one that never ticked records
+        its setting. When the record cannot be read or made, the
+        setting is scanned this once (storage is failing: the scans fail as well; the next tick tries again)."""
         try:
             recorded = recorded_shards(self.stores)
+            known = recorded if recorded is not None else self.shards_in_use() if last_tick(self.stores) else 0
         except Exception:
             log.warning("dispatch tick: the recorded shard count not read; scanning %d shards", self.shards)
             return self.shards
-        if recorded < self.shards:
+        shards = max(known, self.shards)
+        if recorded is None or recorded < shards:
             try:
-                self.stores.due.put(shards_row(self.shards, now))
+                self.stores.due.put(shards_row(shards, now))
             except Exception:
-                log.warning("dispatch tick: shard count %d not recorded", self.shards, exc_info=True)
-        elif recorded > self.shards:
+                log.warning("dispatch tick: shard count %d not recorded", shards, exc_info=True)
+        if shards > self.shards:
             log.info(
-                "dispatch tick: scanning %d shards (SCHEDULER_DUE_SHARDS %d was higher before)", recorded, self.shards
+                "dispatch tick: scanning %d shards (SCHEDULER_DUE_SHARDS %d was higher before)", shards, self.shards
             )
-        return max(recorded, self.shards)
+        return shards
+
+    def shards_in_use(self) -> int:
+        """One more than the highest shard at or above ``SCHEDULER_DUE_SHARDS`` that holds an entry (0: none
+        does): a query of at most one entry per shard up to :data:`MAX_SHARDS`, a few at a time."""
+        above = range(self.shards, MAX_SHARDS)
+
+        def holds(shard: int) -> bool:
+            return any(True for _ in self.stores.due.due_before(f"{shard:04d}", "~", limit=1))
+
+        found = [shard for shard, held in zip(above, self._threads().map(holds, above), strict=True) if held]
+        return max(found) + 1 if found else 0
 
     def sample_depths(self) -> QueueDepths | None:
         """Read the queue depths and record them on the gauges (None: no probe, or it failed)."""

@@ -353,10 +353,12 @@ class JobService:
         def attempt() -> None:
             existing = self.stored(ref)
             check_if_match(existing.etag, if_match, "job")
-            if not self.stores.jobs.delete(existing.ref, existing.etag):
+            removed = self.stores.jobs.delete(existing.ref, existing.etag)
+            if removed is False:
                 raise job_not_found(ref)  # another request deleted it between our read and delete
             self.stores.remove_job(existing, job_row=False)
-            self.slots.release(existing.ref.collection)
+            if removed:  # None: gone after a lost answer, perhaps by this call: the slot stays taken (repaired)
+                self.slots.release(existing.ref.collection)
 
         self.races.retrying(f"job '{ref.name}'", if_match, attempt)
 

@@ -16,7 +16,7 @@ import pytest
 from scheduler_core import settings, wiring
 from scheduler_core.adapters.memory import MemoryStorage, SimulatedClock, memory_storage
 from scheduler_core.errors import StorageError
-from scheduler_core.pipeline.dispatch import recorded_shards
+from scheduler_core.pipeline.dispatch import MAX_SHARDS, heartbeat_row, recorded_shards, shards_row
 from scheduler_core.pipeline.messages import ScanMessage
 from tests.decisions.conftest import COLLECTION, START, Deployment, http_action, job_body, parsed
 from tests.support.http_target import HttpTarget
@@ -90,7 +90,7 @@ def test_lowering_the_shard_count_loses_no_indexed_job(
 def test_raising_the_shard_count_records_it_before_a_scan_uses_it(
     monkeypatch: pytest.MonkeyPatch, memory_env: settings.Settings, storage: MemoryStorage, clock: SimulatedClock
 ) -> None:
-    assert recorded_shards(storage.stores) == 0  # a deployment from before the record: nothing recorded
+    assert recorded_shards(storage.stores) is None  # a new deployment: it never ticked, nothing is recorded
     assert tick_and_scan(deployed(monkeypatch, storage, clock, 4)) == [f"{s:04d}" for s in range(4)]
     assert recorded_shards(storage.stores) == 4
     assert len(tick_and_scan(deployed(monkeypatch, storage, clock, 12))) == 12
@@ -104,9 +104,42 @@ def test_a_record_that_cannot_be_read_or_written_leaves_the_tick_to_the_setting(
     deployment = deployed(monkeypatch, storage, clock, 6)
     storage.due.fail_next("put", StorageError("storage unreachable"))  # the record's write
     assert len(tick_and_scan(deployment)) == 6
-    assert recorded_shards(storage.stores) == 0  # not written: the next tick writes it
+    assert recorded_shards(storage.stores) is None  # not written: the next tick writes it
     assert len(tick_and_scan(deployment)) == 6
     assert recorded_shards(storage.stores) == 6
     storage.due.fail_next("due_before", StorageError("storage unreachable"))  # the record's read
     assert len(tick_and_scan(deployed(monkeypatch, storage, clock, 3))) == 3  # the setting, this once
     assert len(tick_and_scan(deployed(monkeypatch, storage, clock, 3))) == 6
+
+
+def test_a_count_lowered_in_the_change_that_brings_the_record_loses_no_indexed_job(
+    monkeypatch: pytest.MonkeyPatch,
+    memory_env: settings.Settings,
+    storage: MemoryStorage,
+    clock: SimulatedClock,
+    target: HttpTarget,
+) -> None:
+    before = deployed(monkeypatch, storage, clock, 8)  # a deployment from before the record: no tick recorded
+    before.service.put_collection(COLLECTION, LARGE)
+    for i in range(16):
+        before.put_job(f"old{i:02d}", job_body(FIRST, http_action(f"{target.base_url}/old{i:02d}"), HOURLY))
+    highest = max(int(e.shard) for e in before.occurrence_entries())
+    storage.due.put(heartbeat_row(clock()))  # its ticks (before the record existed) wrote the heartbeat only
+    assert highest >= 2 and recorded_shards(storage.stores) is None
+
+    after = deployed(monkeypatch, storage, clock, 2)  # its first tick runs with the lowered count
+    clock.set(FIRST - timedelta(seconds=30))
+    assert tick_and_scan(after) == [f"{s:04d}" for s in range(highest + 1)]  # the shards that hold entries
+    assert recorded_shards(storage.stores) == highest + 1
+    clock.set(FIRST)
+    assert fired(after) == Counter(f"old{i:02d}" for i in range(16))
+
+
+def test_records_made_at_once_never_lower_the_count_and_an_absurd_one_is_bounded(
+    memory_env: settings.Settings, storage: MemoryStorage, clock: SimulatedClock
+) -> None:
+    storage.due.put(shards_row(12, clock()))
+    storage.due.put(shards_row(4, clock()))  # a tick with a lower setting recording at the same time
+    assert recorded_shards(storage.stores) == 12
+    storage.due.put(shards_row(50_000, clock()))
+    assert recorded_shards(storage.stores) == MAX_SHARDS

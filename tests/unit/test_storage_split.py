@@ -69,16 +69,27 @@ def test_a_connection_string_wins_over_an_endpoint_as_for_azurewebjobsstorage() 
     [
         ("SchedulerHistoryStorage__tableServiceUri", "http://historyacct.table.core.windows.net"),
         ("SchedulerHistoryStorage__tableServiceUri", "historyacct"),
-        ("SchedulerExecutionStorage__queueServiceUri", "https://"),
+        ("SchedulerExecutionStorage__queueServiceUri", "https:///no-host"),
         ("SchedulerHistoryStorage", "not a connection string with a secret-looking tail"),
         ("SchedulerExecutionStorage", "historyacct"),
+        ("SchedulerExecutionStorage", f" {EXECUTIONS}"),  # the app would strip it, the host would not read it
+        ("SchedulerHistoryStorage", f"{HISTORY}\n"),
+        ("SchedulerExecutionStorage__queueServiceUri", "https://execacct.queue.core.windows.net "),
+        ("SchedulerHistoryStorage__tableServiceUri", HISTORY),  # a connection string in the endpoint's place
+        ("SchedulerHistoryStorage__tableServiceUri", "https://h.table.core.windows.net/?sv=2024&sig=SECRET"),
+        ("SchedulerExecutionStorage__queueServiceUri", "https://user:SECRET@execacct.queue.core.windows.net"),
     ],
 )
-def test_a_bad_value_is_a_clear_error_naming_the_setting(name: str, value: str) -> None:
+def test_a_bad_value_is_a_clear_error_naming_the_setting_and_never_repeats_it(name: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=name) as raised:
         settings.load({**BASE, name: value})
-    if "__" not in name:
-        assert value not in raised.value.message  # a connection string may hold a key: never echoed
+    assert value.strip() not in raised.value.message  # it may hold a key or a signature
+    assert "SECRET" not in raised.value.message and "a2V5" not in raised.value.message
+
+
+def test_a_connection_string_is_never_printed_with_the_settings() -> None:
+    loaded = settings.load({**BASE, "SchedulerHistoryStorage": HISTORY, "SchedulerExecutionStorage": EXECUTIONS})
+    assert "a2V5" not in repr(loaded) and "AccountKey" not in repr(loaded)
 
 
 def test_the_execution_functions_are_indexed_on_the_connection_of_their_account(

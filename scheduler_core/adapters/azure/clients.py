@@ -96,18 +96,26 @@ def queue_service(settings: Settings, account: StorageAccount | None = None) -> 
 
 
 def queue_client(
-    settings: Settings, name: str, *, decoded: bool = True, account: StorageAccount | None = None
+    settings: Settings,
+    name: str,
+    *,
+    decoded: bool = True,
+    account: StorageAccount | None = None,
+    retries: int | None = None,
 ) -> QueueClient:
     """A client for one queue that encodes and decodes messages as base64 text, as the Functions host does
     (``decoded=False``: one that leaves the content as stored, for a peek that reads only when messages were
     sent, so that a message that is not base64 cannot make it fail). ``account``: as for :func:`table_service`
-    (``Settings.execution_storage`` for the execution queues).
+    (``Settings.execution_storage`` for the execution queues). ``retries``: how many times a failed call is
+    tried again (None: the queue client's default, 3 times from 15 s: far too long for a health probe).
 
     (``QueueServiceClient.get_queue_client`` does not pass encode policies on, so build the client here.)
     """
     policies: dict[str, Any] = {"transport": storage_transport()}
     if decoded:
         policies.update(message_encode_policy=TextBase64EncodePolicy(), message_decode_policy=TextBase64DecodePolicy())
+    if retries is not None:
+        policies.update(retry_total=retries)
     connection, endpoint = _where(settings, account, "queue")
     if connection:
         return QueueClient.from_connection_string(connection, name, **policies)

@@ -25,6 +25,7 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
+    ServiceRequestError,
     ServiceResponseError,
 )
 from azure.data.tables import (
@@ -337,38 +338,40 @@ class TableJobs:
         entity.update({k: v for k, v in optional.items() if v is not None})
         return entity
 
-    def delete(self, ref: JobRef, etag: str | None) -> bool:
+    def delete(self, ref: JobRef, etag: str | None) -> bool | None:
         """Delete the job if it still has ``etag`` (``None``: whatever its version): True when this call
-        removed it, False when it was already gone. Raises :class:`EtagMismatchError` when it was changed
-        meanwhile.
+        removed it, False when it was already gone, None when it is gone and this call cannot tell (below).
+        Raises :class:`EtagMismatchError` when it was changed meanwhile.
 
         A single delete cannot tell "removed" from "already gone" (the SDK hides the 404), so the delete
         is sent as a one-operation transaction, which fails when the row is missing: of two concurrent
         deletes exactly one sees True, and only that one may give the job's slot back.
 
         A transaction is a POST, which the storage client does not send again when its connection fails
-        before an answer (most often a kept-alive connection the server closed just as it was reused). This
-        call sends it again, up to :data:`DELETE_TRIES` tries in all. A later try that finds the row gone
-        cannot tell whether an earlier try of this call removed it (its answer lost) or another call did, and
-        answers False: the slot is then not given back twice, and a collection's job counter one too high
-        is repaired by the counter itself (``service/slots.py``)."""
+        (most often a kept-alive connection the server closed just as it was reused). This call sends it
+        again, up to :data:`DELETE_TRIES` tries in all. A later try that finds the row gone after a try whose
+        answer was lost cannot tell whether that try removed it or another call did, and answers None: the
+        slot is then not given back (a collection's job counter one too high is repaired by the counter
+        itself, ``service/slots.py``) and never twice."""
         operation = ("delete", {"PartitionKey": ref.partition_key, "RowKey": ref.row_key})
         options = {} if etag is None else {"etag": etag, "match_condition": MatchConditions.IfNotModified}
-        tries = 1
+        tries, answer_lost = 1, False
         while True:
             try:
                 self.table.submit_transaction([(*operation, options)])
                 return True
             except TableTransactionError as error:
                 if error.status_code == 404:
-                    return False
+                    return None if answer_lost else False
                 if error.status_code == 412:
                     raise EtagMismatchError("the job was changed by another request (ETag mismatch)") from None
                 raise
-            except ServiceResponseError:
+            except (ServiceRequestError, ServiceResponseError) as error:
                 if tries == DELETE_TRIES:
                     raise
-                tries += 1  # no answer: the delete may or may not have landed; the next try tells
+                tries += 1
+                # not sent (a request error): it did not land; sent with no answer: it may have landed
+                answer_lost = answer_lost or isinstance(error, ServiceResponseError)
 
 
 # ----------------------------------------------------------------------------------------------- due index
