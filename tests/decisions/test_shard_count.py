@@ -52,6 +52,14 @@ def fired(deployment: Deployment) -> Counter[str]:
     return Counter(message.job_row for message in messages)
 
 
+def with_old_jobs(deployment: Deployment, target: HttpTarget) -> Deployment:
+    """The deployment with a large collection and 16 hourly jobs, ``old00``..``old15``, first due at FIRST."""
+    deployment.service.put_collection(COLLECTION, LARGE)
+    for i in range(16):
+        deployment.put_job(f"old{i:02d}", job_body(FIRST, http_action(f"{target.base_url}/old{i:02d}"), HOURLY))
+    return deployment
+
+
 @pytest.fixture
 def storage(clock: SimulatedClock) -> MemoryStorage:
     return memory_storage(clock)
@@ -64,10 +72,7 @@ def test_lowering_the_shard_count_loses_no_indexed_job(
     clock: SimulatedClock,
     target: HttpTarget,
 ) -> None:
-    before = deployed(monkeypatch, storage, clock, 8)
-    before.service.put_collection(COLLECTION, LARGE)
-    for i in range(16):
-        before.put_job(f"old{i:02d}", job_body(FIRST, http_action(f"{target.base_url}/old{i:02d}"), HOURLY))
+    before = with_old_jobs(deployed(monkeypatch, storage, clock, 8), target)
     assert {e.shard for e in before.occurrence_entries()} - {"0000", "0001"}  # rows above the lowered count
     assert tick_and_scan(before) == [f"{s:04d}" for s in range(8)]
     assert recorded_shards(storage.stores) == 8
@@ -119,10 +124,7 @@ def test_a_count_lowered_in_the_change_that_brings_the_record_loses_no_indexed_j
     clock: SimulatedClock,
     target: HttpTarget,
 ) -> None:
-    before = deployed(monkeypatch, storage, clock, 8)  # a deployment from before the record: no tick recorded
-    before.service.put_collection(COLLECTION, LARGE)
-    for i in range(16):
-        before.put_job(f"old{i:02d}", job_body(FIRST, http_action(f"{target.base_url}/old{i:02d}"), HOURLY))
+    before = with_old_jobs(deployed(monkeypatch, storage, clock, 8), target)  # from before the record: none made
     highest = max(int(e.shard) for e in before.occurrence_entries())
     storage.due.put(heartbeat_row(clock()))  # its ticks (before the record existed) wrote the heartbeat only
     assert highest >= 2 and recorded_shards(storage.stores) is None

@@ -26,7 +26,7 @@ from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from scheduler_core.storage.names import CLAIMS_TABLE
 from tests.e2e import fault_host
-from tests.support.fault_proxy import fault_proxy
+from tests.support.fault_proxy import FaultProxy, fault_proxy
 from tests.support.http_target import HttpTarget
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -76,6 +76,51 @@ def explain(log: Path, config: Settings, refs: list[JobRef]) -> str:
     return f"{storage_state(config, refs)}\n{fault_host.log_tail(log, lines=200, keep=relevant)}"
 
 
+def jobs_one_a_second(
+    services: wiring.Services, collection: CollectionRef, target: HttpTarget, log: Path
+) -> list[JobRef]:
+    """:data:`JOBS` one-shot jobs due one a second from 4 s on (some run before the outage, some during it),
+    once two calls are at the target (each stays 2 s there: the outage starts during calls)."""
+    first_due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    refs = [JobRef(collection, f"j{i}") for i in range(JOBS)]
+    for index, ref in enumerate(refs):
+        due = first_due + timedelta(seconds=index)
+        action = {"type": "Http", "request": {"uri": f"{target.base_url}/{ref.name}", "method": "POST"}}
+        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+    mark(log, f"jobs j0..j{JOBS - 1} due from {format_instant(first_due)}, one a second")
+    target.wait_for(2, timeout=30)
+    return refs
+
+
+def outage(log: Path, proxies: list[FaultProxy], what: str) -> None:
+    """20 s without what the proxies lead to: every connection reset and new ones refused, then every
+    connection hanging (a partition, whose held requests move on when it heals); each step marked in the log."""
+    for mode, seconds, event in (
+        ("cut", CUT_SECONDS, "cut: connections reset, new ones refused"),
+        ("blackhole", BLACKHOLE_SECONDS, "partitioned: every connection hangs"),
+    ):
+        for proxy in proxies:
+            proxy.set_mode(mode)
+        mark(log, f"{what} {event}")
+        time.sleep(seconds)
+    for proxy in proxies:
+        proxy.set_mode("pass")
+    mark(log, f"{what} back")
+
+
+def settle(services: wiring.Services, refs: list[JobRef], log: Path) -> None:
+    """Wait (up to 120 s) for every job to complete, then a few more ticks and polls: nothing more may run."""
+
+    def settled() -> bool:
+        return all(services.service.get_job(ref).state == "Completed" for ref in refs)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not settled():
+        time.sleep(0.5)
+    mark(log, "settled" if settled() else "not settled within 120 s")
+    time.sleep(4)
+
+
 def test_a_storage_outage_mid_execution_yields_no_second_call_no_unrecorded_run_and_no_stuck_job(
     storage_env: Settings, azurite: Azurite, target: HttpTarget, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -94,35 +139,9 @@ def test_a_storage_outage_mid_execution_yields_no_second_call_no_unrecorded_run_
         monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
         host = fault_host.spawn(120, log=log)
         try:
-            first_due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-            refs = [JobRef(collection, f"j{i}") for i in range(JOBS)]
-            for index, ref in enumerate(refs):  # one job a second: some run before, some during the outage
-                due = first_due + timedelta(seconds=index)
-                action = {"type": "Http", "request": {"uri": f"{target.base_url}/{ref.name}", "method": "POST"}}
-                services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
-            mark(log, f"jobs j0..j{JOBS - 1} due from {format_instant(first_due)}, one a second")
-            target.wait_for(2, timeout=30)
-            for proxy in (tables, queues):
-                proxy.set_mode("cut")
-            mark(log, "storage cut: connections reset, new ones refused")
-            time.sleep(CUT_SECONDS)
-            for proxy in (tables, queues):
-                proxy.set_mode("blackhole")
-            mark(log, "storage partitioned: every connection hangs")
-            time.sleep(BLACKHOLE_SECONDS)
-            for proxy in (tables, queues):
-                proxy.set_mode("pass")
-            mark(log, "storage back")
-
-            def settled() -> bool:
-                jobs = [services.service.get_job(ref) for ref in refs]
-                return all(job.state == "Completed" for job in jobs)
-
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not settled():
-                time.sleep(0.5)
-            mark(log, "settled" if settled() else "not settled within 120 s")
-            time.sleep(4)  # some more ticks and polls: nothing more may run
+            refs = jobs_one_a_second(services, collection, target, log)
+            outage(log, [tables, queues], "storage")
+            settle(services, refs, log)
         finally:
             fault_host.stop(host)
     calls = sorted(r.path.lstrip("/") for r in target.received)

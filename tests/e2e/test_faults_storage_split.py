@@ -13,8 +13,6 @@ minute yields no second call, no unrecorded run and no stuck job.
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,11 +21,10 @@ from azure.data.tables import TableClient
 from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core import settings, wiring
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from scheduler_core.storage.names import CLAIMS_TABLE
 from tests.e2e import fault_host
-from tests.e2e.test_faults_storage import mark
+from tests.e2e.test_faults_storage import jobs_one_a_second, outage, settle
 from tests.support.fault_proxy import fault_proxy
 from tests.support.http_target import HttpTarget
 
@@ -67,31 +64,9 @@ def test_the_history_account_lost_mid_execution_yields_no_second_call_no_unrecor
             monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
             host = fault_host.spawn(120, log=log)
             try:
-                first_due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-                refs = [JobRef(collection, f"j{i}") for i in range(JOBS)]
-                for index, ref in enumerate(refs):  # one job a second: some run before, some during the outage
-                    due = first_due + timedelta(seconds=index)
-                    action = {"type": "Http", "request": {"uri": f"{target.base_url}/{ref.name}", "method": "POST"}}
-                    services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
-                mark(log, f"jobs j0..j{JOBS - 1} due from {format_instant(first_due)}, one a second")
-                target.wait_for(2, timeout=30)
-                proxy.set_mode("cut")
-                mark(log, "history account cut: connections reset, new ones refused")
-                time.sleep(CUT_SECONDS)
-                proxy.set_mode("blackhole")
-                mark(log, "history account partitioned: every connection hangs")
-                time.sleep(BLACKHOLE_SECONDS)
-                proxy.set_mode("pass")
-                mark(log, "history account back")
-
-                def settled() -> bool:
-                    return all(services.service.get_job(ref).state == "Completed" for ref in refs)
-
-                deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and not settled():
-                    time.sleep(0.5)
-                mark(log, "settled" if settled() else "not settled within 120 s")
-                time.sleep(4)  # some more ticks and polls: nothing more may run
+                refs = jobs_one_a_second(services, collection, target, log)
+                outage(log, [proxy], "history account")
+                settle(services, refs, log)
             finally:
                 fault_host.stop(host)
 
