@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -231,20 +231,27 @@ def azure_execution_queues(config: settings.Settings, first: MessageSender) -> t
 
 
 def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
-    """Approximate message counts of every execution queue and its poison queue (a missing poison queue counts
-    0: the host creates it with the first poison message; a count that cannot be read, a missing execution
-    queue included, is None). One cheap properties call per queue, not tried again (a probe that fails
-    answers at once: the queue client's own retries wait 15 s and more)."""
+    """Approximate message counts of every execution queue and its poison queue, in the execution queues'
+    account (see :func:`_azure_depths`)."""
+    return _azure_depths(config, config.execution_queues, config.execution_storage)
+
+
+def _azure_depths(
+    config: settings.Settings, names: Sequence[str], account: settings.StorageAccount | None
+) -> ExecutionDepths:
+    """Approximate message counts of the queues ``names`` of ``account`` (None: AzureWebJobsStorage's) and of
+    their poison queues (a missing poison queue counts 0: the host creates it with the first poison message; a
+    count that cannot be read, a missing queue included, is None). One cheap properties call per queue, not
+    tried again (a probe that fails answers at once: the queue client's own retries wait 15 s and more)."""
     from scheduler_core.adapters.azure.clients import queue_client
 
-    account = config.execution_storage
     clients = [
         (
             name,
             queue_client(config, name, account=account, retries=0),
             queue_client(config, poison_queue_name(name), account=account, retries=0),
         )
-        for name in config.execution_queues
+        for name in names
     ]
 
     def count(client: Any, missing_is_empty: bool) -> int | None:
@@ -270,8 +277,7 @@ def azure_cleanup_queue(config: settings.Settings) -> MessageSender:
 
 def azure_cleanup_depth(config: settings.Settings) -> Callable[[], ExecutionQueueDepth]:
     """Approximate message counts of the cleanup queue and of its poison queue."""
-    cleanup = replace(config, execution_queue=config.cleanup_queue, execution_queue_count=1, execution_storage=None)
-    probe = azure_execution_depths(cleanup)  # the cleanup queue is in AzureWebJobsStorage's account
+    probe = _azure_depths(config, [config.cleanup_queue], None)  # in AzureWebJobsStorage's account
     return lambda: probe()[0]
 
 

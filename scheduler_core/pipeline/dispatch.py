@@ -56,9 +56,9 @@ Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 #: the dispatch timer last ticked (``GET /health`` reads it). No scan reads it: scans read shards 0000-NNNN.
 HEARTBEAT_SHARD = "health"
 HEARTBEAT_ROW = "dispatch-tick"
-#: The rows of the heartbeat's partition that record the shard counts ticks have scanned (``DueEntry.shards``):
-#: one row per count (``shards|0016``), so that ticks recording different counts at once never lower the most.
-SHARDS_ROW = "shards"
+#: The kind (and row-key prefix) of the rows of the heartbeat's partition that record the shard counts ticks
+#: have scanned (``DueEntry.shards``): one row per count (``shards|0016``), so that ticks recording different
+#: counts at once never lower the most.
 SHARDS_KIND = "shards"
 #: The most due-index shards a deployment may have (``SCHEDULER_DUE_SHARDS``' largest value).
 MAX_SHARDS = 1000
@@ -91,14 +91,18 @@ def last_tick(stores: Stores) -> datetime | None:
 
 def shards_row(shards: int, now: datetime) -> DueEntry:
     """The row recording that a tick at ``now`` scanned ``shards`` due-index shards."""
-    key = f"{SHARDS_ROW}|{shards:04d}"
+    key = f"{SHARDS_KIND}|{shards:04d}"
     return DueEntry(HEARTBEAT_SHARD, key, "", "", 0, now, kind=SHARDS_KIND, shards=shards)
 
 
 def recorded_shards(stores: Stores) -> int | None:
     """The most due-index shards a tick has recorded scanning (at most :data:`MAX_SHARDS`); None: nothing
     recorded yet (a deployment from before the record)."""
-    counts = [row.shards for row in stores.due.due_before(HEARTBEAT_SHARD, "~") if row.kind == SHARDS_KIND]
+    return _most_shards(list(stores.due.due_before(HEARTBEAT_SHARD, "~")))
+
+
+def _most_shards(health_rows: list[DueEntry]) -> int | None:
+    counts = [row.shards for row in health_rows if row.kind == SHARDS_KIND]
     return min(max(counts), MAX_SHARDS) if counts else None
 
 
@@ -220,11 +224,14 @@ class Dispatcher:
         recorded (one write) before a scan uses it. A deployment that has ticked but has no record yet (from
         before it, whose setting may have been lowered in the same change) has its shards above the setting
         looked at once (one query of one entry each, :meth:`shards_in_use`); one that never ticked records
-        its setting. When the record cannot be read or made, the
-        setting is scanned this once (storage is failing: the scans fail as well; the next tick tries again)."""
+        its setting. When the record cannot be read or made, the setting is scanned this once (storage is
+        failing: the scans fail as well; the next tick tries again)."""
         try:
-            recorded = recorded_shards(self.stores)
-            known = recorded if recorded is not None else self.shards_in_use() if last_tick(self.stores) else 0
+            health_rows = list(self.stores.due.due_before(HEARTBEAT_SHARD, "~"))  # the record and the heartbeat
+            recorded = _most_shards(health_rows)
+            known = recorded or 0
+            if recorded is None and any(row.row_key == HEARTBEAT_ROW for row in health_rows):
+                known = self.shards_in_use()  # ticked before the record existed
         except Exception:
             log.warning("dispatch tick: the recorded shard count not read; scanning %d shards", self.shards)
             return self.shards
