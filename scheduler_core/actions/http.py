@@ -1,4 +1,5 @@
-"""HTTP(S) actions with ``requests``: a pooled session, a timeout, success = 2xx after redirects.
+"""HTTP(S) actions with ``requests``: a session of its own per call, a deadline for the whole call, success =
+2xx after redirects.
 
 Every connection, on every redirect hop, goes through the outbound policy (``outbound.py``): redirects are
 followed (as Azure Scheduler did), at most :data:`~scheduler_core.actions.outbound.MAX_REDIRECTS` of them,
@@ -17,27 +18,33 @@ hold (a job named in another script) is sent as its UTF-8 bytes (:func:`wire_hea
 
 from __future__ import annotations
 
+import codecs
+import http.client
+import ssl
 import time
 from collections.abc import Callable
+from email.message import EmailMessage
 from typing import assert_never
-from urllib.parse import urlsplit
+from urllib.parse import urlparse
 
 import requests
+import urllib3
 
 from scheduler_core import __version__, telemetry
 from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
+from scheduler_core.actions.call import OutboundCall
 from scheduler_core.actions.http_auth import (
     AuthenticationProblem,
     BasicAuth,
     BearerTokenAuth,
     ClientCertificateAuth,
-    ClientCertificateSessions,
+    ClientCertificateContexts,
     OAuthTokens,
     OutboundRequest,
     RequestAuth,
 )
 from scheduler_core.actions.managed_identity import ManagedIdentityAuth, ManagedIdentityTokens
-from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guard_session
+from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guarded_session, host_name
 from scheduler_core.actions.placeholders import expand_http
 from scheduler_core.actions.signing import signer_for
 from scheduler_core.model.actions import (
@@ -47,6 +54,7 @@ from scheduler_core.model.actions import (
     HttpAction,
     HttpAuthentication,
     ManagedServiceIdentityAuthentication,
+    framing_header,
 )
 from scheduler_core.recurrence import format_instant
 
@@ -80,18 +88,31 @@ def scheduler_headers(context: ActionContext) -> dict[str, str]:
 
 
 class HttpSender:
-    """Sends :class:`~scheduler_core.model.actions.HttpAction` (``Http``/``Https``). ``session`` is a pooled
-    ``requests.Session`` (its http and https adapters are replaced by ones guarded by ``policy``, whose
-    ``resolver`` is the name-resolution seam);
+    """Sends :class:`~scheduler_core.model.actions.HttpAction` (``Http``/``Https``).
+
+    ``session`` is the template of each call's session: its ``verify`` (trusted CAs) is used; each call is
+    sent on a session of its own whose http and https adapters are guarded by ``policy`` (``resolver``
+    there is the name-resolution seam), so **no connection, and no cookie, is ever shared between two
+    calls** (a connection reused across jobs of different subscriptions is what request smuggling needs,
+    and a cookie a target set for one job must not reach another's). ``timeout`` is the **deadline of the
+    whole call** (:mod:`~scheduler_core.actions.call`): connect, TLS, the answer's head and the part of
+    its body the history keeps, on every redirect hop.
+
+    Every decision that depends on the target's host (the outbound policy, the identity audience, where
+    credentials may go, the history's and span's host) is made on the host the connection is made to:
+    requests' own reading of the prepared URL (:func:`connection_host`), and again by the guarded adapter
+    on each hop. Framing and hop-by-hop headers
+    (:data:`~scheduler_core.model.actions.FRAMING_HEADERS`) are the sender's: any a job stored before the
+    rule that refuses them holds are dropped.
+
     ``oauth`` gets ``ActiveDirectoryOAuth`` tokens (its authority host is a setting; by default its calls
     are guarded by ``policy`` too); ``identity`` gets the app's own tokens for ``ManagedServiceIdentity``
     (by default none: such an action fails, saying the app has no identity; ``default_runner`` passes the
-    platform's). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS; a guarded session per
-    certificate, which copies ``session``'s trust settings), ``ActiveDirectoryOAuth`` and
-    ``ManagedServiceIdentity`` (``Authorization: Bearer``), each a scheme of
-    :mod:`~scheduler_core.actions.http_auth` / :mod:`~scheduler_core.actions.managed_identity` that sees the
-    built request (:meth:`authenticator`); then the signature, if any. ``clock`` (seconds since the epoch)
-    stamps signatures."""
+    platform's). Authentication: ``Basic``, ``ClientCertificate`` (mutual TLS with the certificate's SSL
+    context), ``ActiveDirectoryOAuth`` and ``ManagedServiceIdentity`` (``Authorization: Bearer``), each a
+    scheme of :mod:`~scheduler_core.actions.http_auth` / :mod:`~scheduler_core.actions.managed_identity`
+    that sees the built request (:meth:`authenticator`); then the signature, if any. ``clock`` (seconds
+    since the epoch) stamps signatures."""
 
     def __init__(
         self,
@@ -103,15 +124,21 @@ class HttpSender:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.policy = policy or OutboundPolicy()
-        self.session = guard_session(session or requests.Session(), self.policy)
-        # Nothing from the environment but the CA bundle (see trusted_cas): no proxies (the connection must
-        # be to the checked address), no .netrc credentials, and so no proxy credentials sent to a target.
-        self.session.trust_env = False
+        self.session = session or requests.Session()
         self.timeout = timeout
         self.oauth = oauth or OAuthTokens(policy=self.policy)
-        self.certificates = ClientCertificateSessions(self.session, self.policy)
+        self.certificates = ClientCertificateContexts()
         self.identity = identity or ManagedIdentityTokens(None)
         self.clock = clock
+
+    def call_session(self, ssl_context: ssl.SSLContext | None) -> requests.Session:
+        """A new session for one call: guarded adapters (with the client certificate's ``ssl_context``, if
+        any), the template's trusted CAs, nothing else from the environment (no proxies: the connection must
+        be to the checked address; no .netrc credentials), and an empty cookie jar."""
+        session = guarded_session(self.policy, ssl_context)
+        session.trust_env = False
+        session.verify = self.session.verify
+        return session
 
     def authenticator(self, authentication: HttpAuthentication | None) -> RequestAuth | None:
         """The scheme that authenticates a request with ``authentication`` (None: none)."""
@@ -135,29 +162,32 @@ class HttpSender:
         from opentelemetry.trace import SpanKind, StatusCode
 
         action = expand_http(action, context)
-        uri = action.uri
-        host = urlsplit(uri).hostname or ""
         method = action.method.upper()
+        try:
+            url = prepared_url(action.uri)
+        except (requests.RequestException, ValueError) as exc:
+            return ActionResult(
+                False, f"Http Action - Request not sent: the URI cannot be called ({type(exc).__name__})"
+            )
+        host = connection_host(url)
         with telemetry.tracer().start_as_current_span(
-            method, kind=SpanKind.CLIENT, attributes=client_span_attributes(method, uri)
+            method, kind=SpanKind.CLIENT, attributes=client_span_attributes(method, url)
         ) as span:
-            result = self._send(action, context, method, uri, host)
+            result = self._send(action, context, method, url, host)
             if result.status_code is not None:
                 span.set_attribute("http.response.status_code", result.status_code)
             if not result.succeeded:
                 span.set_status(StatusCode.ERROR, "no answer" if result.status_code is None else "not a 2xx answer")
             return result
 
-    def _send(self, action: HttpAction, context: ActionContext, method: str, uri: str, host: str) -> ActionResult:
+    def _send(self, action: HttpAction, context: ActionContext, method: str, url: str, host: str) -> ActionResult:
+        own = {name: wire_header(value) for name, value in (action.headers or {}).items() if not framing_header(name)}
         request = OutboundRequest(
             method=method,
-            uri=uri,
-            headers={
-                **scheduler_headers(context),
-                **{name: wire_header(value) for name, value in (action.headers or {}).items()},
-            },
+            uri=url,
+            host=host,
+            headers={**scheduler_headers(context), **own},
             body=action.body.encode() if action.body is not None else None,
-            session=self.session,
         )
         telemetry.inject_trace_context(request.headers)  # a traceparent of the job's own headers is kept
         steps: list[RequestAuth] = []
@@ -172,40 +202,68 @@ class HttpSender:
                 step.apply(request)
             except AuthenticationProblem as exc:
                 return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {exc}")
-        deadline = time.monotonic() + self.timeout
+        call = OutboundCall(self.timeout)
+        if any(name.lower() == "authorization" for name in request.headers):
+            call.credentials_host = host_name(host)  # an Authorization header goes to this host only
+        session = self.call_session(request.ssl_context)
         try:
-            response = request.session.request(
-                request.method,
-                request.uri,
-                data=request.body,
-                headers=request.headers,
-                timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
-                allow_redirects=True,
-                stream=True,
-                verify=trusted_cas(request.session),
-            )
-            try:
-                head = read_head(response, deadline)
-            finally:
-                response.close()  # the rest of the body is not read: the connection is not reused
+            with call.running():
+                response = session.request(
+                    request.method,
+                    request.uri,
+                    data=request.body,
+                    headers=request.headers,
+                    timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
+                    allow_redirects=True,
+                    stream=True,
+                    verify=trusted_cas(self.session),
+                )
+                try:
+                    head = read_head(response, call)
+                finally:
+                    response.close()
         except OutboundRefused as exc:
             return ActionResult(False, refused_message(host, exc))
-        except requests.Timeout:
-            return ActionResult(False, f"Http Action - Request to host '{host}' timed out after {self.timeout:g} s")
-        except requests.exceptions.SSLError as exc:
-            return ActionResult(False, f"Http Action - TLS error talking to host '{host}': {type(exc).__name__}")
-        except requests.RequestException as exc:
-            reason = type(exc).__name__
-            return ActionResult(False, f"Http Action - Request to host '{host}' failed: {reason}")
+        except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+            if call.expired_now() or isinstance(exc, requests.Timeout):
+                return ActionResult(False, timed_out_message(host, self.timeout, call))
+            if isinstance(exc, requests.exceptions.SSLError):
+                return ActionResult(False, f"Http Action - TLS error talking to host '{host}': {type(exc).__name__}")
+            return ActionResult(False, f"Http Action - Request to host '{host}' failed: {type(exc).__name__}")
+        finally:
+            session.close()
         status = response.status_code
         return ActionResult(200 <= status < 300, describe_response(host, response, head), status)
+
+
+def prepared_url(uri: str) -> str:
+    """``uri`` as ``requests`` prepares it to send (its parser, urllib3's, splits it; the host IDNA-encoded,
+    the path and query re-quoted). Raises what ``requests`` raises for a URL it cannot send."""
+    prepared = requests.PreparedRequest()
+    prepared.prepare_url(uri, None)
+    return str(prepared.url)
+
+
+def connection_host(url: str) -> str:
+    """The host a prepared ``url`` is connected to, read as ``requests``' adapter reads it to pick its
+    connection pool (``urlparse(...).hostname``, lower case, IPv6 without brackets)."""
+    return urlparse(url).hostname or ""
+
+
+def timed_out_message(host: str, timeout: float, call: OutboundCall) -> str:
+    """The history message of a call whose deadline ran out: which part of the call was running then."""
+    hops = f" (redirect hop {len(call.hops)})" if len(call.hops) > 1 else ""
+    return (
+        f"Http Action - Request to host '{host}' timed out after {timeout:g} s: the call's deadline ran out while "
+        f"{call.ran_out_while or call.phase}{hops}"
+    )
 
 
 def client_span_attributes(method: str, uri: str) -> dict[str, str | int]:
     """The attributes of an HTTP call's client span (OpenTelemetry's HTTP conventions): method, scheme,
     server address and port, never the URL's path, query string or user info (they may hold secrets)."""
     try:
-        parts = urlsplit(uri)
+        parts = urlparse(uri)
         port = parts.port
     except ValueError:
         return {"http.request.method": method}
@@ -239,27 +297,42 @@ def refused_message(host: str, refusal: OutboundRefused) -> str:
     )
 
 
-def read_head(response: requests.Response, deadline: float) -> bytes:
-    """At most :data:`MAX_BODY_IN_HISTORY` bytes of the body, read before ``deadline`` (a target that
-    sends its body slowly cannot hold the action past its timeout: ``requests`` times each read, not the
-    call). Raises :class:`requests.Timeout` at the deadline."""
+def read_head(response: requests.Response, call: OutboundCall) -> bytes:
+    """At most :data:`MAX_BODY_IN_HISTORY` bytes of the body, read before ``call``'s deadline (which also shuts
+    the socket down: a read cannot outlast it). Raises :class:`requests.Timeout` once the deadline has passed,
+    even when the shut-down socket made the body look complete."""
+    call.phase = f"reading the answer's body from '{urlparse(response.url).hostname or ''}'"
     head = b""
     while len(head) < MAX_BODY_IN_HISTORY:
-        if time.monotonic() > deadline:
-            raise requests.Timeout("the response body did not arrive before the action's timeout")
+        if call.expired_now():
+            raise requests.Timeout("the response body did not arrive before the call's deadline")
         # read1 returns what has arrived (each read still bounded by the read timeout), decoded
         chunk = response.raw.read1(MAX_BODY_IN_HISTORY - len(head), decode_content=True)
         if not chunk:
             break
         head += chunk
-    if time.monotonic() > deadline:
-        raise requests.Timeout("the response did not arrive before the action's timeout")
+    if call.expired_now():
+        raise requests.Timeout("the response did not arrive before the call's deadline")
     return head
+
+
+def body_charset(response: requests.Response) -> str:
+    """The charset the answer's ``Content-Type`` names, if Python knows it; else UTF-8 (never Latin-1 by
+    default, which ``requests`` assumes for ``text/*`` after RFC 2616, and which turns UTF-8 into mojibake)."""
+    message = EmailMessage()
+    message["content-type"] = response.headers.get("content-type", "")
+    charset = message.get_content_charset()
+    if charset:
+        try:
+            return codecs.lookup(charset).name
+        except LookupError:
+            pass
+    return "utf-8"
 
 
 def describe_response(host: str, response: requests.Response, content: bytes) -> str:
     """The history message: status, response headers and at most 2,048 bytes of the body."""
-    text = content.decode(response.encoding or "utf-8", errors="replace")
+    text = content.decode(body_charset(response), errors="replace")
     headers = ", ".join(f"{k}: {v}" for k, v in response.headers.items())
     return (
         f"Http Action - Response from host '{host}': '{response.status_code} {response.reason}' "

@@ -2,14 +2,13 @@
 (:class:`OutboundRequest`) and adds what it needs, in the manner of httpx's ``Auth.auth_flow``:
 :class:`BasicAuth` (the ``Authorization: Basic`` header), :class:`BearerTokenAuth` (``ActiveDirectoryOAuth``:
 a token from the shared :class:`OAuthTokens` cache) and :class:`ClientCertificateAuth` (the mutual-TLS
-session of the certificate). A new scheme (a body-signing one, say) is a model class, its parser and one
+TLS context of the certificate). A new scheme (a body-signing one, say) is a model class, its parser and one
 class here, picked in :meth:`~scheduler_core.actions.http.HttpSender.authenticator`.
 
 ``ClientCertificate``: the PFX is opened with ``cryptography`` and loaded into an :class:`ssl.SSLContext`
 (the standard library loads keys only from files, so the key and chain are written, with the key encrypted
-under a random one-time password, to a private temporary directory that is removed at once). A
-``requests`` session with a guarded adapter (``outbound.py``) using that context is kept per certificate, so
-the TLS pool is reused.
+under a random one-time password, to a private temporary directory that is removed at once). The context is
+kept per certificate; each call's connections (guarded, ``outbound.py``) are its own.
 
 ``ActiveDirectoryOAuth``: a client-credentials token from Entra ID through ``azure-identity``'s
 ``ClientSecretCredential`` (authority host configurable for sovereign clouds and tests, setting
@@ -35,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import requests
 from azure.core.credentials import AccessToken, TokenCredential
 from cryptography.hazmat.primitives.serialization import (
     BestAvailableEncryption,
@@ -103,33 +101,28 @@ def client_certificate_context(pfx_base64: str, password: str | None) -> ssl.SSL
     return context
 
 
-class ClientCertificateSessions:
-    """One ``requests`` session per client certificate (LRU), each with the certificate's SSL context and
-    every connection (http and https, every redirect hop) checked by ``policy``."""
+class ClientCertificateContexts:
+    """The SSL context of each client certificate (LRU, :data:`MAX_CACHED`): opening a PFX is costly, so a
+    context is made once and used by every call with that certificate (each call on connections of its
+    own)."""
 
-    def __init__(self, base: requests.Session, policy: OutboundPolicy) -> None:
-        self._base = base
-        self._policy = policy
-        self._sessions: OrderedDict[str, requests.Session] = OrderedDict()
+    def __init__(self) -> None:
+        self._contexts: OrderedDict[str, ssl.SSLContext] = OrderedDict()
         self._lock = threading.Lock()
 
-    def session_for(self, pfx: str, password: str | None) -> requests.Session:
+    def context_for(self, pfx: str, password: str | None) -> ssl.SSLContext:
         key = _digest(pfx, password)
         with self._lock:
-            session = self._sessions.get(key)
-            if session is not None:
-                self._sessions.move_to_end(key)
-                return session
+            context = self._contexts.get(key)
+            if context is not None:
+                self._contexts.move_to_end(key)
+                return context
         context = client_certificate_context(pfx, password)
-        session = guarded_session(self._policy, ssl_context=context)
-        session.verify = self._base.verify
-        session.trust_env = self._base.trust_env
         with self._lock:
-            self._sessions[key] = session
-            while len(self._sessions) > MAX_CACHED:
-                _, old = self._sessions.popitem(last=False)
-                old.close()
-        return session
+            self._contexts[key] = context
+            while len(self._contexts) > MAX_CACHED:
+                self._contexts.popitem(last=False)
+        return context
 
 
 # ------------------------------------------------------------------------------------------------ OAuth
@@ -231,14 +224,17 @@ class OAuthTokens:
 @dataclass
 class OutboundRequest:
     """An HTTP action's request as built, before it is sent: what an authentication scheme sees and may
-    change (``headers``, or ``session``, the pooled ``requests`` session it is sent on). ``body`` is the
-    exact bytes sent (a signing scheme signs them)."""
+    change (``headers``, or ``ssl_context``, the client certificate's TLS context its connections use).
+    ``uri`` is the URL as ``requests`` prepared it and ``host`` the host its connection is made to (every
+    decision that depends on the host is made on this one). ``body`` is the exact bytes sent (a signing
+    scheme signs them)."""
 
     method: str
     uri: str
+    host: str
     headers: dict[str, str]
     body: bytes | None
-    session: requests.Session
+    ssl_context: ssl.SSLContext | None = None
 
 
 class RequestAuth(Protocol):
@@ -280,13 +276,13 @@ class BearerTokenAuth:
 
 @dataclass(frozen=True)
 class ClientCertificateAuth:
-    """``ClientCertificate``: the request is sent on the certificate's mutual-TLS session from ``sessions``."""
+    """``ClientCertificate``: the request's connections present the certificate (its context from ``contexts``)."""
 
     authentication: ClientCertificateAuthentication
-    sessions: ClientCertificateSessions
+    contexts: ClientCertificateContexts
 
     def apply(self, request: OutboundRequest) -> None:
         password = self.authentication.password
-        request.session = self.sessions.session_for(
+        request.ssl_context = self.contexts.context_for(
             self.authentication.pfx.reveal(), (password.reveal() or None) if password is not None else None
         )

@@ -291,7 +291,7 @@ class ManagedIdentityAuth:
 
     def apply(self, request: OutboundRequest) -> None:
         audience = self.authentication.audience
-        refusal = self.tokens.refusal(audience, urlsplit(request.uri).hostname or "")
+        refusal = self.tokens.refusal(audience, request.host)  # the host the connection is made to
         if refusal is not None:
             raise AuthenticationProblem(refusal)
         for name in [name for name in request.headers if name.lower() == "authorization"]:

@@ -39,6 +39,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
+from scheduler_core.actions.call import current as current_call
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 #: Instance metadata services and platform endpoints of the clouds, and link-local space: Azure IMDS, AWS,
@@ -274,7 +276,19 @@ class _GuardedConnection:
     source_address: tuple[str, int] | None
     socket_options: Any
 
+    def connect(self) -> None:
+        call = current_call()
+        if call is not None:
+            call.phase = f"connecting to '{self.host}'"
+        super().connect()  # type: ignore[misc]
+        if call is not None:
+            call.phase = f"waiting for the answer's head from '{self.host}'"
+
     def _new_conn(self) -> socket.socket:
+        call = current_call()
+        timeout = self.timeout
+        if call is not None and isinstance(timeout, int | float):
+            timeout = min(timeout, max(call.remaining(), 0.001))
         try:
             targets = self.outbound_policy.socket_addresses(self._dns_host, self.port)
         except OutboundRefused as refusal:
@@ -287,10 +301,12 @@ class _GuardedConnection:
             try:
                 for option in self.socket_options or ():
                     sock.setsockopt(*option)
-                if self.timeout is not _DEFAULT_TIMEOUT:
-                    sock.settimeout(self.timeout)
+                if timeout is not _DEFAULT_TIMEOUT:
+                    sock.settimeout(timeout)
                 if self.source_address:
                     sock.bind(self.source_address)
+                if call is not None:
+                    call.watch(sock)  # from here on, the deadline shuts it down
                 sock.connect(sockaddr)
             except OSError as exc:
                 sock.close()
@@ -347,6 +363,17 @@ class GuardedAdapter(HTTPAdapter):
         cert: Any = None,
         proxies: Any = None,
     ) -> requests.Response:
+        call = current_call()
+        if call is not None:
+            # the host this hop's connection is made to, by requests' own reading of the prepared URL
+            host = str(self.build_connection_pool_key_attributes(request, verify, cert)[0].get("host") or "")
+            call.hops.append(host)
+            call.phase = f"waiting for the answer's head from '{host}'"
+            bound = call.credentials_host
+            if bound is not None and host_name(host) != bound and "Authorization" in request.headers:
+                raise OutboundRefused(
+                    f"the request's credentials were made for '{bound}' and would have gone to '{host}'", host
+                )
         try:
             # no proxy: the connection must be to the address the policy checked
             return super().send(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=None)

@@ -15,13 +15,13 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, assert_never
-from urllib.parse import urlsplit
 
 from scheduler_core.definitions._certificates import read_pfx
 from scheduler_core.definitions._json import Fields, enum_value, join, str_map
 from scheduler_core.definitions._prior import Prior, same_text, sub
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.actions import (
+    FRAMING_HEADERS,
     ActiveDirectoryOAuthAuthentication,
     BasicAuthentication,
     ClientCertificateAuthentication,
@@ -31,8 +31,10 @@ from scheduler_core.model.actions import (
     RequestSigning,
     Secret,
     SigningScheme,
+    framing_header,
 )
 from scheduler_core.recurrence import format_instant, parse_instant
+from scheduler_core.uris import HIDDEN, UriProblem, hide_credentials, origin, parse_target, restore_credentials
 
 __all__ = [
     "MAX_BODY",
@@ -79,37 +81,30 @@ _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 # -------------------------------------------------------------------------------------------- parse
 
 
-def _origin(uri: object) -> tuple[str, str, int | None] | None:
-    """(scheme, host, port) of a URI, for deciding whether a stored secret may follow a changed URI."""
-    if not isinstance(uri, str):
-        return None
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
-
-
-def _parse_uri(fields: Fields, https_only: bool, limits: bool) -> str:
+def _parse_uri(fields: Fields, https_only: bool, limits: bool, prior: Prior | None) -> str:
+    """The target URI under the rule of :mod:`scheduler_core.uris`, with the credentials a client wrote back
+    hidden (:data:`~scheduler_core.uris.HIDDEN`) restored from ``prior`` while the origin is the same."""
     where = fields.where("uri")
     uri = fields.text("uri", required=True, rule="is required (an absolute http or https URI)")
     assert uri is not None
     if limits and len(uri) > MAX_URI:
         raise ValidationError(where, f"must be at most {MAX_URI} characters, not {len(uri)}")
-    if _CONTROL.search(uri):
-        raise ValidationError(where, "must not contain spaces or control characters (percent-encode them)")
     try:
-        parts = urlsplit(uri)
-        _ = parts.port
-    except ValueError:
-        raise ValidationError(where, "must be an absolute http or https URI (its host or port is invalid)") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(where, "must be an absolute http or https URI")
-    if https_only and scheme != "https":
+        target = parse_target(uri)
+    except UriProblem as problem:
+        raise ValidationError(where, str(problem)) from None
+    if https_only and target.scheme != "https":
         raise ValidationError(where, "must be an https URI for an action of type Https")
+    stored = None
+    if prior is not None and origin(prior.output.get("uri")) == target.origin:
+        stored = prior.secrets.get("uri", prior.output.get("uri"))
+    uri, missing = restore_credentials(uri, stored if isinstance(stored, str) else None)
+    if missing:
+        raise ValidationError(
+            where,
+            f"hides the value of {', '.join(repr(name) for name in missing)} ({HIDDEN}), which is kept only while "
+            "the URI's scheme, host and port stay the same: write the credential again",
+        )
     return uri
 
 
@@ -121,6 +116,12 @@ def _parse_headers(value: object, where: str, limits: bool) -> dict[str, str]:
     for name, item in headers.items():
         if not _TOKEN.fullmatch(name):
             raise ValidationError(where, "header names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)")
+        if framing_header(name):
+            raise ValidationError(
+                join(where, name),
+                "is a header the sender sets itself (framing and hop-by-hop headers: "
+                f"{', '.join(FRAMING_HEADERS)} and Proxy-*) and cannot be set by a job",
+            )
         if any(c in item for c in "\r\n\x00"):
             raise ValidationError(join(where, name), "must not contain line breaks or NUL characters")
         total += len(name) + len(item)
@@ -139,7 +140,7 @@ def parse_http(
     (``signing``, ManagedServiceIdentity authentication)."""
     known = ("uri", "method", "body", "headers", "authentication") + (("signing",) if preview else ())
     fields = Fields(data, path, known)
-    uri = _parse_uri(fields, https, limits)
+    uri = _parse_uri(fields, https, limits, prior)
     method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
     assert method is not None
     if not _TOKEN.fullmatch(method):
@@ -151,7 +152,7 @@ def parse_http(
     if "headers" in fields:
         headers = _parse_headers(fields.get("headers"), fields.where("headers"), limits)
     authentication: HttpAuthentication | None = None
-    same_origin = prior is not None and _origin(prior.output.get("uri")) == _origin(uri)
+    same_origin = prior is not None and origin(prior.output.get("uri")) == origin(uri)
     if "authentication" in fields:
         # a secret never follows the job to another host
         auth_prior = sub(prior, "authentication") if same_origin else None
@@ -226,8 +227,8 @@ def _managed_identity(fields: Fields, uri: str) -> ManagedServiceIdentityAuthent
         raise ValidationError(
             where, f"must be a resource URI or app ID URI of at most {MAX_AUDIENCE} characters, without spaces"
         )
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "https" and not _loopback(parts.hostname or ""):
+    target = parse_target(uri)
+    if target.scheme != "https" and not _loopback(target.host):
         raise ValidationError(
             fields.where("type"),
             "ManagedServiceIdentity needs an https URI (the app's token is never sent in clear text, except to a "
@@ -398,12 +399,13 @@ def _read_http_auth(auth: Mapping[str, Any]) -> HttpAuthentication | None:
 def http_json(action: HttpAction, *, preview: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
     """The canonical ``request`` and its secrets by dotted path inside it. ``preview=False``: as the classic
     wire answers it (no signing; a ManagedServiceIdentity authentication left out)."""
-    output: dict[str, Any] = {"uri": action.uri, "method": action.method}
+    shown, hidden = hide_credentials(action.uri)
+    output: dict[str, Any] = {"uri": shown, "method": action.method}
     if action.body is not None:
         output["body"] = action.body
     if action.headers is not None:
         output["headers"] = dict(action.headers)
-    secrets: dict[str, str] = {}
+    secrets: dict[str, str] = {"uri": action.uri} if hidden else {}
     auth = action.authentication
     if auth is None:
         if action.not_specified_written:

@@ -23,7 +23,6 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from scheduler_core.definitions._calendars import MAX_CALENDARS, format_local_date, parse_dates, parse_local_date
 from scheduler_core.definitions._durations import format_duration, read_duration
@@ -51,6 +50,7 @@ from scheduler_core.model.job import (
 )
 from scheduler_core.model.retry import Duration
 from scheduler_core.recurrence import format_instant, minimum_gap, parse_instant
+from scheduler_core.uris import origin
 
 __all__ = [
     "MAX_EXCLUDED_DATES",
@@ -381,20 +381,12 @@ def check_placeholders(action: JobAction, path: str) -> None:
 # ------------------------------------------------------------------------------------ classic writes
 
 
-def _origin(uri: str) -> tuple[str, str, int | None] | None:
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
-
-
 def _keep_http(new: Action, old: Action | None) -> Action:
     """An HTTP action of a classic write with the preview parts of the stored one at the same origin: its
     signing, and its ManagedServiceIdentity authentication unless the write sets one (NotSpecified too)."""
-    if not isinstance(new, HttpAction) or not isinstance(old, HttpAction) or _origin(new.uri) != _origin(old.uri):
+    if not isinstance(new, HttpAction) or not isinstance(old, HttpAction):
+        return new
+    if origin(new.uri) is None or origin(new.uri) != origin(old.uri):
         return new
     kept = new
     if new.signing is None and old.signing is not None:

@@ -30,6 +30,7 @@ from typing import ClassVar, Final
 from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy
 
 __all__ = [
+    "FRAMING_HEADERS",
     "PLACEHOLDERS",
     "PLACEHOLDER_REFERENCE",
     "Action",
@@ -50,6 +51,7 @@ __all__ = [
     "SigningScheme",
     "StorageQueueAction",
     "TransportType",
+    "framing_header",
     "placeholder_name",
 ]
 
@@ -158,6 +160,30 @@ class RequestSigning:
 
     secret: Secret
     scheme: SigningScheme = SigningScheme.STANDARD_WEBHOOKS
+
+
+#: Headers that frame a request or belong to one connection (RFC 9110 section 7.6.1, RFC 9112), and
+#: ``Proxy-*``: the sender alone sets them, so that no job can change how its request is read by the target,
+#: or make the end of its request the start of another's (request smuggling). A job's definition may not
+#: hold them (400) and the sender drops any that a job stored before this rule holds.
+FRAMING_HEADERS = (
+    "Host",
+    "Content-Length",
+    "Transfer-Encoding",
+    "Connection",
+    "Keep-Alive",
+    "TE",
+    "Trailer",
+    "Upgrade",
+    "Expect",
+)
+_FRAMING = frozenset(name.lower() for name in FRAMING_HEADERS)
+
+
+def framing_header(name: str) -> bool:
+    """Whether ``name`` is a framing or hop-by-hop header (:data:`FRAMING_HEADERS`, ``Proxy-*``)."""
+    low = name.strip().lower()
+    return low in _FRAMING or low.startswith("proxy-")
 
 
 @dataclass(frozen=True, slots=True)

