@@ -35,6 +35,7 @@ __all__ = [
     "Origin",
     "TargetUri",
     "UriProblem",
+    "hidden_credentials",
     "hide_credentials",
     "origin",
     "parse_target",
@@ -100,11 +101,6 @@ class TargetUri:
 def _host(text: str) -> str:
     if not text:
         raise UriProblem("must name a host after // (an absolute http or https URI)")
-    if "@" in text:
-        raise UriProblem(
-            "must not carry user information ('user:password@' before the host): use the authentication "
-            "property (Basic) instead"
-        )
     if "%" in text:
         raise UriProblem("must not percent-encode its host (write the host name as it is)")
     if not text.isascii():
@@ -143,6 +139,11 @@ def parse_target(uri: str) -> TargetUri:
     after = after[2:]
     end = min((i for i in (after.find(c) for c in "/?#") if i >= 0), default=len(after))
     authority, rest = after[:end], after[end:]
+    if "@" in authority:
+        raise UriProblem(
+            "must not carry user information ('user:password@' before the host): use the authentication "
+            "property (Basic) instead"
+        )
     port: int | None = None
     host_text = authority
     closing = authority.rfind("]")
@@ -194,6 +195,18 @@ def hide_credentials(uri: str) -> tuple[str, list[str]]:
     if not hidden:
         return uri, []
     return f"{base}?{'&'.join(pairs)}{fragment}", hidden
+
+
+def hidden_credentials(uri: object) -> list[str]:
+    """The credential parameters of ``uri``'s query answered as :data:`HIDDEN` (what a reader cannot see)."""
+    if not isinstance(uri, str):
+        return []
+    _, query, _ = _split_query(uri)
+    return [
+        name
+        for name, equals, value in (pair.partition("=") for pair in (query or "").split("&"))
+        if equals and value == HIDDEN and _credential(name)
+    ]
 
 
 def restore_credentials(uri: str, stored: str | None) -> tuple[str, list[str]]:

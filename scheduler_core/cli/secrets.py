@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduler_core.uris import HIDDEN, hidden_credentials, restore_credentials
+
 #: The last name of each secret field, for hints.
 SECRET_NAMES = ("password", "secret", "pfx", "sasToken", "sasKey")
 #: Value of a stand-in secret (a stored secret the service keeps, as far as validation is concerned).
@@ -30,6 +32,9 @@ class SecretSlot:
     required: bool
     note: str
     stand_in: bool = True
+    #: Whether the export keeps the field (a target URI, answered with its credentials as ``***``: the
+    #: person replaces the whole URI), rather than leaving it out.
+    kept: bool = False
 
 
 def _lower(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,6 +68,17 @@ def secret_slots(properties: Mapping[str, Any]) -> list[SecretSlot]:
                 continue
             name = str(field).lower()
             if name == "request":
+                uri_key = _key(value, "uri")
+                if uri_key is not None and hidden_credentials(value.get(uri_key)):
+                    slots.append(
+                        SecretSlot(
+                            f"{where}.{field}.{uri_key}",
+                            True,
+                            "the target URI with the credentials of its query (sig, code, key, ...) where the "
+                            f"export shows {HIDDEN}",
+                            kept=True,
+                        )
+                    )
                 auth_key = _key(value, "authentication")
                 auth = value.get(auth_key) if auth_key else None
                 if not isinstance(auth, Mapping):
@@ -126,6 +142,8 @@ def strip_secrets(properties: dict[str, Any]) -> int:
     Returns how many were removed."""
     removed = 0
     for slot in secret_slots(properties):
+        if slot.kept:
+            continue
         parent, leaf = _parent(properties, slot.path)
         key = _key(parent, leaf) if parent is not None else None
         if parent is not None and key is not None:
@@ -145,7 +163,12 @@ def stand_ins(properties: Mapping[str, Any]) -> dict[str, str]:
     for slot in secret_slots(properties):
         if not slot.stand_in:
             continue
-        found[slot.path] = stand_in_pfx() if slot.path.endswith(".pfx") else STAND_IN
+        if slot.kept:
+            parent, leaf = _parent(dict(properties), slot.path)
+            shown = str(parent.get(_key(parent, leaf) or leaf, "")) if parent is not None else ""
+            found[slot.path] = restore_credentials(shown, shown.replace(f"={HIDDEN}", f"={STAND_IN}"))[0]
+        else:
+            found[slot.path] = stand_in_pfx() if slot.path.endswith(".pfx") else STAND_IN
     return found
 
 

@@ -15,6 +15,7 @@ from scheduler_core.model import Job
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import next_unrun, schedule_of
 from scheduler_core.timezones import resolve_time_zone
+from scheduler_core.uris import hidden_credentials
 
 __all__ = ["job_insight", "write_only_fields"]
 
@@ -38,7 +39,8 @@ def _action_fields(action: Mapping[str, Any], prefix: str) -> list[str]:
         request = action.get("request") or {}
         authentication = request.get("authentication") or {}
         names = _HTTP_AUTH_SECRETS.get(str(authentication.get("type", "")).lower(), ())
-        fields = [f"{prefix}.request.authentication.{name}" for name in names]
+        fields = [f"{prefix}.request.uri"] if hidden_credentials(request.get("uri")) else []
+        fields += [f"{prefix}.request.authentication.{name}" for name in names]
         if request.get("signing"):  # api-version 2026-12-01-preview: request signing's write-only secret
             fields.append(f"{prefix}.request.signing.secret")
         return fields
@@ -53,8 +55,9 @@ def _action_fields(action: Mapping[str, Any], prefix: str) -> list[str]:
 
 def write_only_fields(properties: Mapping[str, Any]) -> list[str]:
     """The dotted paths (inside a job's ``properties``) of the fields its definition may hold that the API
-    never returns: passwords, client secrets, certificates, SAS tokens and keys, request signing secrets, of
-    the action and of its error action."""
+    never returns: passwords, client secrets, certificates, SAS tokens and keys, request signing secrets, the
+    credentials in a target URI's query (``request.uri``, answered with ``***`` in their place), of the action
+    and of its error action."""
     action = properties.get("action") or {}
     fields = _action_fields(action, "action")
     error = action.get("errorAction")
