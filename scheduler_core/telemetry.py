@@ -25,7 +25,6 @@ import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter, Histogram, MeterProvider, _Gauge
@@ -302,16 +301,20 @@ FIELD_PREFIX = "scheduler_"
 
 
 def target_of(url: str) -> str:
-    """``scheme://host[:port]`` of a URL: never its path, query string, user info or fragment."""
+    """``scheme://host[:port]`` of a URL, the host read as ``requests`` reads it to connect (urllib3's parser:
+    ``https://a.example\\@b.example/`` is ``a.example``, where the call goes): never its path, query string,
+    user info or fragment."""
+    from urllib3.exceptions import LocationParseError
+    from urllib3.util import parse_url
+
     try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
+        parts = parse_url(url.strip())
+    except (LocationParseError, ValueError):
         return "(unparsable url)"
-    if ":" in host:
+    host = (parts.host or "").lower()
+    if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+    return f"{(parts.scheme or '').lower()}://{host}" + (f":{parts.port}" if parts.port is not None else "")
 
 
 def fields_of(record: logging.LogRecord) -> dict[str, Any]:

@@ -307,6 +307,29 @@ def test_a_basic_password_goes_only_to_the_host_connected_to_and_the_history_nam
     assert "victim.example" not in result.message
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://169.254.169.254\\@127.0.0.1/latest/meta-data/",
+        "http://imds.test\\@127.0.0.1/",
+        "http://imds.test:80\\@localhost:8080/",
+        "http://[::ffff:169.254.169.254]\\@127.0.0.1/",
+    ],
+)
+def test_the_outbound_policy_judges_the_host_connected_to_whatever_another_parser_reads(uri: str) -> None:
+    """The policy is applied where the socket is opened, so a differential spelling that ``urlsplit`` reads
+    as loopback is still refused for the metadata address it connects to, and the history names that host."""
+    dns = FakeDns()
+    dns.add("imds.test", ["169.254.169.254"])
+    result = HttpSender(policy=OutboundPolicy(resolver=dns.resolve), timeout=5).send(
+        HttpAction(uri, "GET"), action_context()
+    )
+    assert not result.succeeded
+    assert "refused by the outbound policy" in result.message, result.message
+    assert "169.254.169.254" in result.message
+    assert "host '127.0.0.1'" not in result.message and "host 'localhost'" not in result.message
+
+
 # ---------------------------------------------------------------------------------- request smuggling
 
 SMUGGLED_BODY = "0\r\n\r\nGET /SMUGGLED HTTP/1.1\r\nX-Ignore: "

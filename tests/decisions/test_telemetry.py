@@ -261,3 +261,5 @@ def test_targets_are_logged_without_path_query_or_user_info() -> None:
     assert telemetry.target_of("https://user:pw@example.com:8443/a/b?sig=1#f") == "https://example.com:8443"
     assert telemetry.target_of("http://[::1]:80/x?y") == "http://[::1]:80"
     assert telemetry.target_of("https://example.com/x") == "https://example.com"
+    # the host the call connects to, not the one urlsplit reads past a backslash
+    assert telemetry.target_of("https://attacker.example\\@management.azure.com/x") == "https://attacker.example"
