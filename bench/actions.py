@@ -6,7 +6,8 @@ Local peers, all in this process or on loopback: an HTTP server (``tests/support
 private Azurite queue with a SAS token, and the AMQP test broker (``tests/support/amqp_broker.py``).
 For each action type it times, sequentially:
 
-* **raw**: the peer's own client from this process (``requests`` session, ``QueueClient.send_message``,
+* **raw**: the peer's own client from this process (``requests`` session, and a session per call as the
+  HTTP sender uses one, so that no connection is shared between calls; ``QueueClient.send_message``,
   one open azure-servicebus sender's ``send_messages``);
 * **runner**: ``ActionRunner.run`` from ``default_runner`` (what ``Executor.execute`` calls for the
   action: payload mapping, authentication, cached clients and senders, the history message);
@@ -128,6 +129,12 @@ def main() -> None:
             raw = rate(
                 lambda i: session.post(target.base_url + "/raw", data=b"x", timeout=10).raise_for_status(), args.count
             )
+
+            def unpooled(i: int) -> None:
+                with requests.Session() as own:  # a connection of its own per call, as the sender makes them
+                    own.post(target.base_url + "/raw", data=b"x", timeout=10).raise_for_status()
+
+            raw_unpooled = rate(unpooled, args.count)
             via_runner = rate(runner_call(runner, http_action), args.count)
             via_executor = executor_rate(http_action, "http", args.executor_count)
             rows.append(
@@ -137,7 +144,9 @@ def main() -> None:
                     f"{via_runner:.0f}",
                     f"{via_runner / raw:.0%}",
                     f"{via_executor:.0f}",
-                    "",
+                    f"raw with a connection per call (what the sender does, so that no connection is shared "
+                    f"between calls): {raw_unpooled:.0f}/s, {raw_unpooled / raw:.0%} of raw; runner "
+                    f"{via_runner / raw_unpooled:.0%} of it",
                 ]
             )
 
