@@ -13,6 +13,12 @@ from scheduler_core import triggers
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 
+def _http_response(answer: triggers.HttpMessage) -> func.HttpResponse:
+    """Every HTTP function's answer, through triggers.http_answer (the headers every answer carries)."""
+    sealed = triggers.http_answer(answer)
+    return func.HttpResponse(body=sealed.body, status_code=sealed.status, headers=sealed.headers)
+
+
 @app.function_name("management_api")
 @app.route(
     route="subscriptions/{*resource}",
@@ -36,7 +42,7 @@ def management_api(req: func.HttpRequest) -> func.HttpResponse:
             body=req.get_body() or b"",
         )
     )
-    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+    return _http_response(response)
 
 
 @app.function_name("dispatch_tick")
@@ -96,15 +102,15 @@ def cleanup_collections(msg: func.QueueMessage) -> None:
 @app.function_name("openapi_document")
 @app.route(
     route="openapi/{document}",  # scheduler_core.api.openapi.ROUTE_TEMPLATE
-    # No method list: every method reaches the function, so that a write gets an ARM 405 error body rather
-    # than a bare 405.
+    # No method list: every method reaches the function, so that a write gets an ARM 405 error body with Allow
+    # (the Functions host answers a method left out of a trigger's list with its own bare 404).
 )
 def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
     """Microsoft's OpenAPI document of the management API, anonymous (public, no secret in it)."""
     from scheduler_core.api import openapi
 
     response = openapi.serve(req.method, req.route_params.get("document", openapi.DOCUMENT_NAME))
-    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+    return _http_response(response)
 
 
 @app.function_name("dashboard")
@@ -118,7 +124,7 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
     response = web.serve(
         req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_services
     )
-    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+    return _http_response(response)
 
 
 @app.function_name("health")
@@ -130,4 +136,4 @@ def health(req: func.HttpRequest) -> func.HttpResponse:
     from scheduler_core.wiring import services
 
     response = probe.serve(req.method, services)
-    return func.HttpResponse(body=response.body, status_code=response.status, headers=response.headers)
+    return _http_response(response)

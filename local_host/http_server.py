@@ -14,7 +14,15 @@ A worker checks the request before reading a byte of its body: the framing (``Co
 default). Only then does it send ``100 Continue`` to a client that asked for it and read the body, within
 ``body_timeout``. Every request the host refuses is answered with an ARM error body
 ``{"error": {"code", "message"}}`` and the connection closed, or the connection is closed quietly (timeouts
-of an idle connection, HTTP/0.9).
+of an idle connection, HTTP/0.9). The host's own answers carry the headers of every answer of the app
+(``scheduler_core.triggers.answer_headers``: ``nosniff``, ``Cache-Control: no-store``), since some stand
+in for the app's (the preflight's 401 and 413), and a 405 lists the route's methods in ``Allow``.
+
+On Azure a method left out of a trigger's method list is a route constraint
+(``HttpMethodRouteConstraint``, azure-functions-host ``WebScriptHostHttpRoutesManager``): the route does
+not match and the host answers 404. Here such a request is a 405 with ``Allow`` (RFC 9110 §15.5.6). The
+function app declares no method list, so every method reaches its functions on both hosts, and the app
+answers a method it does not serve with its own 405 and ``Allow``.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import azure.functions as func
 from local_host.app_index import HttpFunction
 from local_host.ports import bind_listener
 from local_host.routing import Router
+from scheduler_core.triggers import answer_headers
 
 log = logging.getLogger("local_host")
 
@@ -92,8 +101,9 @@ def _error_body(status: int, message: str, code: str | None = None) -> str:
 def arm_error(
     status: int, message: str, headers: Mapping[str, str] | None = None, code: str | None = None
 ) -> func.HttpResponse:
-    """An ARM error response ``{"error": {"code", "message"}}`` with an ``x-ms-request-id``."""
-    all_headers = {"x-ms-request-id": str(uuid.uuid4()), **(headers or {})}
+    """An ARM error response ``{"error": {"code", "message"}}`` with an ``x-ms-request-id`` and the headers of
+    every answer (:func:`scheduler_core.triggers.answer_headers`)."""
+    all_headers = answer_headers(status, {"x-ms-request-id": str(uuid.uuid4()), **(headers or {})})
     return func.HttpResponse(
         _error_body(status, message, code), status_code=status, mimetype="application/json", headers=all_headers
     )
@@ -102,8 +112,9 @@ def arm_error(
 def _raw_error(status: int, message: str) -> bytes:
     """A complete HTTP/1.1 error response that closes the connection (for the reactor, which has no handler)."""
     body = _error_body(status, message).encode()
+    fields = "".join(f"{name}: {value}\r\n" for name, value in answer_headers(status, {}).items())
     head = (
-        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n"
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: application/json\r\n{fields}"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     return head.encode("ascii") + body

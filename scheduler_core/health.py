@@ -16,7 +16,8 @@ there is a warning too), ``history_storage`` (only when the history tables have 
 ``SchedulerHistoryStorage``: one query there, and 503 when it fails, as for ``storage``; likewise 503 with
 ``execution_storage`` "unreachable" when the execution queues have an account of their own and a queue's
 depth cannot be read there), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception
-text.
+text. Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and
+``nosniff`` come with every answer of the app (:func:`scheduler_core.triggers.http_answer`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core import __version__
+from scheduler_core.api.messages import ApiResponse, MethodNotAllowed
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -42,21 +43,14 @@ log = logging.getLogger("scheduler_core.health")
 #: after 3 minutes as well).
 TICK_LATE_AFTER = timedelta(minutes=3)
 ROUTE = "health"
+#: The methods ``/health`` answers.
+READ_METHODS = frozenset({"GET", "HEAD"})
 #: The job whose history a health check reads in the history tables' own account (no job has this name).
 PROBE_JOB = JobRef(CollectionRef("health", "probe", "probe"), "health-probe")
 
 
-@dataclass(frozen=True)
-class HealthResponse:
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(
-        default_factory=lambda: {"Content-Type": "application/json", "Cache-Control": "no-store"}
-    )
-
-
-def _answer(status: int, body: dict[str, Any]) -> HealthResponse:
-    return HealthResponse(status, json.dumps(body, indent=None).encode())
+def _answer(status: int, body: dict[str, Any]) -> ApiResponse:
+    return ApiResponse(status, json.dumps(body, indent=None).encode(), {"Content-Type": "application/json"})
 
 
 def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
@@ -151,15 +145,10 @@ def _cleanup_queue(s: Services) -> ExecutionQueueDepth | None:
         return None
 
 
-def serve(method: str, services: Callable[[], Services]) -> HealthResponse:
-    """Answer ``GET``/``HEAD /health``; any other method is an ARM 405 error."""
-    if method.upper() not in ("GET", "HEAD"):
-        return HealthResponse(
-            405,
-            json.dumps(
-                {"error": {"code": "MethodNotAllowed", "message": "/health answers GET and HEAD only"}}
-            ).encode(),
-            {"Content-Type": "application/json", "Allow": "GET, HEAD"},
-        )
+def serve(method: str, services: Callable[[], Services]) -> ApiResponse:
+    """Answer ``GET``/``HEAD /health``; any other method is an ARM 405 error with ``Allow``."""
+    if method.upper() not in READ_METHODS:
+        refusal = MethodNotAllowed("/health answers GET and HEAD only", READ_METHODS, code="MethodNotAllowed")
+        return ApiResponse.error(refusal)
     status, body = check(services)
     return _answer(status, body)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
 
 from scheduler_core import settings
 from scheduler_core.errors import ConfigurationError
@@ -112,3 +115,55 @@ def execution_functions() -> list[ExecutionFunction]:
 def execution_function_name(index: int) -> str:
     """The name of the function consuming execution queue ``index``."""
     return EXECUTION_FUNCTION if index == 0 else f"{EXECUTION_FUNCTION}_{index}"
+
+
+# ------------------------------------------------------------------------------------------ HTTP answers
+
+#: The headers every HTTP answer of the app carries, whatever its route and status (the management API,
+#: ``/health``, ``/openapi``, ``/dashboard``; errors, 401, 403, 404, 405 included): the declared
+#: Content-Type is the only one a browser may use, and no browser or proxy keeps a copy. A success (2xx,
+#: 304) that sets its own ``Cache-Control`` keeps it: the public OpenAPI documents and the dashboard's page
+#: and assets, which hold no secret and are revalidated by their ETag.
+ANSWER_HEADERS: Mapping[str, str] = MappingProxyType({"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+
+class HttpMessage(Protocol):
+    """What an HTTP route of ``scheduler_core`` answers (``ApiResponse``, ``health``'s answer)."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def body(self) -> bytes: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    """An answer as ``function_app.py`` hands it to the Functions host: every header set."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+def answer_headers(status: int, headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with :data:`ANSWER_HEADERS` (names matched without regard to case): ``nosniff`` always;
+    ``Cache-Control: no-store`` unless a success (2xx, 304) names its own. The one rule for the app's answers,
+    and for the local host's own refusals, which stand in for them."""
+    out = {name: value for name, value in headers.items() if name.lower() != "x-content-type-options"}
+    out["X-Content-Type-Options"] = ANSWER_HEADERS["X-Content-Type-Options"]
+    own_cache = [name for name in out if name.lower() == "cache-control"]
+    if not own_cache or not (200 <= status < 300 or status == 304):
+        for name in own_cache:
+            del out[name]
+        out["Cache-Control"] = ANSWER_HEADERS["Cache-Control"]
+    return out
+
+
+def http_answer(message: HttpMessage) -> HttpAnswer:
+    """Every HTTP answer of the app, as ``function_app.py`` returns it: ``message`` with
+    :func:`answer_headers`. Each HTTP function passes its route's answer through here, and only here."""
+    return HttpAnswer(message.status, message.body, answer_headers(message.status, message.headers))

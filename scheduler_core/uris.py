@@ -139,6 +139,8 @@ def parse_target(uri: str) -> TargetUri:
     after = after[2:]
     end = min((i for i in (after.find(c) for c in "/?#") if i >= 0), default=len(after))
     authority, rest = after[:end], after[end:]
+    if "@{" in authority:
+        raise UriProblem("must not hold a placeholder in its host or port (placeholders expand in the query only)")
     if "@" in authority:
         raise UriProblem(
             "must not carry user information ('user:password@' before the host): use the authentication "

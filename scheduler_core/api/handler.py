@@ -2,12 +2,13 @@
 errors.
 
 Order of the checks: URL and path (400/404 for what names no resource), credentials (401), api-version
-(400), method (405), then the principal's role over the subscription (403), all before anything is read
-or written, so a refusal is the same whether or not the resource exists and changes nothing."""
+(400), method (405, with ``Allow`` listing the path's methods), then the principal's role over the
+subscription (403), all before anything is read or written, so a refusal is the same whether or not the
+resource exists and changes nothing. A body is decoded in one place (:func:`_body`), bounded in size and
+depth."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -16,13 +17,12 @@ from typing import Any
 
 from scheduler_core import auth, telemetry
 from scheduler_core.api import views
-from scheduler_core.api.messages import ApiRequest, ApiResponse
+from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
-from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire, wire_of
+from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire, read_json, wire_of
 from scheduler_core.errors import (
     AuthenticationError,
-    MethodNotAllowedError,
     PayloadTooLargeError,
     SchedulerError,
     StorageError,
@@ -168,14 +168,15 @@ def api_version(query: Mapping[str, str]) -> str:
 
 
 def _body(request: ApiRequest) -> dict[str, Any]:
+    """The JSON object of a write's body, the one place the API decodes one: 413 over
+    :data:`MAX_BODY_BYTES`; 400 when empty, not JSON, nested deeper than
+    :data:`~scheduler_core.definitions._json.MAX_DEPTH` levels (:func:`read_json`, so that no body reaches a
+    recursive walk it could exhaust), or not an object. Nothing is read or written before."""
     if len(request.body) > MAX_BODY_BYTES:
         raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
     if not request.body.strip():
         raise ValidationError("", "a JSON request body is required")
-    try:
-        data = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValidationError("", f"the request body is not valid JSON ({exc})") from None
+    data = read_json(request.body, "the request body")
     if not isinstance(data, dict):
         raise ValidationError("", "the request body must be a JSON object")
     return data
@@ -196,7 +197,7 @@ class _Operation:
 
     def handler(self) -> Callable[[], ApiResponse]:
         """What runs this request (400 for a preview-only path with a classic api-version, 405 for a method
-        the path does not support)."""
+        the path does not support, any method a client may send: ``Allow`` lists those it does)."""
         if self.path.kind == JOB_BACKFILL and not self.wire.preview:
             raise ValidationError("api-version", f"a job's backfill needs api-version {PREVIEW_VERSION}")
         views.require_preview(self.wire, self.path)
@@ -225,7 +226,7 @@ class _Operation:
         handler = handlers.get((self.path.kind, self.method))
         if handler is None:
             allowed = sorted(m for (kind, m) in handlers if kind == self.path.kind)
-            raise MethodNotAllowedError(f"{self.method} is not supported here; use {' or '.join(allowed)}")
+            raise MethodNotAllowed(f"{self.method} is not supported here; use {' or '.join(allowed)}", allowed)
         return handler
 
     # --------------------------------------------------------------------------------------- references

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from scheduler_core.errors import SchedulerError
+from scheduler_core.errors import MethodNotAllowedError, SchedulerError
+
+
+class MethodNotAllowed(MethodNotAllowedError):
+    """A 405 that knows the methods its resource answers: :meth:`ApiResponse.error` lists them in ``Allow``,
+    which RFC 9110 §15.5.6 requires of every 405. The management API, ``/dashboard`` and ``/health`` refuse
+    a method with it (``/openapi`` sets the same ``Allow`` itself)."""
+
+    def __init__(self, message: str, allowed: Iterable[str], code: str = MethodNotAllowedError.code) -> None:
+        super().__init__(message)
+        #: The methods the resource answers, upper case, sorted, each once.
+        self.allowed: tuple[str, ...] = tuple(sorted({method.upper() for method in allowed}))
+        #: The ARM error code: ``InvalidHttpVerb`` (ARM's), or a route's own documented one.
+        self.code = code
+
+    @property
+    def allow_header(self) -> str:
+        """The value of ``Allow``: the methods, comma-separated."""
+        return ", ".join(self.allowed)
 
 
 @dataclass(frozen=True)
@@ -48,7 +66,9 @@ class ApiResponse:
 
     @classmethod
     def error(cls, exc: SchedulerError) -> ApiResponse:
-        return cls.json(exc.status, exc.to_arm())
+        """The ARM error body of ``exc`` with its status; a :class:`MethodNotAllowed` adds ``Allow``."""
+        headers = {"Allow": exc.allow_header} if isinstance(exc, MethodNotAllowed) else None
+        return cls.json(exc.status, exc.to_arm(), headers)
 
     @classmethod
     def empty(cls, status: int = 200, headers: Mapping[str, str] | None = None) -> ApiResponse:

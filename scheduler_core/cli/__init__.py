@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from scheduler_core.cli.common import EXIT_INVALID, CliError
+from scheduler_core.cli.output import write_error
 from scheduler_core.cli.preview import add_preview_command
 from scheduler_core.cli.resources import add_resource_commands
 from scheduler_core.cli.transfer import add_transfer_commands
@@ -47,10 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except CliError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        write_error(str(exc))  # a message may quote what a server or a file said: printed visibly
         return exc.code
     except ValidationError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        write_error(str(exc))
         return EXIT_INVALID
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

@@ -24,9 +24,12 @@ from scheduler_core.cli.common import (
     EXIT_AUTH,
     EXIT_NOT_FOUND,
     EXIT_UNREACHABLE,
+    MAX_FILE_DEPTH,
     CliError,
     Connection,
 )
+from scheduler_core.definitions import read_json
+from scheduler_core.errors import ValidationError
 
 API_VERSION = "2016-03-01"
 PROVIDER = "providers/Microsoft.Scheduler"
@@ -48,8 +51,8 @@ class ApiError(CliError):
     @classmethod
     def from_response(cls, response: requests.Response) -> ApiError:
         try:
-            body = response.json()
-        except ValueError:
+            body = read_json(response.content, "the error answer", MAX_FILE_DEPTH)
+        except ValidationError:
             body = None
         error = body.get("error") if isinstance(body, dict) else None
         if isinstance(error, dict) and ("code" in error or "message" in error):
@@ -190,9 +193,10 @@ class SchedulerClient:
         payload: Any = None
         if response.content:
             try:
-                payload = response.json()
-            except ValueError:
-                raise ApiError(response.status_code, "", "the answer is not JSON") from None
+                payload = read_json(response.content, "the answer", MAX_FILE_DEPTH)
+            except ValidationError as exc:  # not JSON, or nested deeper than any answer of the service
+                reason = "the answer is not JSON" if "valid JSON" in exc.rule else exc.rule
+                raise ApiError(response.status_code, "", reason) from None
         return Answer(response.status_code, payload, response.headers.get("ETag"))
 
     def pages(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:

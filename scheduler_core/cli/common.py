@@ -1,10 +1,12 @@
 """What every command shares: exit codes, the errors a command reports, reading JSON files, and the
-connection options (endpoint, API key, subscription, resource group) with their environment variables."""
+connection options (endpoint, API key, subscription, resource group) with their environment variables.
+
+A :class:`CliError`'s message may hold values from outside (a file, the service's answer): print it with
+:func:`scheduler_core.cli.output.write_error`, which escapes what a terminal would act on."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -12,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
+
+from scheduler_core.definitions import MAX_DEPTH, read_json
+from scheduler_core.errors import ValidationError
 
 #: Exit statuses (documented in docs/cli.md).
 EXIT_OK = 0
@@ -36,6 +41,10 @@ DEFAULT_ENDPOINT = "http://127.0.0.1:7071"
 #: Where `make run` writes the API key it generated (read only for a loopback endpoint).
 LOCAL_KEY_FILE = Path(".run") / "api-key"
 DEFAULT_TIMEOUT = 60.0
+#: How deep a JSON file the command line reads may nest (arrays and objects): an export file holds each job
+#: 5 levels down (the document, its collections, a collection, its jobs, the job), and a job may nest as
+#: deep as the API takes a body (``MAX_DEPTH``).
+MAX_FILE_DEPTH = MAX_DEPTH + 8
 
 
 class CliError(Exception):
@@ -47,7 +56,11 @@ class CliError(Exception):
 
 
 def read_json_file(path: str, stdin: TextIO | None = None) -> Any:
-    """The JSON document in ``path`` (``-``: standard input). A BOM is accepted (PowerShell writes one)."""
+    """The JSON document in ``path`` (``-``: standard input). A BOM is accepted (PowerShell writes one).
+
+    Decoded by the service's own strict reader (:func:`scheduler_core.definitions._json.read_json`): a file
+    that cannot be read, is not UTF-8, is not JSON or nests deeper than :data:`MAX_FILE_DEPTH` levels is a
+    :class:`CliError` (exit status 2) naming the file and the rule, never a traceback."""
     try:
         text = (stdin or sys.stdin).read() if path == "-" else Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -55,9 +68,9 @@ def read_json_file(path: str, stdin: TextIO | None = None) -> Any:
     except UnicodeDecodeError as exc:
         raise CliError(f"{path} is not UTF-8 text: {exc}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON: {exc}") from None
+        return read_json(text, path, MAX_FILE_DEPTH)
+    except ValidationError as exc:
+        raise CliError(exc.rule) from None
 
 
 def _is_loopback(endpoint: str) -> bool:

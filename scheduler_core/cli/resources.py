@@ -19,7 +19,7 @@ from scheduler_core.cli.common import (
     environment,
     read_json_file,
 )
-from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_table
+from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_line, write_table
 from scheduler_core.cli.preview import instant_arg, positive
 from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import (
@@ -334,7 +334,7 @@ def collections_create(args: argparse.Namespace) -> int:
     if args.output == JSON:
         write_json(answer.body)
     else:
-        sys.stdout.write(f"created job collection {args.name}\n")
+        write_line(f"created job collection {args.name}")
     return EXIT_OK
 
 
@@ -360,7 +360,7 @@ def _done(args: argparse.Namespace, verb: str, what: str, extra: Mapping[str, An
     if args.output == JSON:
         write_json({"result": verb, "target": what, **(extra or {})})
     else:
-        sys.stdout.write(f"{verb} {what}\n")
+        write_line(f"{verb} {what}")
     return EXIT_OK
 
 
@@ -434,10 +434,10 @@ def _written(args: argparse.Namespace, verb: str, job: Any) -> int:
         props = job.get("properties") or {} if isinstance(job, dict) else {}
         status = props.get("status") or {}
         next_run = status.get("nextExecutionTime")
-        sys.stdout.write(
+        write_line(
             f"{verb} job {_short_name(job)} ({props.get('state')}"
             + (f", next run {next_run}" if next_run else "")
-            + ")\n"
+            + ")"
         )
     return EXIT_OK
 
@@ -551,15 +551,15 @@ def jobs_preview(args: argparse.Namespace) -> int:
     state = str(insight.get("state") or props.get("state"))
     occurrences = [o for o in insight["occurrences"] if isinstance(o, dict) and o.get("utc")]
     if not occurrences:
-        sys.stderr.write(f"job {name} has no next occurrence (state {state})\n")
+        write_line(f"job {name} has no next occurrence (state {state})", sys.stderr)
     elif state != "Enabled":
-        sys.stderr.write(f"note: job {name} is {state}: its schedule would run at these times once resumed\n")
+        write_line(f"note: job {name} is {state}: its schedule would run at these times once resumed", sys.stderr)
     if args.output == JSON:
         write_json([o["utc"] for o in occurrences])
         return EXIT_OK
     for occurrence in occurrences:
         local = f"  {occurrence['local']}" if occurrence.get("local") else ""
-        sys.stdout.write(f"{occurrence['utc']}{local}\n")
+        write_line(f"{occurrence['utc']}{local}")
     return EXIT_OK
 
 
@@ -571,7 +571,7 @@ def _preview_locally(args: argparse.Namespace, name: str, props: Mapping[str, An
     status = props.get("status") or {}
     next_run = status.get("nextExecutionTime")
     if not next_run:
-        sys.stderr.write(f"job {name} has no next execution (state {props.get('state')})\n")
+        write_line(f"job {name} has no next execution (state {props.get('state')})", sys.stderr)
         if args.output == JSON:
             write_json([])
         return EXIT_OK
@@ -590,7 +590,7 @@ def _preview_locally(args: argparse.Namespace, name: str, props: Mapping[str, An
     zone = recurrence.zone if recurrence is not None else None
     for occurrence in occurrences:
         local = f"  {occurrence.astimezone(zone).isoformat()}" if zone is not None else ""
-        sys.stdout.write(format_instant(occurrence) + local + "\n")
+        write_line(format_instant(occurrence) + local)
     return EXIT_OK
 
 

@@ -39,10 +39,11 @@ from scheduler_core.cli.common import (
     environment,
     read_json_file,
 )
-from scheduler_core.cli.output import JSON, Progress, add_output_option, write_json, write_table
+from scheduler_core.cli.output import JSON, Progress, add_output_option, json_text, write_json, write_line, write_table
 from scheduler_core.cli.resources import id_segments
 from scheduler_core.cli.secrets import SECRET_NAMES, put_secret, secret_slots, stand_ins, strip_secrets
 from scheduler_core.definitions import CollectionSpec, JobSpec
+from scheduler_core.definitions._json import read_json
 from scheduler_core.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -127,7 +128,9 @@ def build_export(
 
 
 def _write_file(path: str, document: Any) -> None:
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    """``document`` as JSON (:func:`json_text`: what a terminal would act on is written as JSON escapes, so
+    that ``-`` or a ``cat`` of the file shows it) to ``path`` (``-``: standard output), replaced atomically."""
+    text = json_text(document) + "\n"
     if path == "-":
         sys.stdout.write(text)
         return
@@ -165,10 +168,11 @@ def export_command(args: argparse.Namespace) -> int:
     if args.output == JSON:
         write_json(summary, stream)
     else:
-        stream.write(
+        write_line(
             f"exported {summary['collections']} collections and {jobs} jobs to {args.file}; "
             f"{len(secrets)} secret places to re-enter ({summary['requiredSecrets']} required): "
-            "see secretsToReenter\n"
+            "see secretsToReenter",
+            stream,
         )
     return EXIT_OK
 
@@ -464,6 +468,16 @@ def _error(result: Result, exc: SchedulerError) -> Result:
     return result
 
 
+def read_as_the_service(body: dict[str, Any]) -> None:
+    """The service's rules of a request body, decided on ``body`` as the command line sends it: 413 over
+    ``MAX_BODY_BYTES``, 400 when it nests deeper than the API reads (the service's own
+    :func:`~scheduler_core.definitions._json.read_json`), with the service's message."""
+    sent = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if len(sent.encode()) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    read_json(sent, "the request body")
+
+
 def hint_for(code: str | None, message: str | None) -> str | None:
     """What to do about a refusal (from its ARM code and message: the same for a prediction and an answer)."""
     if code != "BadRequest" or not message:
@@ -550,6 +564,7 @@ class Planner:
                 (COLLECTION, target.collection),
             ):
                 check_name(field_name, name)
+            read_as_the_service(item.body)
             spec = definitions.parse_collection(item.body, name=target.collection)
             if spec.sku == "Free":
                 sub = escape_key(target.subscription)
@@ -617,9 +632,7 @@ class Planner:
             (JOB, name),
         ):
             check_name(field_name, value)
-        size = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
-        if size > MAX_BODY_BYTES:
-            raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        read_as_the_service(body)
         if collection is None:
             raise collection_not_found(target.collection_ref())
         ref = JobRef(CollectionRef(target.subscription, target.resource_group, collection.name), name)
@@ -727,6 +740,8 @@ def _detail(result: Result) -> str:
 
 
 def report(results: list[Result], dry_run: bool, offline: bool, warnings: list[str], output: str) -> None:
+    """The plan or the outcome on standard output: a table and the warnings (every value from the file or the
+    service through :mod:`.output`'s :func:`~scheduler_core.cli.output.visible`), or one JSON document."""
     counts = summary_of(results)
     if output == JSON:
         write_json(
@@ -743,7 +758,7 @@ def report(results: list[Result], dry_run: bool, offline: bool, warnings: list[s
     rows = [[r.kind, r.target.label if r.target else r.source, words[r.outcome], _detail(r)] for r in results]
     write_table(("kind", "target", "result", "detail"), rows, limit=0)
     for warning in warnings:
-        sys.stdout.write(f"warning: {warning}\n")
+        write_line(f"warning: {warning}")
 
     def line(kind: str) -> str:
         c = counts[kind]
@@ -753,7 +768,7 @@ def report(results: list[Result], dry_run: bool, offline: bool, warnings: list[s
     prefix = (
         "dry run (nothing sent" + ("; offline: the target was not read" if offline else "") + "): " if dry_run else ""
     )
-    sys.stdout.write(f"{prefix}{line('collection')}; {line('job')}\n")
+    write_line(f"{prefix}{line('collection')}; {line('job')}")
 
 
 def _clients(conn: Connection) -> Callable[[str], SchedulerClient]:

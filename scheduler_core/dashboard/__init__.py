@@ -23,8 +23,11 @@ Everything else the page shows and does (lists, history, run now, enable, disabl
 management API.
 
 Every answer carries a strict Content-Security-Policy (scripts, styles and connections from this origin
-only, no inline code, Trusted Types for DOM sinks, no framing) and ``nosniff``. The page keeps the API key
-in the browser's session storage and sends it as ``Authorization: Bearer``; there are no cookies.
+only, no inline code, Trusted Types for DOM sinks, no framing) and the other :data:`SECURITY_HEADERS`;
+``nosniff`` and ``Cache-Control`` come from the one rule of every answer of the app
+(:func:`scheduler_core.triggers.answer_headers`): ``no-store`` for the API's answers and every error, the
+page and assets revalidated by their ETag (``no-cache``). The page keeps the API key in the browser's
+session storage and sends it as ``Authorization: Bearer``; there are no cookies.
 """
 
 from __future__ import annotations
@@ -40,12 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core import health
 from scheduler_core.api.handler import ApiServices
-from scheduler_core.api.messages import ApiRequest, ApiResponse
+from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paths import parse_path
 from scheduler_core.dashboard.insight import job_insight
 from scheduler_core.errors import (
     AuthenticationError,
-    MethodNotAllowedError,
     NotFoundError,
     SchedulerError,
     StorageError,
@@ -84,9 +86,10 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "trusted-types 'none'",
     )
 )
+#: The dashboard's own headers, on every answer under ``/dashboard`` (``X-Content-Type-Options`` and
+#: ``Cache-Control``, on every answer of the app, are :data:`scheduler_core.triggers.ANSWER_HEADERS`).
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -179,7 +182,7 @@ def _job_api(
     if after is not None:  # occurrences from ``after`` on (and after the last run); ``now`` stays the clock's
         body["now"] = format_instant(now)
         body["after"] = format_instant(after)
-    return ApiResponse.json(200, body, {"Cache-Control": "no-store"})
+    return ApiResponse.json(200, body)
 
 
 def live_counts(services: ApiServices, subscription: str) -> dict[str, Any]:
@@ -234,7 +237,7 @@ def _status_api(
     }
     if code == 200:  # storage answers: count (a failure now is a storage error, answered as such)
         body["counts"] = live_counts(services, path.subscription)
-    return ApiResponse.json(200, body, {"Cache-Control": "no-store"})
+    return ApiResponse.json(200, body)
 
 
 def _fleet() -> Services:
@@ -263,7 +266,7 @@ def serve(
     route_path = path.strip("/")
     try:
         if method.upper() not in READ_METHODS:
-            raise MethodNotAllowedError(f"the method '{method}' is not allowed on /dashboard; use GET or HEAD")
+            raise MethodNotAllowed(f"the method '{method}' is not allowed on /dashboard; use GET or HEAD", READ_METHODS)
         if route_path in ("", "index.html"):
             response = _static("index.html", headers)
         elif route_path.startswith(_ASSETS) and "/" not in route_path[len(_ASSETS) :]:
@@ -282,9 +285,6 @@ def serve(
         else:  # a bug, or storage that failed: logged with its cause, answered without details
             log.exception("dashboard request %s: %s failed", request_id, method)
             response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
-        response.headers["Cache-Control"] = "no-store"
-        if isinstance(exc, MethodNotAllowedError):
-            response.headers["Allow"] = ", ".join(sorted(READ_METHODS))
     response.headers.update(SECURITY_HEADERS)
     response.headers["x-ms-request-id"] = request_id
     return response

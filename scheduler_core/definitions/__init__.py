@@ -71,6 +71,7 @@ from scheduler_core.definitions._job import (
     restore_secrets,
     written_style,
 )
+from scheduler_core.definitions._json import MAX_DEPTH, read_json
 from scheduler_core.definitions._patch import merge_collection_patch, merge_patch
 from scheduler_core.definitions._preview import BackfillSpec, keep_preview, parse_backfill
 from scheduler_core.definitions._retry import (
@@ -92,6 +93,7 @@ __all__ = [
     "MAX_BODY",
     "MAX_CALENDARS",
     "MAX_CALENDAR_DATES",
+    "MAX_DEPTH",
     "MAX_DURATION",
     "MAX_HEADERS",
     "MAX_HEADER_CHARS",
@@ -133,6 +135,7 @@ __all__ = [
     "read_duration",
     "read_job_action",
     "read_job_definition",
+    "read_json",
     "read_retry_policy",
     "recurrence_exceeds_quota",
     "restore_secrets",

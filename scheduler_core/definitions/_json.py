@@ -1,4 +1,5 @@
-"""Strict reading of decoded JSON: known fields only, exact JSON types, errors that name the path.
+"""Strict reading of JSON: the one decoder of JSON from outside (:func:`read_json`), then known fields only,
+exact JSON types, errors that name the path.
 
 Keys match without regard to case (the recurrence engine does the same, and old clients wrote
 ``Occurrence`` and ``occurrence`` alike); a JSON ``null`` counts as absent. Error messages never repeat a
@@ -7,16 +8,21 @@ value a client sent, except short enum names, so a secret typed into the wrong f
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from scheduler_core.errors import ValidationError
 
 __all__ = [
+    "MAX_DEPTH",
     "Fields",
     "enum_value",
     "int_value",
     "join",
+    "nesting_depth",
+    "read_json",
     "str_map",
     "str_value",
 ]
@@ -25,6 +31,63 @@ E = TypeVar("E")
 
 #: Enum values longer than this are not repeated in error messages.
 _ECHO_LIMIT = 40
+
+#: How deep a JSON document from outside may nest (arrays and objects; the outermost one is level 1). The
+#: deepest definition the service reads (a job's ``properties.action.errorAction.request.authentication``,
+#: a recurrence's ``monthlyOccurrences``) nests about 7 levels; Python's decoder, and every recursive walk
+#: of a decoded value after it (copies, merge patches, encoders), fail with ``RecursionError`` near 1,000.
+MAX_DEPTH = 32
+#: What opens or closes a level, or a JSON string (escapes included), skipped whole: a bracket inside one
+#: is text.
+_BRACKET = re.compile(r'[\[\]{}]|"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def nesting_depth(text: str, limit: int | None = None) -> int:
+    """How deep the arrays and objects of JSON ``text`` nest (0 for a scalar), read without recursion and
+    without decoding; with ``limit``, counting stops as soon as the depth exceeds it (``limit + 1``).
+
+    Brackets inside strings are not counted. ``text`` need not be valid JSON: a malformed document gives
+    the depth its brackets spell (the decoder then refuses it anyway)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if limit is not None and deepest > limit:
+                    break
+        elif token in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
+def read_json(data: bytes | str, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    """The one way JSON from outside (a request body, a file the command line reads) is decoded.
+
+    ``data`` is bytes in UTF-8, UTF-16 or UTF-32 (as :func:`json.loads` detects them) or text. Refused with a
+    :class:`ValidationError` whose rule starts with ``what`` (``"the request body"``, a file's name), never
+    a ``RecursionError`` or another exception:
+
+    - a document that nests deeper than ``max_depth`` levels (checked before decoding, without recursion):
+      ``<what> must not nest deeper than <max_depth> levels (arrays and objects)``;
+    - anything that is not JSON (syntax, encoding, an integer of more digits than Python converts):
+      ``<what> is not valid JSON (<where and why>)``.
+    """
+    try:
+        text = data.decode(json.detect_encoding(data), "surrogatepass") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise ValidationError("", f"{what} is not valid JSON ({exc})") from None
+    if nesting_depth(text, max_depth) > max_depth:
+        raise ValidationError("", f"{what} must not nest deeper than {max_depth} levels (arrays and objects)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError("", f"{what} is not valid JSON ({exc})") from None
+    except ValueError:  # an integer longer than sys.get_int_max_str_digits() (4,300 digits)
+        raise ValidationError("", f"{what} is not valid JSON (a number has too many digits)") from None
+    except RecursionError:  # not reached within max_depth; kept so that no decoder failure is a 500
+        raise ValidationError("", f"{what} must not nest deeper than {max_depth} levels (arrays and objects)") from None
 
 
 def join(path: str, key: str) -> str:
