@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from scheduler_core.actions.outbound import OutboundPolicy, guarded_session
 from scheduler_core.actions.redact import first_line, redact
+from scheduler_core.definitions._certificates import PfxPasswordError, PfxRefusedError, check_pfx
 from scheduler_core.model.actions import (
     ActiveDirectoryOAuthAuthentication,
     BasicAuthentication,
@@ -68,11 +69,22 @@ def _digest(*parts: str | None) -> str:
 
 
 def client_certificate_context(pfx_base64: str, password: str | None) -> ssl.SSLContext:
-    """An SSL client context (system trust store, TLS >= 1.2) presenting the PFX's certificate."""
+    """An SSL client context (system trust store, TLS >= 1.2) presenting the PFX's certificate.
+
+    The PFX is checked first by :func:`~scheduler_core.definitions._certificates.check_pfx` (the rule the
+    API applies when a job is written: size, structure, iteration counts, key size), so a stored PFX that
+    breaks it fails the attempt at once with :class:`AuthenticationProblem` naming the rule, and is never
+    opened."""
     try:
         data = base64.b64decode("".join(pfx_base64.split()), validate=True)
     except ValueError:
         raise AuthenticationProblem("the client certificate is not base64-encoded PFX") from None
+    try:
+        check_pfx(data, password)
+    except PfxPasswordError:
+        raise AuthenticationProblem("the client certificate (PFX) could not be opened with its password") from None
+    except PfxRefusedError as exc:
+        raise AuthenticationProblem(f"the client certificate (PFX) {exc}") from None
     candidates: list[bytes | None] = [password.encode()] if password else [None, b""]
     loaded = None
     for candidate in candidates:
