@@ -17,8 +17,9 @@ the host a client sees, the host stored secrets are bound to (:func:`origin`) an
 **Credentials in the query** (:data:`CREDENTIAL_PARAMETERS`). ``sig`` (a Storage SAS or a Logic Apps trigger
 URL), ``code`` (a Functions key) and the usual key and token parameters are full credentials: they are
 write-only like a ``sasToken``. :func:`hide_credentials` replaces each such value with :data:`HIDDEN`
-for every answer, and :func:`restore_credentials` puts the stored values back when a client writes
-the hidden form back (the GET, modify, PUT of Azure Scheduler's SDK) to the same origin.
+for every answer, and :func:`restore_credentials` puts the stored URI back when a client writes exactly the
+hidden form back (the GET, modify, PUT of Azure Scheduler's SDK); any other change to a URI holding
+:data:`HIDDEN` must write the credentials again.
 
 Pure: no HTTP client, no I/O."""
 
@@ -60,6 +61,16 @@ CREDENTIAL_PARAMETERS = frozenset(
         "secret",
         "password",
         "sharedaccesssignature",
+        "x-amz-signature",  # S3 and other AWS presigned URLs
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-goog-signature",  # Google Cloud Storage signed URLs
+        "access-token",
+        "accesstoken",
+        "auth",
+        "auth_token",
+        "api_token",
+        "apitoken",
     }
 )
 #: What a hidden credential value is answered as (and, written back to the same origin, means "keep it").
@@ -180,6 +191,18 @@ def _credential(name: str) -> bool:
     return unquote(name).strip().lower() in CREDENTIAL_PARAMETERS
 
 
+def _pairs(query: str) -> list[tuple[str, str, str, str]]:
+    """(separator before it, name, "=" or "", value) of each parameter of a query, split at ``&`` and at ``;``
+    (which some servers still take as a separator), so that ``a=1;sig=...`` hides its ``sig`` too."""
+    pieces = re.split(r"([&;])", query)
+    out = []
+    for index in range(0, len(pieces), 2):
+        separator = pieces[index - 1] if index else ""
+        name, equals, value = pieces[index].partition("=")
+        out.append((separator, name, equals, value))
+    return out
+
+
 def hide_credentials(uri: str) -> tuple[str, list[str]]:
     """``uri`` with the value of each credential parameter of its query replaced by :data:`HIDDEN` (an
     empty value stays empty), and the names of the parameters hidden; everything else as written."""
@@ -187,16 +210,16 @@ def hide_credentials(uri: str) -> tuple[str, list[str]]:
     if not query:
         return uri, []
     hidden: list[str] = []
-    pairs = []
-    for pair in query.split("&"):
-        name, equals, value = pair.partition("=")
+    parts = []
+    for separator, name, equals, value in _pairs(query):
+        shown = value
         if equals and value and _credential(name):
             hidden.append(name)
-            value = HIDDEN
-        pairs.append(f"{name}{equals}{value}")
+            shown = HIDDEN
+        parts.append(f"{separator}{name}{equals}{shown}")
     if not hidden:
         return uri, []
-    return f"{base}?{'&'.join(pairs)}{fragment}", hidden
+    return f"{base}?{''.join(parts)}{fragment}", hidden
 
 
 def hidden_credentials(uri: object) -> list[str]:
@@ -204,41 +227,18 @@ def hidden_credentials(uri: object) -> list[str]:
     if not isinstance(uri, str):
         return []
     _, query, _ = _split_query(uri)
-    return [
-        name
-        for name, equals, value in (pair.partition("=") for pair in (query or "").split("&"))
-        if equals and value == HIDDEN and _credential(name)
-    ]
+    return [name for _, name, equals, value in _pairs(query or "") if equals and value == HIDDEN and _credential(name)]
 
 
 def restore_credentials(uri: str, stored: str | None) -> tuple[str, list[str]]:
-    """``uri`` with each credential parameter whose value is :data:`HIDDEN` given the value of the same
-    parameter (the same name, its n-th occurrence) in ``stored``, the full URI kept for it; and the names of
-    the hidden parameters ``stored`` has no value for (the client must write those again). The caller
-    passes ``stored`` only while the origin is unchanged."""
-    base, query, fragment = _split_query(uri)
-    if not query:
+    """The URI a client means by ``uri``: ``stored`` (the full URI kept for the job) when ``uri`` is exactly
+    what a client was answered for it (:func:`hide_credentials`: the same URI, each credential hidden), else
+    ``uri`` itself; and the hidden credential parameters of ``uri`` that were not restored (the client must
+    write those again). A stored credential is never moved to another path, parameter name, spelling or
+    position: only the unchanged URI gets its credentials back."""
+    hidden = hidden_credentials(uri)
+    if not hidden:
         return uri, []
-    known: dict[str, list[str]] = {}
-    if stored is not None:
-        _, stored_query, _ = _split_query(stored)
-        for pair in (stored_query or "").split("&"):
-            name, equals, value = pair.partition("=")
-            if equals and _credential(name):
-                known.setdefault(unquote(name).strip().lower(), []).append(value)
-    seen: dict[str, int] = {}
-    missing: list[str] = []
-    pairs = []
-    for pair in query.split("&"):
-        name, equals, value = pair.partition("=")
-        if equals and value == HIDDEN and _credential(name):
-            key = unquote(name).strip().lower()
-            index = seen.get(key, 0)
-            seen[key] = index + 1
-            values = known.get(key, [])
-            if index < len(values) and values[index] != HIDDEN:
-                value = values[index]
-            else:
-                missing.append(name)
-        pairs.append(f"{name}{equals}{value}")
-    return f"{base}?{'&'.join(pairs)}{fragment}", missing
+    if stored is not None and hide_credentials(stored)[0] == uri:
+        return stored, []
+    return uri, hidden

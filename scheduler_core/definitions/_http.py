@@ -82,8 +82,8 @@ _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
 def _parse_uri(fields: Fields, https_only: bool, limits: bool, prior: Prior | None) -> str:
-    """The target URI under the rule of :mod:`scheduler_core.uris`, with the credentials a client wrote back
-    hidden (:data:`~scheduler_core.uris.HIDDEN`) restored from ``prior`` while the origin is the same."""
+    """The target URI under the rule of :mod:`scheduler_core.uris`; a URI written back exactly as it was
+    answered, its credentials hidden (:data:`~scheduler_core.uris.HIDDEN`), is the stored one (``prior``)."""
     where = fields.where("uri")
     uri = fields.text("uri", required=True, rule="is required (an absolute http or https URI)")
     assert uri is not None
@@ -95,15 +95,13 @@ def _parse_uri(fields: Fields, https_only: bool, limits: bool, prior: Prior | No
         raise ValidationError(where, str(problem)) from None
     if https_only and target.scheme != "https":
         raise ValidationError(where, "must be an https URI for an action of type Https")
-    stored = None
-    if prior is not None and origin(prior.output.get("uri")) == target.origin:
-        stored = prior.secrets.get("uri", prior.output.get("uri"))
+    stored = prior.secrets.get("uri", prior.output.get("uri")) if prior is not None else None
     uri, missing = restore_credentials(uri, stored if isinstance(stored, str) else None)
     if missing:
         raise ValidationError(
             where,
             f"hides the value of {', '.join(repr(name) for name in missing)} ({HIDDEN}), which is kept only while "
-            "the URI's scheme, host and port stay the same: write the credential again",
+            "the URI is written back exactly as it was answered: write the credential again",
         )
     return uri
 

@@ -214,11 +214,48 @@ def test_credentials_in_the_query_are_hidden_and_the_rest_kept() -> None:
     assert hide_credentials("https://x.example/?%73ig=encoded-name")[1] == ["%73ig"]
 
 
-def test_hidden_credentials_are_restored_only_from_the_stored_uri() -> None:
+def test_hidden_credentials_are_restored_only_for_the_unchanged_uri() -> None:
     shown, _ = hide_credentials(FUNCTION)
     assert restore_credentials(shown, FUNCTION) == (FUNCTION, [])
     assert restore_credentials(shown, None) == (shown, ["code", "Code"])
-    assert restore_credentials(shown + "&sig=" + HIDDEN, FUNCTION)[1] == ["sig"]
+    # any change to a URI holding *** asks for every hidden credential again
+    assert restore_credentials(shown + "&sig=" + HIDDEN, FUNCTION)[1] == ["code", "Code", "sig"]
+    assert restore_credentials(shown.replace("/api/run", "/api/other"), FUNCTION)[1] == ["code", "Code"]
+
+
+STORED = "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&sig=VICTIM-SIG"
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        # another workflow on the same host, the victim's sig asked for under a spelling of its name
+        "https://prod.logic.azure.com/workflows/attacker/triggers/manual/paths/invoke?sv=1.0&sig=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&sig=OWN&sig%20=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&SIG=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&sig%09=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&%73ig=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sig=***&sv=1.0",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&sig=***&echo=1",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0;sig=***",
+        "https://prod.logic.azure.com/workflows/victim/triggers/manual/paths/invoke?sv=1.0&sig=***#x",
+    ],
+)
+def test_a_stored_credential_never_moves_to_another_path_name_spelling_or_position(moved: str) -> None:
+    """A Contributor who cannot read the stored ``sig`` must not be able to have it sent somewhere they can
+    read it (another workflow on the shared host that echoes its query, another parameter name)."""
+    spec = parse(http_job(STORED))
+    change = {"properties": {"action": {"request": {"uri": moved}}}}
+    with pytest.raises(ValidationError) as caught:
+        parse(merge_patch({"properties": spec.properties}, change), spec)
+    assert caught.value.path == URI_FIELD
+    assert "VICTIM-SIG" not in caught.value.message
+
+
+def test_a_semicolon_separated_credential_is_hidden_too() -> None:
+    assert hide_credentials("https://x.example/?a=1;sig=S1;b=2&code=C")[0] == (
+        f"https://x.example/?a=1;sig={HIDDEN};b=2&code={HIDDEN}"
+    )
 
 
 def test_a_job_answers_its_uri_credentials_hidden_and_keeps_them_on_write_back() -> None:
