@@ -25,8 +25,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
 
 __all__ = ["OutboundCall", "current"]
+
+T = TypeVar("T")
 
 _CURRENT: ContextVar[OutboundCall | None] = ContextVar("scheduler_outbound_call", default=None)
 
@@ -94,6 +97,32 @@ class OutboundCall:
     def expired_now(self) -> bool:
         """Whether the deadline has passed (whether or not the reaper has acted yet)."""
         return self.expired or self.clock() >= self.at
+
+    def within(self, work: Callable[[], T], phase: str) -> T:
+        """``work()``, given at most the time left (a name lookup, which no socket of the call can cut
+        short): run in a thread of its own, abandoned at the deadline (raises :class:`TimeoutError`; the
+        thread ends when the lookup does, and its answer is dropped)."""
+        self.phase = phase
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(work())
+            except BaseException as exc:  # handed to the caller
+                failure.append(exc)
+
+        worker = threading.Thread(target=run, name="scheduler-call-lookup", daemon=True)
+        worker.start()
+        worker.join(self.remaining())
+        if worker.is_alive():
+            with self._lock:
+                self.expired = True
+                self.ran_out_while = self.ran_out_while or phase
+            raise TimeoutError(f"the call's deadline ran out while {phase}")
+        if failure:
+            raise failure[0]
+        return outcome[0]
 
     @contextlib.contextmanager
     def running(self) -> Iterator[OutboundCall]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import codecs
 import http.client
+import re
 import ssl
 import time
 from collections.abc import Callable
-from email.message import EmailMessage
-from typing import assert_never
+from typing import Any, assert_never
 from urllib.parse import urlparse
 
 import requests
@@ -136,6 +136,7 @@ class HttpSender:
         any), the template's trusted CAs, nothing else from the environment (no proxies: the connection must
         be to the checked address; no .netrc credentials), and an empty cookie jar."""
         session = guarded_session(self.policy, ssl_context)
+        session.hooks["response"].append(skip_redirect_body)
         session.trust_env = False
         session.verify = self.session.verify
         return session
@@ -316,24 +317,45 @@ def read_head(response: requests.Response, call: OutboundCall) -> bytes:
     return head
 
 
+#: ``charset=`` in the first part of a ``Content-Type`` value (read linearly, never a full MIME parse).
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9._:+-]{1,40})""", re.IGNORECASE)
+#: At most this much of a ``Content-Type`` value is looked at for its charset.
+MAX_CONTENT_TYPE_READ = 256
+#: At most this many characters of the answer's headers are kept in a history message.
+MAX_HEADERS_IN_HISTORY = 2048
+
+
 def body_charset(response: requests.Response) -> str:
     """The charset the answer's ``Content-Type`` names, if Python knows it; else UTF-8 (never Latin-1 by
-    default, which ``requests`` assumes for ``text/*`` after RFC 2616, and which turns UTF-8 into mojibake)."""
-    message = EmailMessage()
-    message["content-type"] = response.headers.get("content-type", "")
-    charset = message.get_content_charset()
-    if charset:
+    default, which ``requests`` assumes for ``text/*`` after RFC 2616, and which turns UTF-8 into mojibake).
+    Only the first :data:`MAX_CONTENT_TYPE_READ` characters are read, with one linear pattern: a hostile
+    target's header cannot cost more than that."""
+    found = _CHARSET.search(response.headers.get("content-type", "")[:MAX_CONTENT_TYPE_READ])
+    if found:
         try:
-            return codecs.lookup(charset).name
+            return codecs.lookup(found.group(1)).name
         except LookupError:
             pass
     return "utf-8"
+
+
+def skip_redirect_body(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+    """A response hook: the body of an answer that ``requests`` will follow (a 3xx with ``Location``) is never
+    read or decoded (``requests`` reads it whole before the next hop, and a compressed one decodes to as
+    much memory as its sender likes); the connection is closed instead, never reused anyway."""
+    if response.is_redirect:
+        response._content = b""
+        response._content_consumed = True  # type: ignore[attr-defined]
+        response.raw.close()
+    return response
 
 
 def describe_response(host: str, response: requests.Response, content: bytes) -> str:
     """The history message: status, response headers and at most 2,048 bytes of the body."""
     text = content.decode(body_charset(response), errors="replace")
     headers = ", ".join(f"{k}: {v}" for k, v in response.headers.items())
+    if len(headers) > MAX_HEADERS_IN_HISTORY:
+        headers = headers[:MAX_HEADERS_IN_HISTORY] + "... (cut)"
     return (
         f"Http Action - Response from host '{host}': '{response.status_code} {response.reason}' "
         f"Response Headers: {headers} Body: {text}"

@@ -55,6 +55,7 @@ from scheduler_core.actions.outbound import (
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.identity import HostRule, normal_host
 from scheduler_core.model.actions import ManagedServiceIdentityAuthentication
+from scheduler_core.uris import UriProblem, parse_target
 
 __all__ = [
     "DEFAULT_REFRESH_MARGIN",
@@ -149,15 +150,17 @@ def identity_credential(
 
 
 def audience_host(audience: str) -> str:
-    """The host an audience names (``https://management.azure.com/`` -> ``management.azure.com``), or ""
-    for an audience that names none (``api://...``, a GUID)."""
+    """The host an audience names (``https://management.azure.com/`` -> ``management.azure.com``), read by the
+    target URI rule (:func:`scheduler_core.uris.parse_target`); "" for an audience that names none
+    (``api://...``, a GUID) or that is an http(s) URI outside the rule (``https://a.example\\@b.example``,
+    which parsers read as two hosts): such an audience's token goes only where the settings allow."""
+    text = audience.strip()
+    if not text.lower().startswith(("http://", "https://", "http:", "https:")):
+        return ""
     try:
-        parts = urlsplit(audience.strip())
-    except ValueError:
+        return normal_host(parse_target(text).host)
+    except UriProblem:
         return ""
-    if parts.scheme.lower() not in ("http", "https"):
-        return ""
-    return normal_host(parts.hostname or "")
 
 
 @dataclass

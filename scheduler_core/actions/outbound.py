@@ -289,8 +289,14 @@ class _GuardedConnection:
         timeout = self.timeout
         if call is not None and isinstance(timeout, int | float):
             timeout = min(timeout, max(call.remaining(), 0.001))
+        host, port, policy = self._dns_host, self.port, self.outbound_policy
         try:
-            targets = self.outbound_policy.socket_addresses(self._dns_host, self.port)
+            if call is not None and literal_address(host) is None:  # a lookup: bounded by the call's deadline
+                targets = call.within(lambda: policy.socket_addresses(host, port), f"looking up '{self.host}'")
+            else:
+                targets = policy.socket_addresses(host, port)
+        except TimeoutError:
+            raise ConnectTimeoutError(self, f"Looking up {self.host} ran out of the call's deadline") from None
         except OutboundRefused as refusal:
             raise RefusedConnection(self, refusal) from None
         except socket.gaierror as exc:

@@ -225,6 +225,11 @@ def _managed_identity(fields: Fields, uri: str) -> ManagedServiceIdentityAuthent
         raise ValidationError(
             where, f"must be a resource URI or app ID URI of at most {MAX_AUDIENCE} characters, without spaces"
         )
+    if audience.strip().lower().startswith(("http:", "https:")):
+        try:
+            parse_target(audience.strip())
+        except UriProblem as problem:
+            raise ValidationError(where, f"is an http(s) URI, so it {problem}") from None
     target = parse_target(uri)
     if target.scheme != "https" and not _loopback(target.host):
         raise ValidationError(

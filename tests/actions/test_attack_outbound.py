@@ -15,11 +15,13 @@ HTTP servers on 127.0.0.1; names resolved by the suite's DNS test double, ``Fake
 from __future__ import annotations
 
 import ipaddress
+import resource
 import socket
 import ssl
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -554,3 +556,120 @@ def test_a_body_with_a_charset_is_read_in_it() -> None:
     with trickle_server(answer, pause=0.0) as url:
         result = HttpSender(timeout=5).send(HttpAction(url, "GET"), action_context())
     assert result.message.endswith(f"Body: {text}"), result.message
+
+
+# ----------------------------------------------------------------- what a hostile target sends back
+
+
+@contextmanager
+def one_shot_server(answer: Callable[[bytes], bytes]) -> Iterator[int]:
+    """A server on 127.0.0.1 answering each request with ``answer(request head)`` and closing."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                try:
+                    head = _read_head(conn, bytearray()) or b""
+                    conn.sendall(answer(head))
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def gzip_bomb(mebibytes: int, layers: int) -> bytes:
+    """``mebibytes`` of zeros, gzip-compressed ``layers`` times."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"\0" * (1 << 20)
+    data = b"".join(compressor.compress(block) for _ in range(mebibytes)) + compressor.flush()
+    for _ in range(layers - 1):
+        again = zlib.compressobj(9, zlib.DEFLATED, 31)
+        data = again.compress(data) + again.flush()
+    return data
+
+
+def test_a_compressed_redirect_body_is_never_decoded() -> None:
+    """A 302 whose body is 512 MiB of zeros gzipped three times (a few hundred bytes on the wire): requests
+    reads a redirect's body whole before following it; the sender never reads it."""
+    bomb = gzip_bomb(512, 3)
+
+    def answer(head: bytes) -> bytes:
+        if head.startswith(b"GET /final"):
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+        return (
+            b"HTTP/1.1 302 Found\r\nLocation: /final\r\nContent-Encoding: gzip,gzip,gzip\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(bomb) + bomb
+        )
+
+    with one_shot_server(answer) as port:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.monotonic()
+        result = HttpSender(timeout=5).send(HttpAction(f"http://127.0.0.1:{port}/", "GET"), action_context())
+        took = time.monotonic() - started
+        grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.succeeded, result.message
+    assert took < 2.0, f"{took:.1f} s"
+    assert grown_mib < 100, f"the peak memory grew by {grown_mib:.0f} MiB"
+
+
+def test_a_hostile_content_type_costs_nothing_and_the_history_keeps_a_bounded_part_of_the_headers() -> None:
+    """Four Content-Type lines of 30 KB of ';' (a MIME parser's worst case took minutes) and 120 KB of
+    headers: the charset is read from a bounded prefix, and the history keeps 2 KB of the headers."""
+    junk = b"text/plain" + b";" * 30_000
+
+    def answer(head: bytes) -> bytes:
+        lines = b"".join(b"Content-Type: " + junk + b"\r\n" for _ in range(4))
+        return b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 2\r\nConnection: close\r\n\r\nok"
+
+    with one_shot_server(answer) as port:
+        started = time.process_time()
+        result = HttpSender(timeout=2).send(HttpAction(f"http://127.0.0.1:{port}/", "GET"), action_context())
+        cpu = time.process_time() - started
+    assert result.succeeded, result.message
+    assert cpu < 1.0, f"{cpu:.1f} s of CPU"
+    assert len(result.message) < 2048 + 600, len(result.message)
+    assert "... (cut)" in result.message
+
+
+def test_a_slow_name_lookup_ends_at_the_deadline() -> None:
+    """Whoever runs the target's DNS can make a lookup last: the lookup is bounded by the call's deadline,
+    on the first hop and on a redirect's."""
+
+    def slow(host: str) -> list[str]:
+        if host.startswith("slow."):
+            time.sleep(6)
+        return ["127.0.0.1"]
+
+    def answer(head: bytes) -> bytes:
+        return b"HTTP/1.1 302 Found\r\nLocation: http://slow.attacker.test/hop\r\nContent-Length: 0\r\n\r\n"
+
+    sender = HttpSender(policy=OutboundPolicy(resolver=slow), timeout=1.5)
+    with one_shot_server(answer) as port:
+        for uri, hop in (
+            (f"http://slow.attacker.test:{port}/x", ""),
+            (f"http://127.0.0.1:{port}/start", " (redirect hop 2)"),
+        ):
+            started = time.monotonic()
+            result = sender.send(HttpAction(uri, "GET"), action_context())
+            took = time.monotonic() - started
+            assert not result.succeeded
+            assert f"while looking up 'slow.attacker.test'{hop}" in result.message, result.message
+            assert took < 3.0, f"{took:.1f} s"
