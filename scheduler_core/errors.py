@@ -108,6 +108,16 @@ class EtagMismatchError(PreconditionFailedError, WriteRaceError):
     client's 412; without one the service reads again and retries."""
 
 
+class ContentionError(SchedulerError):
+    """A guarded write kept losing races with other writers of the same row for longer than its time budget
+    (the job's counters: :func:`scheduler_core.pipeline.counters.count_attempt`). Not a
+    :class:`WriteRaceError`: the loop that raises it has retried already. The pipeline lets it fail the queue
+    message, whose retry does the work again (idempotently); never answered to a client."""
+
+    status = 503
+    code = "ServiceUnavailable"
+
+
 class ConfigurationError(SchedulerError):
     """A setting is missing or malformed. Raised at start-up, never to a client."""
 

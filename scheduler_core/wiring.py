@@ -23,10 +23,12 @@ from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.policies import start_delay
 from scheduler_core.ports import ExecutionQueue, MessageSender, Storage, Stores
 from scheduler_core.queue_router import ExecutionRouter
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
+from scheduler_core.service.jobs import BackfillSends
 
 _lock = threading.Lock()
 
@@ -165,13 +167,15 @@ def build(
         send_execution(message.to_json(), 0)
         dispatcher.watch(job, message, now)
 
-    def request_backfill(job: Job, occurrences: Sequence[datetime], overlap: OverlapPolicy) -> None:
-        """A backfill's occurrences, in order: all at once (``AllowAll``), or the first only, each sending the
-        next when its attempts are over (``Skip``, ``BufferOne``: one after another)."""
+    def request_backfill(job: Job, sends: BackfillSends) -> None:
+        """A backfill's occurrences, in order, each shown at its start slot (the plan's rate): all of them
+        (``AllowAll``), or the first only, each sending the next when its attempts are over (``Skip``,
+        ``BufferOne``: one after another). Every message carries the backfill's id (its ledger rows')."""
         now = clock()
-        chained = overlap is not OverlapPolicy.ALLOW_ALL
-        until = format_instant(occurrences[-1]) if chained else ""
-        for occurrence in occurrences[:1] if chained else occurrences:
+        chained = sends.overlap is not OverlapPolicy.ALLOW_ALL
+        until = format_instant(sends.occurrences[-1]) if chained else ""
+        count = 1 if chained else len(sends.occurrences)
+        for occurrence, start in zip(sends.occurrences[:count], sends.starts[:count], strict=True):
             message = ExecutionMessage(
                 job_partition=job.ref.partition_key,
                 job_row=job.ref.row_key,
@@ -179,9 +183,10 @@ def build(
                 occurrence=format_instant(occurrence),
                 cause=Cause.BACKFILL,
                 until=until,
+                backfill=sends.backfill,
             )
-            send_execution(message.to_json(), 0)
-            dispatcher.watch(job, message, now)
+            send_execution(message.to_json(), start_delay(start, now))
+            dispatcher.watch(job, message, max(start, now))
 
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())

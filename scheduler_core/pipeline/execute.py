@@ -54,7 +54,7 @@ from scheduler_core.model.actions import Action, JobAction
 from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline import policies, reporting
-from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, count_attempt
+from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, backfill_ended, count_attempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -399,10 +399,13 @@ class Executor:
                 changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")
             return changes
 
-        if end is not None and message.until and message.cause == Cause.BACKFILL:
+        if end is not None and message.cause == Cause.BACKFILL:
             # Before the count, as every follow-up: a worker lost after counting must not end the backfill
-            # (the watchdog drops a counted attempt's watch; a copy sent twice runs once, by its claim).
-            self._next_backfill(job, message, now)
+            # (the watchdog drops a counted attempt's watch; a copy sent twice runs once, by its claim). The
+            # occurrence leaves the backfill limits' count; the next one starts at its slot (the plan's rate).
+            next_due = durably("backfill ledger", lambda: backfill_ended(self.stores.due, job, message, now))
+            if message.until:
+                self._next_backfill(job, message, now, next_due)
         written = count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now, adjust)
         for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
             self._send_watched(job, waiting, now, now)
@@ -429,8 +432,9 @@ class Executor:
         before = policies.consecutive_faults(rows, before=message.occurrence_time)
         return policies.pause_reason(limit) if policies.pauses(limit, end, before) else ""
 
-    def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime) -> None:
-        """A backfill run one occurrence after another: send the next occurrence of its window."""
+    def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime, due: datetime | None = None) -> None:
+        """A backfill run one occurrence after another: send the next occurrence of its window (for ``due``:
+        its start slot, :func:`~scheduler_core.pipeline.counters.backfill_ended`; None: now)."""
         occurrence = message.occurrence_time
         following = policies.past_schedule(job, occurrence).after(occurrence)
         until = datetime.fromisoformat(message.until.replace("Z", "+00:00"))
@@ -445,7 +449,7 @@ class Executor:
             until=message.until,
             backfill=message.backfill,  # the same backfill: a second copy of this send runs once
         )
-        self._send_watched(job, follow, now, now)
+        self._send_watched(job, follow, due or now, now)
 
     def _delete_completed(self, job: Job) -> None:
         """``deleteAfterCompletion``: remove the job that just completed (unless written again meanwhile)

@@ -14,17 +14,22 @@ does, so a job that names no policy is run exactly as before.
 * :func:`consecutive_faults` / :func:`pauses`: ``pauseAfterFailures``;
 * :func:`deletes`: ``deleteAfterCompletion``;
 * :func:`backfill_occurrences` over :func:`past_schedule`: the occurrences of a past window a backfill runs
-  (at most :data:`MAX_BACKFILL`).
+  (at most :data:`MAX_BACKFILL`);
+* :class:`BackfillLimits`, :func:`live_backfills`, :func:`check_backfill_limits`, :func:`backfill_slots`: how
+  many backfill occurrences may be outstanding, and when each may start (the plan's rate), decided over the
+  rows of a collection's backfill ledger (:class:`LedgerEntry`, stored by
+  :mod:`scheduler_core.pipeline.counters`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from scheduler_core.errors import ValidationError
+from scheduler_core.errors import QuotaExceededError, ValidationError
 from scheduler_core.model.history import HistoryEntry, Trigger
 from scheduler_core.model.job import Job, MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.retry import JITTER_FRACTION, RetryPolicy, RetryType
@@ -32,7 +37,8 @@ from scheduler_core.model.states import ActionName, HistoryStatus, JobState
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import definition_schedule
 
-#: The most occurrences one backfill runs; a window holding more is refused (400).
+#: The most occurrences one backfill runs, whatever the plan; a window holding more is refused (400). The plans'
+#: limits on outstanding backfill occurrences (:class:`BackfillLimits`) may refuse fewer (409).
 MAX_BACKFILL = 1000
 #: An occurrence found this much after its instant was missed (the service was down): the dispatcher scans
 #: ahead of time (its lookahead), so an occurrence it sends on time is never this late.
@@ -287,3 +293,178 @@ def backfill_occurrences(
         found.append(instant)
         instant = schedule.after(instant)
     return found
+
+
+# ---------------------------------------------------------------------------------------- backfill limits
+
+
+@dataclass(frozen=True)
+class BackfillLimits:
+    """A plan's limits on backfills (the values: :func:`scheduler_core.service.plans.backfill_limits`).
+
+    ``per_job`` and ``per_collection`` bound the *outstanding* backfill occurrences (sent, and not yet run to
+    completion: their attempts, retries and error action not over) of one job and of all the jobs of one
+    collection; a backfill that would go over either is refused whole (409 ``QuotaExceeded``,
+    :func:`check_backfill_limits`). ``starts`` per ``per`` is the rate: at most that many backfill occurrences
+    of one job start in each span of ``per`` (:func:`backfill_slots`)."""
+
+    plan: str
+    per_job: int
+    per_collection: int
+    starts: int
+    per: timedelta
+
+    @property
+    def gap(self) -> timedelta:
+        """The time each backfill occurrence takes of its job's rate (``per / starts``)."""
+        return self.per / self.starts
+
+    @property
+    def rate(self) -> str:
+        """The rate in words ("10 per second", "1 per minute")."""
+        unit = {1: "second", 60: "minute", 3600: "hour"}.get(int(self.per.total_seconds()))
+        return f"{self.starts} per {unit}" if unit else f"{self.starts} per {self.per.total_seconds():g} s"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One row of a collection's backfill ledger (stored by :mod:`scheduler_core.pipeline.counters`).
+
+    An *occurrence* row (``occurrence`` set) is one backfill occurrence, from the moment its backfill is
+    accepted until its attempts are over (the executor deletes it then): ``slot`` is the instant it may start
+    at the earliest, ``deadline`` the instant after which the row no longer counts whatever happened to its
+    occurrence (a message dropped as poison, a worker lost for good): its longest possible life
+    (:func:`backfill_lifetime`) after its slot. ``chain``: run one after another (``Skip``, ``BufferOne``),
+    each sent when the one before it ends (and, when ``gap`` is a second or more, at least ``gap`` after it);
+    a chain's occurrences count while the first of them left (its *head*) is within its deadline, which the
+    executor renews as it sends each (a chain whose head was lost sends nothing more).
+
+    A *tail* row (``occurrence`` None), one per backfill, keeps the job's rate state after it (its pace,
+    :func:`backfill_slots`, as ``slot`` and ``deadline``) until that instant has passed."""
+
+    job_row: str
+    backfill: str
+    occurrence: datetime | None
+    generation: int
+    slot: datetime
+    deadline: datetime
+    chain: bool = False
+    gap: timedelta = timedelta(0)
+    #: The row's key as stored ("" for a row not yet stored).
+    key: str = ""
+
+
+def live_backfills(
+    entries: Iterable[LedgerEntry], jobs: Mapping[str, Job], now: datetime
+) -> tuple[list[LedgerEntry], list[LedgerEntry]]:
+    """Split a collection's ledger rows into those that count at ``now`` and those that no longer do (which
+    may be removed). ``jobs`` are the jobs the rows name, by row key (a job missing from it is gone).
+
+    An occurrence row counts while its message can still run it: its job exists, is enabled and has the
+    generation the message carries (else the executor drops the message as stale), and it is within its
+    deadline (a chain's: its head's). A tail row counts (for the rate only) until its deadline."""
+    rows = list(entries)
+    heads: dict[tuple[str, str], datetime] = {}
+    for row in rows:
+        if row.occurrence is not None and row.chain:
+            chain = (row.job_row, row.backfill)
+            head = heads.get(chain)
+            if head is None or row.occurrence < head:
+                heads[chain] = row.occurrence
+    deadline_of_head = {
+        (row.job_row, row.backfill): row.deadline
+        for row in rows
+        if row.occurrence is not None and row.chain and heads[(row.job_row, row.backfill)] == row.occurrence
+    }
+    live: list[LedgerEntry] = []
+    dead: list[LedgerEntry] = []
+    for row in rows:
+        if row.occurrence is None:
+            counts = row.deadline > now
+        else:
+            job = jobs.get(row.job_row)
+            runnable = job is not None and job.state == JobState.ENABLED and job.generation == row.generation
+            deadline = deadline_of_head[(row.job_row, row.backfill)] if row.chain else row.deadline
+            counts = runnable and deadline > now
+        (live if counts else dead).append(row)
+    return live, dead
+
+
+def outstanding_backfills(live: Iterable[LedgerEntry], job_row: str | None = None) -> int:
+    """How many backfill occurrences ``live`` (rows that count, :func:`live_backfills`) holds: of the job
+    whose row key is ``job_row``, or of every job (None)."""
+    return sum(1 for row in live if row.occurrence is not None and (job_row is None or row.job_row == job_row))
+
+
+def check_backfill_limits(
+    limits: BackfillLimits, job: str, collection: str, of_job: int, of_collection: int, asked: int
+) -> None:
+    """Refuse a backfill of ``asked`` occurrences of ``job`` when it would take the job's outstanding
+    backfill occurrences (``of_job`` now) over ``limits.per_job``, or its collection's (``of_collection``) over
+    ``limits.per_collection``: a 409 ``QuotaExceeded`` naming the limit and its value."""
+    breached = [
+        ("maxOutstandingPerJob", limits.per_job, f"job '{job}'", of_job),
+        ("maxOutstandingPerCollection", limits.per_collection, f"job collection '{collection}'", of_collection),
+    ]
+    for name, limit, what, already in breached:
+        if already + asked > limit:
+            raise QuotaExceededError(
+                f"backfill limit {name} ({limit} on the {limits.plan} plan) exceeded: {what} has {already} "
+                f"outstanding backfill occurrence(s) (sent, not yet run to completion) and this backfill asks for "
+                f"{asked} more; backfill a smaller window, or again once they have run"
+            )
+
+
+@dataclass(frozen=True)
+class BackfillSlots:
+    """When new backfill occurrences of a job may start (:func:`backfill_slots`): ``slots``, one per
+    occurrence, in order; ``paced_until``, the job's rate state after them (the next :func:`backfill_slots`
+    of the job starts from it: a backfill's tail row keeps it)."""
+
+    slots: tuple[datetime, ...]
+    paced_until: datetime
+
+
+def backfill_slots(
+    live: Iterable[LedgerEntry], job_row: str, count: int, limits: BackfillLimits, now: datetime
+) -> BackfillSlots:
+    """The start slots of ``count`` new backfill occurrences of the job whose row key is ``job_row``, so that
+    the backfill occurrences of one job start at most ``limits.starts`` per ``limits.per``, counted in the
+    spans of ``limits.per`` that follow a send (a queue delay counts whole seconds).
+
+    The rule is a leaky bucket (GCRA): each occurrence takes :attr:`BackfillLimits.gap` of the job's *pace*,
+    which starts at ``now`` or where the job's earlier backfills left it (the latest ``slot`` of the tails in
+    ``live``, rows that count); an occurrence may start once its pace is at most ``per - gap`` ahead of now.
+    So ``starts`` may start at once, then one every ``gap`` (10 a second: 10 now, 10 within the next second,
+    and so on; 1 a minute: one a minute)."""
+    step = limits.gap
+    burst = limits.per - step
+    paced = max([now, *(row.slot for row in live if row.job_row == job_row and row.occurrence is None)])
+    slots: list[datetime] = []
+    for _ in range(count):
+        slots.append(max(now, paced - burst))
+        paced += step
+    return BackfillSlots(tuple(slots), paced)
+
+
+def backfill_lifetime(retry: RetryPolicy, lease: timedelta) -> timedelta:
+    """The longest an occurrence's attempts can go on after it starts (:func:`unfinished_until`, its slack
+    included): a ledger row no longer counts this long after its occurrence's slot."""
+    return unfinished_until(_EPOCH, retry, lease) - _EPOCH
+
+
+def backfill_deadlines(slots: Sequence[datetime], chain: bool, lifetime: timedelta) -> list[datetime]:
+    """The deadlines of new ledger rows at ``slots``: each slot and a ``lifetime``; one after another
+    (``chain``) the ``i``-th occurrence starts at the latest ``i`` lifetimes after its slot (each before it
+    took one at most), so its deadline is ``i + 1`` lifetimes after it (the executor renews it when it sends
+    the occurrence, a lifetime after then)."""
+    return [slot + (index + 1 if chain else 1) * lifetime for index, slot in enumerate(slots)]
+
+
+def start_delay(start: datetime, now: datetime) -> int:
+    """The visibility delay (whole seconds) that shows a message sent at ``now`` no earlier than ``start``."""
+    return max(0, math.ceil((start - now).total_seconds()))
+
+
+#: Any instant: lifetimes are differences (:func:`unfinished_until` is the same for every occurrence).
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)

@@ -2,9 +2,11 @@
 
 A backfill (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview, :class:`Backfills`) runs each
 occurrence the job's schedule has in a past window, in order, as the ``backfill`` cause, at most
-:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL` of them; the window is checked and its occurrences
-listed before anything is sent, so a refused request (400, or 409 for a job that is not enabled) sends
-nothing.
+:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL` of them, within the limits of the collection's plan
+(:func:`~scheduler_core.service.plans.backfill_limits`): outstanding occurrences per job and per collection,
+and a rate at which the occurrences of one job start. The window is checked, its occurrences listed and
+their places under the limits taken (:meth:`Backfills.reserve`) before anything is sent, so a refused request
+(400; 409 for a job that is not enabled, or over a limit) sends nothing and changes nothing stored.
 
 Every write validates fully before it touches storage, so a rejected request changes nothing. A write
 follows the design's order: the due-index entry of the new generation first, then the job (ETag-guarded,
@@ -19,7 +21,9 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -30,13 +34,16 @@ from scheduler_core.errors import (
     EtagMismatchError,
     QuotaExceededError,
     SchedulerError,
+    StorageError,
     ValidationError,
     WriteRaceError,
 )
 from scheduler_core.identity import IdentityScope
-from scheduler_core.model import HistoryEntry, Job, JobCollection, JobDefinition, JobState
+from scheduler_core.model import CLAIM_LEASE, DueEntry, HistoryEntry, Job, JobCollection, JobDefinition, JobState
 from scheduler_core.model.job import OverlapPolicy
-from scheduler_core.pipeline.policies import backfill_occurrences, past_schedule
+from scheduler_core.pipeline import policies
+from scheduler_core.pipeline.counters import ledger_partition, ledger_row, read_ledger
+from scheduler_core.pipeline.policies import LedgerEntry, backfill_occurrences, past_schedule
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
@@ -89,18 +96,43 @@ def refuse_final(existing: Job | None) -> None:
         )
 
 
-#: Sends a backfill: the job, its occurrences in the window (in order, at most 1,000) and the overlap policy
-#: they run under.
-BackfillRequest = Callable[[Job, Sequence[datetime], OverlapPolicy], None]
+@dataclass(frozen=True)
+class BackfillSends:
+    """What a backfill sends (:data:`BackfillRequest`): its ``occurrences`` in order (at most 1,000), the
+    instant each may start at the earliest (``starts``: its slot under the plan's rate; a message shows then,
+    not before), the ``overlap`` policy they run under (``AllowAll``: each sent for its slot; ``Skip`` and
+    ``BufferOne``: the first only, each sending the next when its attempts are over) and the ``backfill`` id
+    every message of it carries (its ledger rows are keyed by it)."""
+
+    backfill: str
+    occurrences: tuple[datetime, ...]
+    starts: tuple[datetime, ...]
+    overlap: OverlapPolicy
+
+
+#: Sends a backfill's messages (:class:`BackfillSends`) for the job (as read when the backfill was accepted).
+BackfillRequest = Callable[[Job, BackfillSends], None]
 
 
 class Backfills:
-    """Backfills of jobs. ``request`` sends the occurrences (None: this deployment cannot backfill)."""
+    """Backfills of jobs. ``request`` sends the occurrences (None: this deployment cannot backfill); ``races``
+    retries the reservation of their places under the plan's limits when another backfill of the
+    collection took places at the same time; ``lease`` is the executor's claim lease (how long an attempt
+    may hold its occurrence: :func:`~scheduler_core.pipeline.policies.backfill_lifetime`)."""
 
-    def __init__(self, stores: Stores, clock: Clock, request: BackfillRequest | None = None) -> None:
+    def __init__(
+        self,
+        stores: Stores,
+        clock: Clock,
+        request: BackfillRequest | None = None,
+        races: Races | None = None,
+        lease: timedelta = CLAIM_LEASE,
+    ) -> None:
         self.stores = stores
         self.clock = clock
         self.request = request
+        self.races = races or Races()
+        self.lease = lease
 
     def plan(self, ref: JobRef, body: Mapping[str, Any]) -> tuple[Job, list[datetime], OverlapPolicy]:
         """The job, the occurrences of the window and their overlap policy (nothing sent)."""
@@ -117,19 +149,105 @@ class Backfills:
         return job, occurrences, spec.overlap_policy or job.definition.overlap_policy
 
     def backfill(self, ref: JobRef, body: Mapping[str, Any]) -> int:
-        """Backfill the job: how many occurrences were sent (0 when the window holds none)."""
+        """Backfill the job: how many occurrences were sent (0 when the window holds none). A backfill over
+        the plan's limits is a 409 ``QuotaExceeded`` naming the limit (:meth:`reserve`), and sends nothing."""
         job, occurrences, policy = self.plan(ref, body)
         if occurrences:
             if self.request is None:
                 raise SchedulerError("backfill is not available in this deployment")
-            self.request(job, occurrences, policy)
+            self.request(job, self.reserve(job, occurrences, policy))
         return len(occurrences)
+
+    def reserve(self, job: Job, occurrences: Sequence[datetime], policy: OverlapPolicy) -> BackfillSends:
+        """Take the places of a backfill's ``occurrences`` of ``job`` under its collection's plan limits
+        (:func:`~scheduler_core.service.plans.backfill_limits`), and their start slots; nothing is sent.
+
+        Exact across instances: the collection's ledger (:mod:`scheduler_core.pipeline.counters`) is read after
+        the collection row, the decision made over it (:func:`~scheduler_core.pipeline.policies.live_backfills`,
+        :func:`~scheduler_core.pipeline.policies.check_backfill_limits`,
+        :func:`~scheduler_core.pipeline.policies.backfill_slots`), the backfill's rows written, and then the
+        collection row written back unchanged, guarded by the ETag read first. Every reservation commits that
+        way, and writes its rows before: so one that commits decided over a ledger holding the rows of every
+        reservation that committed before it. One that finds the row changed (another backfill, or any write
+        of the collection) deletes its rows and starts over (:class:`~scheduler_core.service.races.Races`).
+        A refusal (409 ``QuotaExceeded`` naming the limit and its value) writes nothing; so does a reservation
+        that fails. Once committed, the rows that no longer count are removed."""
+        backfill = uuid.uuid4().hex[:16]
+        chain = policy is not OverlapPolicy.ALLOW_ALL
+        lifetime = policies.backfill_lifetime(job.definition.action.retry_policy, self.lease)
+        partition = job.ref.partition_key  # the collection's identity: its jobs' partition
+        shard = ledger_partition(partition)
+
+        def attempt() -> BackfillSends:
+            collection = live_collection(self.stores, job.ref.collection)
+            limits = plans.backfill_limits(collection)
+            now = self.clock()
+            live, dead = self._ledger(partition, now)
+            policies.check_backfill_limits(
+                limits,
+                job.ref.name,
+                collection.ref.name,
+                policies.outstanding_backfills(live, job.ref.row_key),
+                policies.outstanding_backfills(live),
+                len(occurrences),
+            )
+            paced = policies.backfill_slots(live, job.ref.row_key, len(occurrences), limits, now)
+            slots = paced.slots
+            deadlines = policies.backfill_deadlines(slots, chain, lifetime)
+            entries = [
+                LedgerEntry(job.ref.row_key, backfill, occurrence, job.generation, slot, deadline, chain, limits.gap)
+                for occurrence, slot, deadline in zip(occurrences, slots, deadlines, strict=True)
+            ]
+            tail = LedgerEntry(job.ref.row_key, backfill, None, job.generation, paced.paced_until, paced.paced_until)
+            rows = [ledger_row(partition, entry) for entry in (*entries, tail)]
+            try:
+                self.stores.due.advance(shard, [], rows)
+                self._commit(collection)
+            except BaseException:
+                self._remove(shard, rows)  # nothing was sent: no place is taken
+                raise
+            if dead:
+                with contextlib.suppress(StorageError):  # removed by the next backfill otherwise
+                    self.stores.due.delete_many([(shard, entry.key) for entry in dead])
+            return BackfillSends(backfill, tuple(occurrences), tuple(slots), policy)
+
+        return self.races.retrying(f"the backfills of job collection '{job.ref.collection.name}'", None, attempt)
+
+    def outstanding(self, ref: CollectionRef, job: str | None = None) -> int:
+        """How many backfill occurrences of the collection (of its job named ``job``) are outstanding now (sent,
+        not yet run to completion), as the limits count them. Reads only."""
+        live, _ = self._ledger(ref.identity, self.clock())
+        return policies.outstanding_backfills(live, JobRef(ref, job).row_key if job is not None else None)
+
+    def _ledger(self, partition: str, now: datetime) -> tuple[list[LedgerEntry], list[LedgerEntry]]:
+        """The rows of the ledger of the collection whose jobs' partition is ``partition`` that count at ``now``,
+        and those that no longer do, decided over the jobs they name as they are now (a row is dead only
+        when its occurrence can never run, or its deadline has passed: it never comes back to life)."""
+        entries = read_ledger(self.stores.due, partition)
+        named = sorted({entry.job_row for entry in entries if entry.occurrence is not None})
+        jobs = self.stores.jobs.get_many(partition, named) if named else {}
+        return policies.live_backfills(entries, jobs, now)
+
+    def _commit(self, collection: JobCollection) -> None:
+        """Write the collection row back as read, guarded by its ETag (:class:`EtagMismatchError` when it changed
+        since): the one write that orders reservations. Its job counter is all that is written when it has
+        one (a merge of the same value)."""
+        if collection.job_count is not None:
+            self.stores.collections.set_job_count(collection, collection.job_count)
+        else:
+            self.stores.collections.save(collection, create=False)
+
+    def _remove(self, shard: str, rows: Sequence[DueEntry]) -> None:
+        """Take back the rows of a reservation that did not commit (best effort: left behind, they count only
+        until their deadline)."""
+        with contextlib.suppress(Exception):
+            self.stores.due.delete_many([(shard, row.row_key) for row in rows])
 
 
 class JobService:
     """The job operations. ``request_run`` starts an immediate execution; ``due_soon`` dispatches a job
     whose next occurrence is within ``lookahead`` (the scan that covers it has already run);
-    ``request_backfill`` sends a backfill's occurrences (:mod:`scheduler_core.service.backfill`)."""
+    ``request_backfill`` sends a backfill's occurrences (:class:`Backfills`)."""
 
     def __init__(
         self,
@@ -152,7 +270,7 @@ class JobService:
         self.identity = identity
         self.request_run = request_run
         self.writer = JobWriter(stores, shards, clock, due_soon, lookahead)
-        self.backfills = Backfills(stores, clock, request_backfill)
+        self.backfills = Backfills(stores, clock, request_backfill, races)
 
     # ------------------------------------------------------------------------------------------ reads
 

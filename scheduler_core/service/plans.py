@@ -1,9 +1,9 @@
 """The plans' rules (:class:`~scheduler_core.model.Sku`: Free, Standard, P10Premium, P20Premium) and a
 collection's :class:`~scheduler_core.model.Quota`, applied to jobs: how often a job may recur
 (``quota.maxRecurrence``), what a Free collection forbids (outbound authentication, retries more often
-than hourly), its default retry interval, and how many Free collections a subscription may hold. Pure
-functions over typed values (:class:`Terms`); the plans' own limits are
-:attr:`Sku.limits <scheduler_core.model.Sku.limits>`."""
+than hourly), its default retry interval, how many Free collections a subscription may hold, and its limits
+on backfills (:func:`backfill_limits`). Pure functions over typed values (:class:`Terms`); the plans' own
+limits are :attr:`Sku.limits <scheduler_core.model.Sku.limits>`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Protocol
 from scheduler_core.errors import QuotaExceededError
 from scheduler_core.model import JobCollection, JobDefinition, Quota, Sku
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
+from scheduler_core.pipeline.policies import MAX_BACKFILL, BackfillLimits
 from scheduler_core.recurrence import validate_against_quota
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -23,6 +24,21 @@ FREE_MIN_RETRY_INTERVAL = 3600.0
 FREE_DEFAULT_RETRY_INTERVAL = timedelta(hours=1)
 #: Subscriptions may hold at most one Free collection (plan limit).
 MAX_FREE_COLLECTIONS = 1
+
+#: Each plan's limits on backfills (api-version 2026-12-01-preview): outstanding backfill occurrences (sent,
+#: not yet run to completion) per job and per collection, and how fast the occurrences of one job start.
+#:
+#: * Free: 10 outstanding (per job and per collection), 1 start a minute per job. A Free job runs at most
+#:   hourly; a backfill there re-runs the hours a target missed, a few at a time, at a pace no target notices.
+#: * Standard and P10Premium: one whole backfill (:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL`)
+#:   outstanding per job, two per collection, 10 starts a second per job.
+#: * P20Premium (1,000 jobs): as Standard per job, 5,000 per collection, 20 starts a second per job.
+BACKFILL_LIMITS: dict[Sku, BackfillLimits] = {
+    Sku.FREE: BackfillLimits("Free", 10, 10, 1, timedelta(minutes=1)),
+    Sku.STANDARD: BackfillLimits("Standard", MAX_BACKFILL, 2 * MAX_BACKFILL, 10, timedelta(seconds=1)),
+    Sku.P10_PREMIUM: BackfillLimits("P10Premium", MAX_BACKFILL, 2 * MAX_BACKFILL, 10, timedelta(seconds=1)),
+    Sku.P20_PREMIUM: BackfillLimits("P20Premium", MAX_BACKFILL, 5 * MAX_BACKFILL, 20, timedelta(seconds=1)),
+}
 
 
 class Terms(Protocol):
@@ -77,3 +93,8 @@ def check_job_fits(ref: JobRef, definition: JobDefinition, collection: Terms) ->
                 f"properties.action.retryPolicy.retryInterval: {label} retries more often than hourly, "
                 "which the Free plan does not allow"
             )
+
+
+def backfill_limits(collection: Terms) -> BackfillLimits:
+    """The limits on the backfills of ``collection``'s jobs: its plan's (:data:`BACKFILL_LIMITS`)."""
+    return BACKFILL_LIMITS[collection.sku]

@@ -293,6 +293,9 @@ def test_a_backfill_of_exactly_1000_occurrences_is_sent_whole(collection: Api) -
     the time the answer took is printed (every message and its watch are written before it)."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     minutely(collection, "k", now - timedelta(days=3))
+    # the one after another backfill on another job: the Standard plan holds one whole backfill (1,000
+    # occurrences) outstanding per job
+    minutely(collection, "k2", now - timedelta(days=3))
     base = now - timedelta(days=2)
     before = snapshot(collection)["executions"]
     started = time.monotonic()
@@ -302,7 +305,7 @@ def test_a_backfill_of_exactly_1000_occurrences_is_sent_whole(collection: Api) -
     print(f"\nbackfill of 1000 occurrences (AllowAll) on Azurite: answered in {took:.2f} s")
     assert (answer.status_code, answer.json()) == (202, {"count": 1000}), answer.text
     assert snapshot(collection)["executions"] - before == 1000
-    answer = call(collection, "POST", f"{JC}/jobs/k/backfill", body | {"overlapPolicy": "BufferOne"})
+    answer = call(collection, "POST", f"{JC}/jobs/k2/backfill", body | {"overlapPolicy": "BufferOne"})
     assert (answer.status_code, answer.json()) == (202, {"count": 1000})  # one message: one after another
     assert snapshot(collection)["executions"] - before == 1001
     assert PREVIEW in answer.url
