@@ -292,11 +292,14 @@ def _paths() -> dict[str, Any]:
                     "Runs each occurrence the job's schedule has in a past window, in order (history: trigger "
                     "Backfill); more than 1,000 is a 400. Each backfill is its own: two over one window each run "
                     "every occurrence once (each run with its own execution id), and a repeated request backfills "
-                    "again."
+                    "again. A backfill keeps to its plan's limits on outstanding occurrences (per job and per "
+                    "collection) and starts one job's occurrences at the plan's pace; one that would exceed a limit "
+                    "is refused whole with 409 QuotaExceeded naming the limit."
                 ),
                 "parameters": _parameters(job, extra=(backfill,)),
                 "responses": {
-                    "202": {"description": "The occurrences have been sent.", "schema": _ref("JobBackfillResult")}
+                    "202": {"description": "The occurrences have been sent.", "schema": _ref("JobBackfillResult")},
+                    "409": {"description": "A backfill limit of the plan would be exceeded (QuotaExceeded)."},
                 },
             }
         },
