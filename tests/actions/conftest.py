@@ -18,6 +18,7 @@ from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite
 from scheduler_core.actions import ActionContext
 from scheduler_core.model.actions import ClientCertificateAuthentication, Secret
 from tests.support.amqp_broker import AmqpBroker, amqp_broker
+from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
 from tests.support.tls import TestCa
 
 JOB_ID = "/subscriptions/sub1/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc/jobs/job1"
@@ -106,3 +107,14 @@ def trust_test_ca(test_ca: TestCa, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = test_ca.write_pem(tmp_path)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(path))
     return path
+
+
+@pytest.fixture
+def platform(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdentityEndpoint]:
+    """The App Service identity endpoint look-alike, named in the environment as Azure Functions names it."""
+    for name in ("AZURE_CLIENT_ID", "MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with identity_endpoint() as running:
+        for name, value in running.env.items():
+            monkeypatch.setenv(name, value)
+        yield running

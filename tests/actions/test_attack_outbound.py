@@ -14,6 +14,7 @@ HTTP servers on 127.0.0.1; names resolved by the suite's DNS test double, ``Fake
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import resource
 import socket
@@ -46,7 +47,7 @@ from scheduler_core.model.actions import (
     Secret,
 )
 from tests.actions.conftest import action_context
-from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
+from tests.support.identity_endpoint import IdentityEndpoint
 from tests.support.outbound_net import FakeDns
 from tests.support.tls import TestCa
 
@@ -116,45 +117,24 @@ def _read_chunked(stream: socket.socket, buffer: bytearray) -> bool:
             return False
 
 
+#: Handles one accepted connection: the socket (closed afterwards) and its number (1, 2, ... per server).
+Handle = Callable[[socket.socket, int], None]
+
+
 @contextmanager
-def keep_alive_peer(wrap: Callable[[socket.socket], socket.socket] | None = None) -> Iterator[Peer]:
-    """An HTTP/1.1 server on 127.0.0.1 that keeps connections open and reads each request's body as
-    ``Transfer-Encoding: chunked`` when that header is present, else by ``Content-Length``; it answers
-    each request ``200`` with a short body. ``wrap`` makes it a TLS server."""
+def loopback_server(handle: Handle, wrap: Callable[[socket.socket], socket.socket] | None = None) -> Iterator[int]:
+    """A server on 127.0.0.1 (its port yielded) running ``handle`` on a thread of its own for each connection
+    it accepts, until the block ends; ``wrap`` (a TLS context's ``wrap_socket``) is applied to each first."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
+    listener.listen(32)
     listener.settimeout(0.2)
-    peer = Peer(listener.getsockname()[1])
     stop = threading.Event()
-    numbers = iter(range(1, 10_000))
+    numbers = iter(range(1, 100_000))
 
-    def serve(conn: socket.socket, number: int) -> None:
-        buffer = bytearray()
-        with conn:
-            conn.settimeout(10)
-            try:
-                while not stop.is_set():
-                    head = _read_head(conn, buffer)
-                    if head is None:
-                        return
-                    line, *lines = head.decode("latin-1").split("\r\n")
-                    headers = {}
-                    for item in lines:
-                        name, _, value = item.partition(":")
-                        headers[name.strip().lower()] = value.strip()
-                    with peer.lock:
-                        peer.seen.append(Captured(number, line, headers))
-                    length = int(headers.get("content-length") or 0)
-                    if "chunked" in headers.get("transfer-encoding", "").lower():
-                        complete = _read_chunked(conn, buffer)
-                    else:
-                        complete = not length or _read_exactly(conn, buffer, length) is not None
-                    if not complete:
-                        return
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
-            except (OSError, ssl.SSLError):
-                return
+    def run(conn: socket.socket, number: int) -> None:
+        with conn, contextlib.suppress(OSError, ssl.SSLError):  # a client that gave up: often the point
+            handle(conn, number)
 
     def accept() -> None:
         while not stop.is_set():
@@ -169,16 +149,62 @@ def keep_alive_peer(wrap: Callable[[socket.socket], socket.socket] | None = None
             except (OSError, ssl.SSLError):
                 conn.close()
                 continue
-            threading.Thread(target=serve, args=(conn, next(numbers)), daemon=True).start()
+            threading.Thread(target=run, args=(conn, next(numbers)), daemon=True).start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield peer
+        yield listener.getsockname()[1]
     finally:
         stop.set()
         thread.join(5)
         listener.close()
+
+
+@contextmanager
+def one_shot_server(answer: Callable[[bytes], bytes]) -> Iterator[int]:
+    """A server on 127.0.0.1 answering each request with ``answer(request head)`` and closing."""
+
+    def serve(conn: socket.socket, number: int) -> None:
+        conn.sendall(answer(_read_head(conn, bytearray()) or b""))
+
+    with loopback_server(serve) as port:
+        yield port
+
+
+@contextmanager
+def keep_alive_peer(wrap: Callable[[socket.socket], socket.socket] | None = None) -> Iterator[Peer]:
+    """An HTTP/1.1 server on 127.0.0.1 that keeps connections open and reads each request's body as
+    ``Transfer-Encoding: chunked`` when that header is present, else by ``Content-Length``; it answers
+    each request ``200`` with a short body. ``wrap`` makes it a TLS server."""
+    peer = Peer(0)
+
+    def serve(conn: socket.socket, number: int) -> None:
+        buffer = bytearray()
+        conn.settimeout(10)
+        while True:
+            head = _read_head(conn, buffer)
+            if head is None:
+                return
+            line, *lines = head.decode("latin-1").split("\r\n")
+            headers = {}
+            for item in lines:
+                name, _, value = item.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            with peer.lock:
+                peer.seen.append(Captured(number, line, headers))
+            length = int(headers.get("content-length") or 0)
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                complete = _read_chunked(conn, buffer)
+            else:
+                complete = not length or _read_exactly(conn, buffer, length) is not None
+            if not complete:
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+
+    with loopback_server(serve, wrap) as port:
+        peer.port = port
+        yield peer
 
 
 def server_context(ca: TestCa, names: list[str], folder: Path) -> ssl.SSLContext:
@@ -220,29 +246,6 @@ def tls_sink(ca: TestCa, names: list[str]) -> Iterator[Peer]:
             yield peer
 
 
-@pytest.fixture
-def ca() -> TestCa:
-    return TestCa()
-
-
-@pytest.fixture
-def trusted(ca: TestCa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestCa:
-    """The test CA is the deployment's trusted CA bundle (REQUESTS_CA_BUNDLE, as an operator would set it)."""
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca.write_pem(tmp_path)))
-    return ca
-
-
-@pytest.fixture
-def platform(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdentityEndpoint]:
-    """The identity endpoint stand-in, named in the environment as Azure Functions names it."""
-    for name in ("AZURE_CLIENT_ID", "MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    with identity_endpoint() as running:
-        for name, value in running.env.items():
-            monkeypatch.setenv(name, value)
-        yield running
-
-
 # --------------------------------------------------------------------------------- the app's token
 
 #: URIs that name management.azure.com to ``urlsplit`` while ``requests`` connects to attacker.example
@@ -256,12 +259,12 @@ DIFFERENTIAL_URIS = {
 
 @pytest.mark.parametrize("spelling", sorted(DIFFERENTIAL_URIS))
 def test_the_apps_token_never_goes_to_the_host_connected_to_when_the_uri_names_another(
-    trusted: TestCa, platform: IdentityEndpoint, spelling: str
+    test_ca: TestCa, trust_test_ca: Path, platform: IdentityEndpoint, spelling: str
 ) -> None:
     dns = FakeDns()
     dns.add("attacker.example", ["127.0.0.1"])
     config = settings.load({"AzureWebJobsStorage__accountName": "acct"})
-    with tls_sink(trusted, ["attacker.example"]) as sink:
+    with tls_sink(test_ca, ["attacker.example"]) as sink:
         uri = DIFFERENTIAL_URIS[spelling].format(port=sink.port)
         action = HttpAction(uri, "GET", authentication=ManagedServiceIdentityAuthentication(ARM))
         result = default_runner(config, resolver=dns.resolve).run(action, action_context())
@@ -275,13 +278,15 @@ def test_the_apps_token_never_goes_to_the_host_connected_to_when_the_uri_names_a
     assert "management.azure.com' not sent" not in result.message
 
 
-def test_the_token_still_goes_to_the_audiences_own_host(trusted: TestCa, platform: IdentityEndpoint) -> None:
+def test_the_token_still_goes_to_the_audiences_own_host(
+    test_ca: TestCa, trust_test_ca: Path, platform: IdentityEndpoint
+) -> None:
     """The control: a well-formed URI on the audience's host gets the token (here that host is served by
     the TLS sink, as the test DNS names it)."""
     dns = FakeDns()
     dns.add("management.azure.com", ["127.0.0.1"])
     config = settings.load({"AzureWebJobsStorage__accountName": "acct"})
-    with tls_sink(trusted, ["management.azure.com"]) as sink:
+    with tls_sink(test_ca, ["management.azure.com"]) as sink:
         action = HttpAction(
             f"https://management.azure.com:{sink.port}/x",
             "GET",
@@ -294,13 +299,14 @@ def test_the_token_still_goes_to_the_audiences_own_host(trusted: TestCa, platfor
 
 
 def test_a_basic_password_goes_only_to_the_host_connected_to_and_the_history_names_that_host(
-    trusted: TestCa,
+    test_ca: TestCa,
+    trust_test_ca: Path,
 ) -> None:
     """A stored URI of the differential: the credentials are the job's own, so they go with the call, but to
     the host the call really connects to, which the history names (not the host ``urlsplit`` reads)."""
     dns = FakeDns()
     dns.add("attacker.example", ["127.0.0.1"])
-    with tls_sink(trusted, ["attacker.example"]) as sink:
+    with tls_sink(test_ca, ["attacker.example"]) as sink:
         uri = f"https://attacker.example:{sink.port}\\@victim.example/x"
         action = HttpAction(uri, "GET", authentication=BasicAuthentication("alice", Secret("pw")))
         result = HttpSender(policy=OutboundPolicy(resolver=dns.resolve), timeout=5).send(action, action_context())
@@ -381,28 +387,17 @@ def test_no_connection_is_shared_between_two_calls_of_the_same_job() -> None:
 def test_a_cookie_set_for_one_call_is_not_sent_on_the_next() -> None:
     """A target that sets a cookie for one job's call: the next call (another job, another tenant) to the
     same host carries no cookie."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
     heads: list[bytes] = []
 
-    def serve() -> None:
-        for _ in range(2):
-            conn, _ = listener.accept()
-            with conn:
-                buffer = bytearray()
-                head = _read_head(conn, buffer)
-                heads.append(head or b"")
-                conn.sendall(b"HTTP/1.1 200 OK\r\nSet-Cookie: session=tenant-a\r\nContent-Length: 0\r\n\r\n")
+    def answer(head: bytes) -> bytes:
+        heads.append(head)
+        return b"HTTP/1.1 200 OK\r\nSet-Cookie: session=tenant-a\r\nContent-Length: 0\r\n\r\n"
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
     sender = HttpSender(timeout=5)
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    assert sender.send(HttpAction(url, "GET"), action_context("e1")).succeeded
-    assert sender.send(HttpAction(url, "GET"), action_context("e2")).succeeded
-    thread.join(5)
-    listener.close()
+    with one_shot_server(answer) as port:
+        url = f"http://127.0.0.1:{port}/"
+        assert sender.send(HttpAction(url, "GET"), action_context("e1")).succeeded
+        assert sender.send(HttpAction(url, "GET"), action_context("e2")).succeeded
     assert len(heads) == 2
     assert b"cookie" not in heads[1].lower(), heads[1]
 
@@ -414,45 +409,18 @@ def test_a_cookie_set_for_one_call_is_not_sent_on_the_next() -> None:
 def trickle_server(answer: bytes, pause: float, redirect_to: str | None = None) -> Iterator[str]:
     """A server on 127.0.0.1 that sends ``answer`` one byte every ``pause`` seconds (its head too), or, with
     ``redirect_to``, answers at once with a 302 to there."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.settimeout(0.2)
-    stop = threading.Event()
 
-    def serve(conn: socket.socket) -> None:
-        with conn:
-            try:
-                _read_head(conn, bytearray())
-                if redirect_to is not None:
-                    conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {redirect_to}\r\nContent-Length: 0\r\n\r\n".encode())
-                    return
-                for i in range(len(answer)):
-                    if stop.is_set():
-                        return
-                    conn.sendall(answer[i : i + 1])
-                    time.sleep(pause)
-            except OSError:
-                pass
+    def serve(conn: socket.socket, number: int) -> None:
+        _read_head(conn, bytearray())
+        if redirect_to is not None:
+            conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {redirect_to}\r\nContent-Length: 0\r\n\r\n".encode())
+            return
+        for i in range(len(answer)):
+            conn.sendall(answer[i : i + 1])
+            time.sleep(pause)
 
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/slow"
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
+    with loopback_server(serve) as port:
+        yield f"http://127.0.0.1:{port}/slow"
 
 
 SLOW_HEAD = (
@@ -484,27 +452,17 @@ def test_the_deadline_covers_every_redirect_hop() -> None:
 
 
 def test_a_slow_body_is_named_as_such() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n"
 
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            _read_head(conn, bytearray())
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n")
-            try:
-                for _ in range(400):
-                    conn.sendall(b"b")
-                    time.sleep(0.05)
-            except OSError:
-                pass
+    def serve(conn: socket.socket, number: int) -> None:
+        _read_head(conn, bytearray())
+        conn.sendall(answer)
+        for _ in range(400):
+            conn.sendall(b"b")
+            time.sleep(0.05)
 
-    threading.Thread(target=serve, daemon=True).start()
-    result = HttpSender(timeout=1.0).send(
-        HttpAction(f"http://127.0.0.1:{listener.getsockname()[1]}/", "GET"), action_context()
-    )
-    listener.close()
+    with loopback_server(serve) as port:
+        result = HttpSender(timeout=1.0).send(HttpAction(f"http://127.0.0.1:{port}/", "GET"), action_context())
     assert not result.succeeded
     assert "while reading the answer's body from '127.0.0.1'" in result.message, result.message
 
@@ -559,40 +517,6 @@ def test_a_body_with_a_charset_is_read_in_it() -> None:
 
 
 # ----------------------------------------------------------------- what a hostile target sends back
-
-
-@contextmanager
-def one_shot_server(answer: Callable[[bytes], bytes]) -> Iterator[int]:
-    """A server on 127.0.0.1 answering each request with ``answer(request head)`` and closing."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                try:
-                    head = _read_head(conn, bytearray()) or b""
-                    conn.sendall(answer(head))
-                except OSError:
-                    pass
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
 
 
 def gzip_bomb(mebibytes: int, layers: int) -> bytes:

@@ -24,21 +24,10 @@ from scheduler_core.actions.registry import default_runner
 from scheduler_core.model.actions import HttpAction, ManagedServiceIdentityAuthentication
 from tests.actions.conftest import action_context
 from tests.support.http_target import HttpTarget, http_target
-from tests.support.identity_endpoint import IdentityEndpoint, identity_endpoint
+from tests.support.identity_endpoint import IdentityEndpoint
 
 ARM = "https://management.azure.com/"
 VAULT = "https://vault.azure.net"
-
-
-@pytest.fixture
-def platform(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdentityEndpoint]:
-    """The identity endpoint, named in the environment as Azure Functions names it."""
-    for name in ("AZURE_CLIENT_ID", "MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    with identity_endpoint() as running:
-        for name, value in running.env.items():
-            monkeypatch.setenv(name, value)
-        yield running
 
 
 @pytest.fixture
