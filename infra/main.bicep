@@ -42,9 +42,25 @@ param elasticPremiumSku string = 'EP1'
 ])
 param pythonVersion string = '3.12'
 
-@description('PYTHON_THREADPOOL_THREAD_COUNT: threads of the Python worker that run the (sync) functions of an instance. 40 = host.json queues batchSize (16) + newBatchThreshold (24), the executions the host hands one instance at once (docs/deploy.md).')
+@description('PYTHON_THREADPOOL_THREAD_COUNT on Flex Consumption, where each queue function has instances of its own: 40 = host.json queues batchSize (16) + newBatchThreshold (24), the messages the host hands one instance of one queue function at once. On Elastic Premium the count is computed from it and the functions every instance runs (elasticPremiumThreadCount; docs/deploy.md section 11).')
 @minValue(1)
+@maxValue(1024)
 param pythonThreadpoolThreadCount int = 40
+
+@description('Flex Consumption: always-ready instances of each of dispatch_tick, scan_shard and the executionQueueCount execution functions (execute_occurrence, execute_occurrence_1...). 1 (default) keeps one of each running, so that an execution message is taken within a second of its due time (the scale controller counts only visible messages, and every execution message is invisible until it is due); 0 lets them scale to zero. Billed as a baseline whether they run or not (docs/deploy.md "What each plan keeps").')
+@minValue(0)
+@maxValue(20)
+param alwaysReadyInstanceCount int = 1
+
+@description('Flex Consumption: always-ready instances of the http group (management API, dashboard, health, OpenAPI document). 0 (default): a request after an idle spell may wait for an instance to start.')
+@minValue(0)
+@maxValue(20)
+param alwaysReadyHttpInstanceCount int = 0
+
+@description('Elastic Premium: minimum (always-ready) instances of the plan, at least 1 (every instance runs every function).')
+@minValue(1)
+@maxValue(20)
+param elasticPremiumMinimumInstances int = 1
 
 @description('Deploy the alert rules (poison messages, failure rate, dispatch tick missing, lateness p99) and their action group.')
 param deployAlerts bool = true
@@ -254,6 +270,53 @@ var queueNames = concat(otherQueueNames, executionQueueNames)
 // The queues of the main account: all of them, or with splitStorage all but the execution queues.
 var mainQueueNames = splitStorage ? otherQueueNames : queueNames
 
+// ---- What the platform keeps (docs/deploy.md "What each plan keeps"; tests/infra/test_platform_settings.py) ----
+
+// The execution functions as function_app.py declares them (scheduler_core/triggers.py
+// execution_function_name): execute_occurrence on queue 0, execute_occurrence_i on queue i.
+var executionFunctionNames = [for i in range(0, executionQueueCount): (i == 0) ? 'execute_occurrence' : 'execute_occurrence_${i}']
+// Flex Consumption scales each of these on instances of its own and to zero when idle. Its scale metric
+// for a queue counts visible messages only, and every execution message is invisible until its due second,
+// so an idle execution function would wake only after its messages became due. Always-ready instances keep
+// one of each polling (maxPollingInterval 1 s), the dispatch tick's timer and lock held, and the scans warm.
+// A function that is not in a group (http, blob, durable) is named function:<name>.
+var alwaysReadyFunctionNames = concat([
+  'dispatch_tick'
+  'scan_shard'
+], executionFunctionNames)
+var schedulerAlwaysReady = [for name in alwaysReadyFunctionNames: {
+  name: 'function:${name}'
+  instanceCount: alwaysReadyInstanceCount
+}]
+// (Comparisons and arithmetic are parenthesized: pycep-parser, which checkov uses, knows no operator precedence.)
+var flexAlwaysReady = concat((alwaysReadyInstanceCount > 0) ? schedulerAlwaysReady : [], (alwaysReadyHttpInstanceCount > 0) ? [
+  {
+    name: 'http'
+    instanceCount: alwaysReadyHttpInstanceCount
+  }
+] : [])
+
+// host.json extensions.http.maxConcurrentRequests, also the http group's perInstanceConcurrency on Flex
+// Consumption (Python's default there is 1 request per instance; the API's requests wait on storage).
+var httpMaxConcurrentRequests = 16
+// scheduler_core/api/handler.py MAX_BODY_BYTES: the management API answers a larger body with its own 413.
+var managementApiMaxBodyBytes = 65536
+// FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: twice the API's limit, so that a body somewhat over it still reaches
+// the API and gets its ARM 413 error, while the host refuses anything larger itself before reading it
+// whole (unset: 100 MB per request, read into memory before Python sees it).
+var requestBodySizeLimit = 2 * managementApiMaxBodyBytes
+
+// PYTHON_THREADPOOL_THREAD_COUNT. Flex Consumption: each queue function runs on instances of its own, so
+// pythonThreadpoolThreadCount (one function's batchSize + newBatchThreshold) serves an instance. Elastic
+// Premium: every instance runs every function in one worker process (FUNCTIONS_WORKER_PROCESS_COUNT 1), whose
+// pool must hold what the host hands it at once: batchSize + newBatchThreshold messages for each queue
+// function (scan_shard, cleanup_collections and the K execution functions), one invocation of each timer
+// (dispatch_tick, cleanup) and maxConcurrentRequests HTTP requests; at most 1024, the most the app accepts.
+var queueFunctionCount = 2 + executionQueueCount
+var timerFunctionCount = 2
+var elasticPremiumThreadCount = min(1024, (queueFunctionCount * pythonThreadpoolThreadCount) + timerFunctionCount + httpMaxConcurrentRequests)
+var workerThreadCount = isElasticPremium ? elasticPremiumThreadCount : pythonThreadpoolThreadCount
+
 // Every setting of scheduler_core/settings.py SETTINGS. AzureWebJobsStorage (a connection string with
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName, and likewise
 // SchedulerHistoryStorage and SchedulerExecutionStorage by their identity-based __tableServiceUri and
@@ -376,6 +439,9 @@ module functionApp 'modules/functionapp.bicep' = {
     storageBlobEndpoint: storage.outputs.blobEndpoint
     deploymentContainerName: deploymentContainerName
     maximumInstanceCount: maximumInstanceCount
+    alwaysReady: flexAlwaysReady
+    httpPerInstanceConcurrency: httpMaxConcurrentRequests
+    minimumElasticInstanceCount: elasticPremiumMinimumInstances
     enableAppServiceAuth: enableAppServiceAuth
     authClientId: authClientId
     authAllowedAudiences: authAllowedAudiences
@@ -423,7 +489,8 @@ module appSettings 'modules/appsettings.bicep' = {
     hostingPlan: hostingPlan
     schedulerSettings: schedulerSettings
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
-    pythonThreadCount: pythonThreadpoolThreadCount
+    pythonThreadCount: workerThreadCount
+    requestBodySizeLimit: requestBodySizeLimit
     elasticPremiumPackageUrl: '${storage.outputs.blobEndpoint}${deploymentContainerName}/${elasticPremiumPackageBlobName}'
   }
 }

@@ -21,9 +21,14 @@ param schedulerSettings object
 @description('Application Insights connection string (not a secret: ingestion needs an Entra token).')
 param appInsightsConnectionString string
 
-@description('PYTHON_THREADPOOL_THREAD_COUNT: threads of the Python worker that run sync function invocations.')
+@description('PYTHON_THREADPOOL_THREAD_COUNT: threads of the Python worker that run sync function invocations (main.bicep sizes it per plan).')
 @minValue(1)
+@maxValue(1024)
 param pythonThreadCount int
+
+@description('FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: largest request body (bytes) the Functions host reads before it refuses the request itself with 413.')
+@minValue(1)
+param requestBodySizeLimit int
 
 @description('Elastic Premium: URL of the deployment package blob the app runs from (read with its identity).')
 param elasticPremiumPackageUrl string
@@ -37,6 +42,10 @@ var platformSettings = {
   // Set explicitly on both plans: unset, the worker sizes its pool by the instance's CPU count
   // (min(32, cpu + 4) on Python 3.9 and later), which differs by plan and instance size.
   PYTHON_THREADPOOL_THREAD_COUNT: string(pythonThreadCount)
+  // Both plans are Linux, where the host reads a whole request body (up to 100 MB unset) before the worker
+  // sees it (azure-functions-host HttpRequestBodySizeMiddleware sets Kestrel's MaxRequestBodySize from it).
+  // main.bicep sets twice the management API's own limit: docs/deploy.md "What each plan keeps".
+  FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: string(requestBodySizeLimit)
 }
 
 // Elastic Premium without an Azure Files content share (WEBSITE_CONTENTAZUREFILECONNECTIONSTRING needs a
@@ -49,6 +58,10 @@ var platformSettings = {
 var elasticPremiumSettings = {
   FUNCTIONS_WORKER_RUNTIME: 'python'
   FUNCTIONS_EXTENSION_VERSION: '~4'
+  // One Python worker process per instance (the host's default, set so that nobody raises it unawares): the
+  // thread count main.bicep computes is for one process holding everything the host hands the instance, and
+  // the app keeps its clients, caches and pacing (the queue peeks, the scan pool) per process.
+  FUNCTIONS_WORKER_PROCESS_COUNT: '1'
   WEBSITE_RUN_FROM_PACKAGE: elasticPremiumPackageUrl
   WEBSITE_RUN_FROM_PACKAGE_BLOB_MI_RESOURCE_ID: 'SystemAssigned'
   SCM_DO_BUILD_DURING_DEPLOYMENT: 'false'

@@ -52,7 +52,15 @@ param maximumInstanceCount int = 100
 ])
 param instanceMemoryMB int = 2048
 
-@description('Elastic Premium: always-ready (minimum) instances.')
+@description('Flex Consumption: always-ready instances, [{name, instanceCount}] with name a function group (http, blob, durable) or function:<name> (main.bicep builds the list from the functions the app declares).')
+param alwaysReady array = []
+
+@description('Flex Consumption: HTTP requests one instance of the http group is given at once (scaleAndConcurrency.triggers.http.perInstanceConcurrency); host.json extensions.http.maxConcurrentRequests has the same value.')
+@minValue(1)
+@maxValue(1000)
+param httpPerInstanceConcurrency int = 16
+
+@description('Elastic Premium: always-ready (minimum) instances. At least 1: every instance runs every function, so one always polls the execution queues and may hold the timers\' lock.')
 @minValue(1)
 @maxValue(20)
 param minimumElasticInstanceCount int = 1
@@ -115,6 +123,14 @@ var flexConfig = {
   scaleAndConcurrency: {
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    // Instances kept running whatever the load (docs/deploy.md "What each plan keeps"): the scale controller
+    // counts only visible queue messages, and every execution message is invisible until its due second.
+    alwaysReady: alwaysReady
+    triggers: {
+      http: {
+        perInstanceConcurrency: httpPerInstanceConcurrency
+      }
+    }
   }
   runtime: {
     name: 'python'
@@ -125,7 +141,7 @@ var flexConfig = {
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   // checkov:skip=CKV_AZURE_17: clients authenticate with API keys (and optionally Entra ID tokens); Azure Scheduler clients never presented client certificates
   // checkov:skip=CKV_AZURE_222: the management API is public, as Azure Scheduler's was; every request needs an API key (and, when enabled, an Entra token). Private access needs a VNet this template does not impose
-  // checkov:skip=CKV_AZURE_212: Flex Consumption scales to zero and out by itself (maximumInstanceCount); on Elastic Premium minimumElasticInstanceCount sets always-ready instances
+  // checkov:skip=CKV_AZURE_212: instance minimums are set per plan, where the check does not look: on Flex Consumption functionAppConfig.scaleAndConcurrency.alwaysReady (per function), on Elastic Premium minimumElasticInstanceCount
   name: name
   location: location
   tags: union(tags, {

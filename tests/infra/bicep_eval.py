@@ -5,7 +5,9 @@ so a bare string that names a parameter, variable or loop variable of the templa
 to it; any other string is a literal, with ``${...}`` interpolations resolved. Parameters take their
 default values, or the values a test gives (``Template(parsed, parameters={...})``, as a deployment's
 parameters would). ``[for i in range(a, n): ...]`` and ``[for x in array: ...]`` loops, ``concat``,
-``string``, ``union``, ``empty``, ``!``, ``==`` and ``? :`` are evaluated. A module's output
+``string``, ``union``, ``empty``, ``min``, ``max``, ``!``, ``==``, ``!=``, the integer arithmetic
+``+ - * / %`` (``/`` and ``%`` truncate toward zero, as ARM's do), the comparisons ``< <= > >=`` and ``? :``
+are evaluated. A module's output
 (``storage.outputs.blobEndpoint``) evaluates to a :class:`ModuleOutput` naming it, so that a test can tell
 which module's output a value is; any other use of it, and what else cannot be known before deployment
 (``uniqueString``, resource properties...), evaluates to :data:`UNKNOWN`, which spreads through
@@ -14,7 +16,9 @@ interpolations.
 
 from __future__ import annotations
 
+import operator as op
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 
@@ -178,6 +182,8 @@ class Template:
             return [item for argument in arguments for item in argument]
         if kind == "concat" and all(isinstance(a, str | int | bool) for a in arguments):
             return "".join(_to_text(a) for a in arguments)
+        if kind in ("min", "max") and arguments and all(_is_int(a) for a in arguments):
+            return min(arguments) if kind == "min" else max(arguments)
         return UNKNOWN
 
     def _operator(self, operator: dict[str, Any], depth: int, scope: dict[str, Any]) -> Any:
@@ -195,6 +201,17 @@ class Template:
             if isinstance(condition, bool):
                 branch = "true_value" if condition else "false_value"
                 return self.evaluate(operands.get(branch), depth + 1, scope)
+        kind = operator.get("type")
+        if kind in _ARITHMETIC or kind in _COMPARISONS:
+            left = self.evaluate(operands.get("operand_1"), depth + 1, scope)
+            right = self.evaluate(operands.get("operand_2"), depth + 1, scope)
+            if not (_is_int(left) and _is_int(right)):
+                return UNKNOWN
+            if kind in _COMPARISONS:
+                return _COMPARISONS[kind](left, right)
+            if kind in ("divide", "modulo") and right == 0:
+                return UNKNOWN
+            return _ARITHMETIC[kind](left, right)
         if operator.get("type") in ("equals", "not_equals"):
             left = self.evaluate(operands.get("operand_1"), depth + 1, scope)
             right = self.evaluate(operands.get("operand_2"), depth + 1, scope)
@@ -202,6 +219,38 @@ class Template:
                 return UNKNOWN
             return (left == right) == (operator["type"] == "equals")
         return UNKNOWN
+
+
+def _is_int(value: Any) -> bool:
+    """A Bicep int (a bool is not one, though Python's bool is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _truncating_divide(left: int, right: int) -> int:
+    """ARM's integer division (``div``, Bicep's ``/``), which truncates toward zero."""
+    quotient = abs(left) // abs(right)
+    return quotient if (left >= 0) == (right > 0) else -quotient
+
+
+def _truncating_modulo(left: int, right: int) -> int:
+    """ARM's remainder (``mod``, Bicep's ``%``), which takes the sign of the dividend."""
+    return left - right * _truncating_divide(left, right)
+
+
+#: pycep's names of Bicep's integer operators, and what each computes.
+_ARITHMETIC: dict[str, Callable[[int, int], int]] = {
+    "add": op.add,
+    "substract": op.sub,  # (sic: pycep's spelling)
+    "multiply": op.mul,
+    "divide": _truncating_divide,
+    "modulo": _truncating_modulo,
+}
+_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "greater_than": op.gt,
+    "greater_than_or_equals": op.ge,
+    "less_than": op.lt,
+    "less_than_or_equals": op.le,
+}
 
 
 def _to_text(value: Any) -> str:

@@ -287,10 +287,12 @@ def test_the_queue_count_parameter_has_the_settings_bounds(main: Template) -> No
 
 
 def test_the_worker_thread_count_is_the_code_default(main: Template, app_settings_module: Template) -> None:
-    """PYTHON_THREADPOOL_THREAD_COUNT: the Bicep's default (a platform setting) is the declared one."""
+    """PYTHON_THREADPOOL_THREAD_COUNT: the Bicep's default (a platform setting) is the declared one on Flex
+    Consumption (Elastic Premium's, computed from it: test_platform_settings.py)."""
     declared = _declared()["PYTHON_THREADPOOL_THREAD_COUNT"].default
     assert str(main.evaluate("pythonThreadpoolThreadCount")) == declared == "40"
-    assert main.modules["appSettings"]["config"]["params"]["pythonThreadCount"] == "pythonThreadpoolThreadCount"
+    assert main.modules["appSettings"]["config"]["params"]["pythonThreadCount"] == "workerThreadCount"
+    assert str(main.evaluate("workerThreadCount")) == declared  # the default plan is Flex Consumption
     given = Template(app_settings_module.parsed, parameters={"pythonThreadCount": int(declared)})
     assert given.evaluate(given.variable("platformSettings"))["PYTHON_THREADPOOL_THREAD_COUNT"] == declared
 

@@ -268,7 +268,9 @@ def test_thread_count_is_set_on_both_plans(main: Template, app_settings_module: 
     platform = app_settings_module.variable("platformSettings")
     value = platform["PYTHON_THREADPOOL_THREAD_COUNT"]["function"]
     assert value == {"type": "string", "parameters": {"value_to_convert": "pythonThreadCount"}}
-    assert main.modules["appSettings"]["config"]["params"]["pythonThreadCount"] == "pythonThreadpoolThreadCount"
+    # The count per plan (pythonThreadpoolThreadCount on Flex Consumption, computed on Elastic Premium:
+    # test_platform_settings.py).
+    assert main.modules["appSettings"]["config"]["params"]["pythonThreadCount"] == "workerThreadCount"
     # platformSettings is applied whatever the plan (elasticPremiumSettings only on Elastic Premium).
     union = app_settings_module.resources["appSettings"]["config"]["properties"]["function"]
     assert union["type"] == "union"
