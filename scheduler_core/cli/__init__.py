@@ -22,6 +22,7 @@ from scheduler_core.cli.output import write_error
 from scheduler_core.cli.preview import add_preview_command
 from scheduler_core.cli.resources import add_resource_commands
 from scheduler_core.cli.transfer import add_transfer_commands
+from scheduler_core.cli.verify import add_verify_command
 from scheduler_core.errors import ValidationError
 
 __all__ = ["build_parser", "main"]
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_preview_command(commands)
     add_resource_commands(commands)
     add_transfer_commands(commands)
+    add_verify_command(commands)
     return parser
 
 
