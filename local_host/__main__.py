@@ -1,11 +1,18 @@
 """``python -m local_host``: run the function app locally, without Azure Functions Core Tools.
 
 python -m local_host run [--azurite] [--port 7071]   serve the app (what ``make run`` does)
+python -m local_host run --plan elastic-premium      ... with HTTP and timers on the worker's one pool
+python -m local_host run --worker process            ... with the functions in a worker process
 python -m local_host keygen [--subscriptions a,b] [--role reader]    make an API key and its settings entry
 
 ``run`` checks every port it needs before it starts anything: a busy one is one line on stderr naming the
 option to change (``make run PORT=...`` / ``AZURITE_PORTS=...`` when started by ``make``, ``--port`` /
 ``--azurite-ports`` otherwise) and exit status 2.
+
+``--plan elastic-premium`` runs HTTP and timer invocations on the one pool of ``PYTHON_THREADPOOL_THREAD_COUNT``
+threads that runs queue functions, as the Python worker runs every sync function in Azure; ``--worker process``
+runs the functions in a worker process that the host kills on a ``functionTimeout`` and replaces when it dies
+(see ``local_host/runtime.py`` and ``local_host/worker.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from local_host.local_settings import (
 from local_host.ports import PortInUseError, ensure_free, suggest_azurite_ports, suggest_port
 from local_host.preflight import api_key_preflight
 from local_host.queues import THREAD_COUNT_SETTING
-from local_host.runtime import LocalHost
+from local_host.runtime import PLANS, WORKERS, LocalHost
 from scheduler_core import auth, settings
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import MAX_BODY_BYTES
@@ -154,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             location = None if args.in_memory else root / ".azurite"
             print(f"Starting Azurite on 127.0.0.1 ports {azurite_ports} (blob,queue,table)...", flush=True)
             step = time.monotonic()
-            azurite = Azurite(azurite_ports, location)
+            azurite = Azurite(azurite_ports, location, own_session=True)
             azurite.start()
             os.environ["AzureWebJobsStorage"] = azurite.connection_string
             follow_azurite(os.environ, azurite_ports.queue_endpoint(), set_by_user)
@@ -189,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
             state_dir=state_dir,
             http_limits=limits,
             preflight=preflight,
+            plan=args.plan,
+            worker=args.worker,
+            worker_app=args.app,
         )
         host.start()
         if config.execution_queue_count > 1:
@@ -220,6 +230,8 @@ def _banner(host: LocalHost, key: str | None, queue_endpoint: str | None, starte
         print(f"Storage queue actions go to {queue_endpoint} ({STORAGE_QUEUE_ENDPOINT})")
     if host.pollers:
         print(f"Queue functions run on {host.worker_threads} threads ({THREAD_COUNT_SETTING}, as in Azure)")
+    if host.plan == "elastic-premium":
+        print(f"Plan elastic-premium: HTTP and timer functions run on those {host.worker_threads} threads too")
     print("Press Ctrl-C to stop.", flush=True)
 
 
@@ -268,7 +280,21 @@ def main(argv: list[str] | None = None) -> int:
         "--max-connections", type=int, default=defaults.max_connections, help="open connections at most"
     )
     run_parser.add_argument(
-        "--state-dir", help="where the host keeps timers' schedule status (default: <root>/.run/host)"
+        "--state-dir",
+        help="the host's folder (default: <root>/.run/host); its path names the host id, under which "
+        "timers' locks and schedule status are kept in AzureWebJobsStorage's blobs",
+    )
+    run_parser.add_argument(
+        "--plan",
+        choices=PLANS,
+        default="default",
+        help="elastic-premium: HTTP and timer invocations share the worker's pool with queue invocations",
+    )
+    run_parser.add_argument(
+        "--worker",
+        choices=WORKERS,
+        default="threads",
+        help="process: run the functions in a worker process, killed on a functionTimeout, replaced if it dies",
     )
     run_parser.add_argument("--option-names", choices=sorted(PORT_OPTIONS), default="cli", help=argparse.SUPPRESS)
     run_parser.set_defaults(handler=run)

@@ -112,9 +112,14 @@ def _port_open(port: int) -> bool:
 class Azurite:
     """An Azurite child process. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, ports: AzuritePorts | None = None, location: Path | None = None) -> None:
+    def __init__(
+        self, ports: AzuritePorts | None = None, location: Path | None = None, own_session: bool = False
+    ) -> None:
         self.ports = ports or AzuritePorts.free()
         self.location = location
+        #: Start Azurite in a session of its own, so that a Ctrl-C at the terminal reaches the host alone and
+        #: the host stops Azurite after it has released its timer leases (``python -m local_host run``).
+        self.own_session = own_session
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -153,7 +158,11 @@ class Azurite:
             self.location.mkdir(parents=True, exist_ok=True)
             args += ["--location", str(self.location)]
         self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=self.own_session,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

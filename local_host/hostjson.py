@@ -1,4 +1,5 @@
-"""The parts of ``host.json`` the local host honours: the HTTP route prefix and concurrency, the queue settings."""
+"""The parts of ``host.json`` the local host honours: the HTTP route prefix and concurrency, the queue settings,
+and the ``singleton`` section's listener lock (the lease that makes a timer trigger run on one instance)."""
 
 from __future__ import annotations
 
@@ -43,12 +44,51 @@ class HttpOptions:
     max_outstanding_requests: int = 200
 
 
+#: The shortest and longest lease Azure Storage grants, in seconds: the bounds of ``listenerLockPeriod``, and the
+#: shortest ``listenerLockRecoveryPollingInterval`` (WebJobs SDK ``SingletonOptions``).
+MIN_LEASE_PERIOD = 15.0
+MAX_LEASE_PERIOD = 60.0
+#: .NET's ``TimeSpan.MaxValue`` in seconds: as ``listenerLockRecoveryPollingInterval`` it turns the polling off.
+TIMESPAN_MAX_SECONDS = 922337203685.4775807
+
+
+@dataclass(frozen=True)
+class SingletonOptions:
+    """host.json ``singleton``: the listener lock of timer triggers, with the WebJobs SDK's defaults and ranges.
+
+    A timer trigger runs on the one host instance that holds its listener lock, a blob lease of
+    ``listener_lock_period`` seconds (15 to 60: what Azure Storage grants), renewed at half the period. An
+    instance that did not get it tries again every ``listener_lock_recovery_polling_interval`` seconds (at
+    least 15; None: never, .NET's ``TimeSpan.MaxValue``). After the holder dies, the timer is down for at most
+    the period plus the polling interval: the rule these bounds keep (``SingletonOptions`` in
+    azure-webjobs-sdk ``src/Microsoft.Azure.WebJobs.Host/Singleton/SingletonOptions.cs``). A value out of range
+    raises :class:`ConfigurationError`, as the Functions host refuses to start with one.
+    """
+
+    listener_lock_period: float = 60.0
+    listener_lock_recovery_polling_interval: float | None = 60.0
+
+    def __post_init__(self) -> None:
+        if not MIN_LEASE_PERIOD <= self.listener_lock_period <= MAX_LEASE_PERIOD:
+            raise ConfigurationError(
+                f"host.json: singleton.listenerLockPeriod must be between 00:00:15 and 00:01:00 "
+                f"(got {self.listener_lock_period:g} s)"
+            )
+        recovery = self.listener_lock_recovery_polling_interval
+        if recovery is not None and recovery < MIN_LEASE_PERIOD:
+            raise ConfigurationError(
+                "host.json: singleton.listenerLockRecoveryPollingInterval must be at least 00:00:15 "
+                f"(got {recovery:g} s)"
+            )
+
+
 @dataclass(frozen=True)
 class HostConfig:
     route_prefix: str = "api"
     queues: QueueOptions = QueueOptions()
     function_timeout: float | None = None
     http: HttpOptions = HttpOptions()
+    singleton: SingletonOptions = SingletonOptions()
 
 
 def _bounded(value: object, default: int, name: str) -> int:
@@ -58,6 +98,26 @@ def _bounded(value: object, default: int, name: str) -> int:
     if number < 1:
         raise ConfigurationError(f"host.json: extensions.http.{name} must be -1 or a positive number")
     return number
+
+
+def load_singleton(section: object) -> SingletonOptions:
+    """``host.json`` ``singleton`` (absent: the defaults, 60 s and 60 s); a ``TimeSpan.MaxValue`` polling
+    interval turns the polling off (None)."""
+    if section is None:
+        return SingletonOptions()
+    if not isinstance(section, dict):
+        raise ConfigurationError("host.json: singleton must be an object")
+    defaults = SingletonOptions()
+    period = section.get("listenerLockPeriod")
+    recovery: float | None = defaults.listener_lock_recovery_polling_interval
+    if section.get("listenerLockRecoveryPollingInterval") is not None:
+        recovery = parse_timespan(str(section["listenerLockRecoveryPollingInterval"]))
+        if recovery >= int(TIMESPAN_MAX_SECONDS):
+            recovery = None
+    return SingletonOptions(
+        listener_lock_period=parse_timespan(str(period)) if period is not None else defaults.listener_lock_period,
+        listener_lock_recovery_polling_interval=recovery,
+    )
 
 
 def load_host_json(path: Path) -> HostConfig:
@@ -92,4 +152,5 @@ def load_host_json(path: Path) -> HostConfig:
         queues=queues,
         function_timeout=parse_timespan(timeout) if timeout else None,
         http=http,
+        singleton=load_singleton(data.get("singleton")),
     )

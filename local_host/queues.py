@@ -5,15 +5,45 @@ empty; fetch ``batchSize`` messages at a time and fetch again when fewer than ``
 flight; run the function; delete the message on success; on failure make it visible again after
 ``visibilityTimeout``, or move it to ``<queue>-poison`` once it has been dequeued ``maxDequeueCount`` times.
 
+Two cases never run the function, as in the extension (azure-sdk-for-net, ``sdk/storage/``
+``Microsoft.Azure.WebJobs.Extensions.Storage.Common/src/Shared/Queues/QueueProcessor.cs`` and ``QueueListener.cs``,
+``Microsoft.Azure.WebJobs.Extensions.Storage.Queues/src/QueueServiceClientProvider.cs``):
+
+- A message received with a dequeue count *above* ``maxDequeueCount`` (its earlier receives ended without a
+  result: a worker or host that died, a lease that ran out) goes to ``<queue>-poison`` and is deleted
+  before the function is invoked: ``QueueProcessor.BeginProcessingMessageAsync`` calls
+  ``HandlePoisonMessageAsync`` (``CopyMessageToPoisonQueueAsync``, then ``DeleteMessageAsync``) and returns
+  false when ``message.DequeueCount > MaxDequeueCount``, and ``QueueListener.ProcessMessageAsync`` then returns
+  without executing. (A failed run at ``DequeueCount >= MaxDequeueCount`` goes there too, after the run:
+  ``CompleteProcessingMessageAsync``; below it, ``ReleaseMessageAsync`` makes it visible again after
+  ``visibilityTimeout``.)
+- With ``messageEncoding`` base64, a message whose text is not base64 goes to ``<queue>-poison`` at once and
+  is deleted, whatever its dequeue count: ``QueueServiceClientProvider.CreateClient`` subscribes
+  ``QueueClientOptions.MessageDecodingFailed`` with a handler that, for a received message, calls the queue
+  processor's ``HandlePoisonMessageAsync`` with a poison queue client built *without* encoding, so the text
+  lands there as it was stored. The other messages of the batch run as usual. (azure-storage-queue's decode
+  policy would fail the whole receive instead, hiding every message of the batch for the processing lease;
+  so the pollers receive the stored text and decode each message themselves.)
+
+A message is copied to the poison queue as the text it was stored with. The extension copies
+``message.Body`` (the decoded bytes; ``MessageText`` in earlier releases) through the poison queue's client,
+which encodes it again: the same text for any canonical base64, what every sender of this app writes.
+
 The functions themselves run as the Python worker runs sync functions: on one thread pool shared by every
 queue function of the app, ``PYTHON_THREADPOOL_THREAD_COUNT`` threads (an app setting: environment or
 ``local.settings.json`` ``Values``; 40 when unset, the value the Bicep sets in Azure, see docs/deploy.md
 §11). Messages fetched
-beyond that wait for a thread, invisible, as they wait in the worker's queue in Azure.
+beyond that wait for a thread, invisible, as they wait in the worker's queue in Azure. The local host
+(``local_host/runtime.py``) hands the pollers functions bound to its worker (``local_host/worker.py``), which
+enforces ``functionTimeout`` and fails the invocations of a worker that is restarted or dies: such a failure
+settles the message like any other (visible again after ``visibilityTimeout``, its dequeue count raised by
+the next receive).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import functools
 import logging
@@ -24,23 +54,17 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any
 
 import requests
 from azure.core.exceptions import ResourceExistsError
 from azure.core.pipeline.transport import RequestsTransport
 from azure.functions.queue import QueueMessage as FunctionQueueMessage
-from azure.storage.queue import (
-    BinaryBase64DecodePolicy,
-    BinaryBase64EncodePolicy,
-    ExponentialRetry,
-    QueueClient,
-    QueueMessage,
-)
+from azure.storage.queue import ExponentialRetry, QueueClient, QueueMessage
 
 from local_host.app_index import QueueFunction, resolve_setting_references
 from local_host.hostjson import QueueOptions
 from local_host.http_server import invoke
+from local_host.worker import HostStoppingError
 from scheduler_core.errors import ConfigurationError
 from scheduler_core.storage.names import POISON_SUFFIX
 
@@ -126,13 +150,10 @@ def _transport() -> RequestsTransport:
     )
 
 
-def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
-    policies: dict[str, Any] = {}
-    if encoding == "base64":
-        policies = {
-            "message_encode_policy": BinaryBase64EncodePolicy(),
-            "message_decode_policy": BinaryBase64DecodePolicy(),
-        }
+def _queue_client(connection: str, queue: str) -> QueueClient:
+    """A client that sends and receives messages' text as stored (no encode or decode policy): the pollers
+    decode each message themselves (:func:`decode_message_text`), so that one message that is not base64
+    cannot fail a whole receive."""
     return QueueClient.from_connection_string(
         connection_string_for(connection),
         queue,
@@ -140,8 +161,26 @@ def _queue_client(connection: str, queue: str, encoding: str) -> QueueClient:
         read_timeout=READ_TIMEOUT_SECONDS,
         transport=_transport(),
         retry_policy=ExponentialRetry(initial_backoff=RETRY_BACKOFF_SECONDS, increment_base=2, retry_total=3),
-        **policies,
     )
+
+
+#: What ``Convert.FromBase64String`` (the .NET decoding the extension's base64 encoding uses) skips.
+_BASE64_WHITESPACE = str.maketrans("", "", " \t\r\n")
+
+
+def decode_message_text(text: str, encoding: str) -> bytes | None:
+    """The body of a message stored as ``text`` under host.json's ``messageEncoding``; None when it is not
+    valid base64 with ``base64`` (the extension's ``MessageDecodingFailed``).
+
+    base64 is decoded as .NET's ``Convert.FromBase64String`` decodes it: whitespace is ignored, any other
+    character outside the alphabet, a length that is not a multiple of 4 or misplaced padding is an error.
+    """
+    if encoding != "base64":
+        return text.encode("utf-8")
+    try:
+        return base64.b64decode(text.translate(_BASE64_WHITESPACE), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 class QueuePoller:
@@ -158,8 +197,9 @@ class QueuePoller:
         self.function = function
         self.options = options
         self.queue_name = resolve_setting_references(function.queue_name)
-        self._queue = _queue_client(function.connection, self.queue_name, options.message_encoding)
-        self._poison = _queue_client(function.connection, self.queue_name + POISON_SUFFIX, options.message_encoding)
+        self.poison_queue_name = self.queue_name + POISON_SUFFIX
+        self._queue = _queue_client(function.connection, self.queue_name)
+        self._poison = _queue_client(function.connection, self.poison_queue_name)
         self._stop = stop
         self._in_flight = 0
         self._lock = threading.Condition()
@@ -214,31 +254,23 @@ class QueuePoller:
                 self._lock.notify_all()
 
     def process(self, message: QueueMessage) -> None:
-        """Run the function on one received message and settle it (delete, release or poison)."""
-        content = message.content
-        body = content if isinstance(content, bytes) else str(content or "").encode()
-        request = FunctionQueueMessage(  # type: ignore[no-untyped-call]
-            id=message.id,
-            body=body,
-            dequeue_count=message.dequeue_count,
-            expiration_time=message.expires_on,
-            insertion_time=message.inserted_on,
-            time_next_visible=message.next_visible_on,
-            pop_receipt=message.pop_receipt,
-        )
+        """Run the function on one received message and settle it (delete, release or poison).
+
+        A message that is not valid base64 (with ``messageEncoding`` base64) or that was received more than
+        ``maxDequeueCount`` times goes to the poison queue without running (see the module's docstring).
+        """
+        text = message.content if isinstance(message.content, str) else (message.content or b"").decode()
         started = time.perf_counter()
         invocation = uuid.uuid4().hex[:12]
-        try:
-            invoke(self.function.handler, request)
-        except Exception as exc:
-            outcome = self._settle_failure(message, body, exc)
+        dequeue_count = message.dequeue_count or 0
+        body = decode_message_text(text, self.options.message_encoding)
+        if body is None:
+            outcome = self._poison_unrun(message, text, "its text is not valid base64 (messageEncoding base64)")
+        elif dequeue_count > self.options.max_dequeue_count:
+            reason = f"dequeued {dequeue_count} times, more than maxDequeueCount {self.options.max_dequeue_count}"
+            outcome = self._poison_unrun(message, text, reason)
         else:
-            try:
-                self._queue.delete_message(message.id, message.pop_receipt)
-                outcome = "ok"
-            except Exception as exc:  # the message comes back after its lease; the function drops duplicates
-                log.warning("queue %s: message %s ran but was not deleted (%s)", self.queue_name, message.id, exc)
-                outcome = "ok, not deleted (it comes back after its lease)"
+            outcome = self._invoke_and_settle(message, text, body)
         log.info(
             "function=%s trigger=queue queue=%s message=%s dequeue_count=%s -> %s in %.1f ms (invocation %s)",
             self.function.name,
@@ -250,12 +282,57 @@ class QueuePoller:
             invocation,
         )
 
-    def _settle_failure(self, message: QueueMessage, body: bytes, exc: Exception) -> str:
+    def _invoke_and_settle(self, message: QueueMessage, text: str, body: bytes) -> str:
+        request = FunctionQueueMessage(  # type: ignore[no-untyped-call]
+            id=message.id,
+            body=body,
+            dequeue_count=message.dequeue_count,
+            expiration_time=message.expires_on,
+            insertion_time=message.inserted_on,
+            time_next_visible=message.next_visible_on,
+            pop_receipt=message.pop_receipt,
+        )
+        try:
+            invoke(self.function.handler, request)
+        except HostStoppingError:  # never ran: left hidden for the processing lease, as a fetched message is
+            return "not run, the host is stopping (visible again after its processing lease)"
+        except Exception as exc:  # the function's failure, its functionTimeout, or its worker's end
+            return self._settle_failure(message, text, exc)
+        try:
+            self._queue.delete_message(message.id, message.pop_receipt)
+        except Exception as exc:  # the message comes back after its lease; the function drops duplicates
+            log.warning("queue %s: message %s ran but was not deleted (%s)", self.queue_name, message.id, exc)
+            return "ok, not deleted (it comes back after its lease)"
+        return "ok"
+
+    def _poison_unrun(self, message: QueueMessage, text: str, reason: str) -> str:
+        """Move a message to the poison queue without running the function (``HandlePoisonMessageAsync``)."""
+        log.warning(
+            "function=%s message=%s: %s; moving it to queue '%s' without running the function",
+            self.function.name,
+            message.id,
+            reason,
+            self.poison_queue_name,
+        )
+        try:
+            self._poison_message(message, text)
+        except Exception as exc:  # left invisible for the processing lease: the next receive tries again
+            log.warning("queue %s: message %s not moved to poison (%s)", self.queue_name, message.id, exc)
+            return f"not run ({reason}); not moved to poison, it comes back after its lease"
+        return f"not run ({reason}), moved to {self.poison_queue_name}"
+
+    def _poison_message(self, message: QueueMessage, text: str) -> None:
+        """``CopyMessageToPoisonQueueAsync`` then ``DeleteMessageAsync``: the text as stored, then the original."""
+        self._poison.send_message(text)
+        self._queue.delete_message(message.id, message.pop_receipt)
+
+    def _settle_failure(self, message: QueueMessage, text: str, exc: Exception) -> str:
+        """``CompleteProcessingMessageAsync`` of a failed invocation: poison at ``maxDequeueCount``, else
+        ``ReleaseMessageAsync`` (visible again after ``visibilityTimeout``)."""
         log.error("function=%s message=%s raised %s: %s", self.function.name, message.id, type(exc).__name__, exc)
         if (message.dequeue_count or 0) >= self.options.max_dequeue_count:
-            self._poison.send_message(body if self.options.message_encoding == "base64" else body.decode())
-            self._queue.delete_message(message.id, message.pop_receipt)
-            return f"failed, moved to {self.queue_name}{POISON_SUFFIX}"
+            self._poison_message(message, text)
+            return f"failed, moved to {self.poison_queue_name}"
         self._queue.update_message(
             message.id, message.pop_receipt, visibility_timeout=int(self.options.visibility_timeout)
         )

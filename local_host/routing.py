@@ -5,6 +5,11 @@ Supported forms: literal segments (matched case-insensitively), ``{name}``, ``{n
 accepted).
 More specific routes win: a route is tried before another when it has more literal segments, and catch-all
 routes come last.
+
+Routes match the request path as ASP.NET Core gives it to routing (:func:`decode_path`): percent-escapes
+decoded once, except ``%2F``, which stays encoded in the path and so in the route values (the Functions host
+hands route values to the worker as routing found them: ``a%2Fb`` reaches the function as ``a%2Fb``, not
+``a/b``, and is never a segment boundary).
 """
 
 from __future__ import annotations
@@ -12,12 +17,78 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Generic, TypeVar
-from urllib.parse import unquote
 
 T = TypeVar("T")
 
 _PARAMETER = re.compile(r"^\{(\*)?([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z]+)(?:\([^)]*\))?)?(\?)?\}$")
 _CONSTRAINTS = {"int": r"-?\d+", "alpha": r"[A-Za-z]+"}
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _escape_at(path: str, index: int) -> int | None:
+    """The byte of the escape ``%XX`` at ``index``, or None: not an escape, or ``%2F``, which is never decoded."""
+    if path[index] != "%" or index + 2 >= len(path):
+        return None
+    high, low = path[index + 1], path[index + 2]
+    if high not in _HEX or low not in _HEX:
+        return None
+    value = int(high + low, 16)
+    return None if value == 0x2F else value
+
+
+def _sequence_length(lead: int) -> int:
+    """How many bytes a UTF-8 sequence starting with ``lead`` has (0: not a lead byte)."""
+    if lead < 0x80:
+        return 1
+    if lead & 0xE0 == 0xC0:
+        return 2
+    if lead & 0xF0 == 0xE0:
+        return 3
+    if lead & 0xF8 == 0xF0:
+        return 4
+    return 0
+
+
+def decode_path(path: str) -> str:
+    """``path`` decoded as Kestrel does before routing (ASP.NET Core ``UrlDecoder.DecodeInPlace`` with
+    ``isFormEncoding: false``, called by Kestrel's ``PathDecoder.DecodePath``): each run of escapes that is
+    valid UTF-8 (no overlong form, surrogate or code point above U+10FFFF) is decoded once; ``%2F`` (either
+    case) stays encoded; an escape that does not begin a valid sequence stays as it was, as does a ``%``
+    without two hex digits. ``+`` is not a space in a path.
+
+    So ``a%2Fb`` stays ``a%2Fb`` (one segment), ``a%252F`` becomes ``a%2F``, ``%C3%A9`` becomes ``é`` and
+    ``%FF`` stays ``%FF``. (Kestrel answers 400 to a path holding ``%00``; here it decodes to U+0000, which
+    the app's name rule refuses. Kestrel also removes dot segments after decoding; this does not.)
+    """
+    out: list[str] = []
+    index = 0
+    while index < len(path):
+        lead = _escape_at(path, index)
+        if lead is None:
+            out.append(path[index])
+            index += 1
+            continue
+        length = _sequence_length(lead)
+        sequence = [lead]
+        end = index + 3
+        while 0 < len(sequence) < length:
+            following = _escape_at(path, end) if end < len(path) else None  # None also for %2F
+            if following is None or following & 0xC0 != 0x80:
+                break
+            sequence.append(following)
+            end += 3
+        if length and len(sequence) == length:
+            try:
+                out.append(bytes(sequence).decode("utf-8"))
+                index = end
+                continue
+            except UnicodeDecodeError:
+                pass
+        out.append(path[index : index + 3])  # not decodable from here: kept as sent; what follows is read anew
+        index += 3
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -57,7 +128,9 @@ def compile_route(template: str, target: T) -> CompiledRoute[T]:
             parts.append(f"(?:{separator}(?P<{name}>{value}))?")
         else:
             parts.append(f"{separator}(?P<{name}>{value})")
-    pattern = re.compile("^" + "".join(parts) + "/?$", re.IGNORECASE)
+    # Matched against the decoded path, which may hold any character (a decoded %0A too): "." spans line
+    # breaks and the end is the string's end, never "before a final line break" as "$" allows.
+    pattern = re.compile("^" + "".join(parts) + "/?\\Z", re.IGNORECASE | re.DOTALL)
     return CompiledRoute(template, pattern, literal, catch_all, target)
 
 
@@ -72,12 +145,13 @@ class Router(Generic[T]):
         self._routes.sort(key=CompiledRoute.sort_key)
 
     def match(self, raw_path: str) -> list[tuple[T, dict[str, str]]]:
-        """Every matching route, most specific first, with percent-decoded parameters."""
-        path = raw_path.split("?", 1)[0].strip("/")
+        """Every matching route, most specific first, with its parameters: the path is decoded once
+        (:func:`decode_path`, ``%2F`` kept encoded) and then matched, as ASP.NET Core routing does."""
+        path = decode_path(raw_path.split("?", 1)[0]).strip("/")
         found: list[tuple[T, dict[str, str]]] = []
         for route in self._routes:
             m = route.pattern.match(path)
             if m is not None:
-                params = {k: unquote(v) for k, v in m.groupdict().items() if v is not None}
+                params = {k: v for k, v in m.groupdict().items() if v is not None}
                 found.append((route.target, params))
         return found

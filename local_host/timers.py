@@ -1,11 +1,14 @@
 """Timer triggers of the local host: 6-field NCRONTAB schedules (seconds first), evaluated in UTC.
 
 Like the Functions host, a timer with ``use_monitor`` keeps its schedule status (last and next scheduled
-run) in a store that outlives the process: when the host starts after a scheduled run was missed (the
+run) in a store that outlives the process: when its listener starts after a scheduled run was missed (the
 host was down at that instant), the function runs at once, with ``past_due`` set, instead of waiting for
-its next occurrence. The Functions host keeps this status in a blob of ``AzureWebJobsStorage``
-(``azure-webjobs-hosts/timers/...``); the local host keeps it in a JSON file per function
-(:class:`ScheduleStatusStore`).
+its next occurrence. A host with a host id (``python -m local_host run``, or ``LocalHost(host_id=...)``)
+keeps the status where the Functions host does, in the blob ``azure-webjobs-hosts/timers/<hostId>/
+Host.Functions.<name>/status`` of ``AzureWebJobsStorage`` (``local_host.leases.BlobScheduleStatusStore``),
+and runs each timer as a singleton: only the instance holding the timer's listener lock (a blob lease,
+``local_host.leases``) starts its listener, so the app's instances tick once per occurrence, not once each.
+:class:`ScheduleStatusStore` keeps statuses in files instead, for a runner used on its own.
 """
 
 from __future__ import annotations
@@ -16,16 +19,22 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from azure.functions.timer import TimerRequest
 from croniter import croniter
 
 from local_host.app_index import TimerFunction, resolve_setting_references
+from local_host.hostjson import SingletonOptions
 from local_host.http_server import invoke
 from scheduler_core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from local_host.leases import ListenerLock
 
 log = logging.getLogger("local_host")
 
@@ -71,13 +80,38 @@ class ScheduleStatus:
 
     @classmethod
     def from_json(cls, text: str) -> ScheduleStatus:
+        """Read a status written by :meth:`to_json`, or by the Functions host (which writes .NET's
+        ``default(DateTime)``, year 1, for a run that never happened; naive times are UTC, as in Azure)."""
         data = json.loads(text)
-        last = data.get("Last")
+        last = _instant(data.get("Last"))
         return cls(
-            last=datetime.fromisoformat(last).astimezone(UTC) if last else None,
-            next=datetime.fromisoformat(data["Next"]).astimezone(UTC),
-            last_updated=datetime.fromisoformat(data["LastUpdated"]).astimezone(UTC),
+            last=last if last is not None and last.year > 1 else None,
+            next=_required_instant(data["Next"]),
+            last_updated=_required_instant(data["LastUpdated"]),
         )
+
+
+def _instant(text: object) -> datetime | None:
+    if not text:
+        return None
+    value = datetime.fromisoformat(str(text))
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def _required_instant(text: object) -> datetime:
+    value = _instant(text)
+    if value is None:
+        raise ValueError("a schedule status needs Next and LastUpdated")
+    return value
+
+
+class StatusStore(Protocol):
+    """Where a timer's schedule status is kept, by function name (:class:`ScheduleStatusStore`, or
+    ``local_host.leases.BlobScheduleStatusStore`` as the Functions host keeps it)."""
+
+    def load(self, function_name: str) -> ScheduleStatus | None: ...
+
+    def save(self, function_name: str, status: ScheduleStatus) -> None: ...
 
 
 class ScheduleStatusStore:
@@ -112,24 +146,54 @@ class TimerRunner:
     """Runs one timer function on its schedule in a thread; executions never overlap (like the host).
 
     With a ``monitor`` store and a function that uses the monitor, a run missed while the host was down
-    is made up at start-up (past due), as the Functions host does; ``run_on_startup`` runs it at start-up
-    regardless.
+    is made up when the listener starts (past due), as the Functions host does; ``run_on_startup`` runs it
+    when the listener starts regardless.
+
+    With a ``lock`` (a singleton listener lock, ``local_host.leases.ListenerLock``) the listener starts only
+    once this instance holds the lock: it tries when started, then every recovery interval while another
+    instance holds it (``SingletonListener``). So the start-up and past-due runs happen on the holder only,
+    when it gets the lock; on stop, the listener stops before the lock is released.
     """
 
     def __init__(
-        self, function: TimerFunction, stop: threading.Event, monitor: ScheduleStatusStore | None = None
+        self,
+        function: TimerFunction,
+        stop: threading.Event,
+        monitor: StatusStore | None = None,
+        lock: ListenerLock | None = None,
     ) -> None:
         self.function = function
         self.expression = parse_ncrontab(resolve_setting_references(function.schedule))
         self._stop = stop
         self._monitor = monitor if function.use_monitor else None
+        self._lock = lock
+        self._abandoned = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"timer-{function.name}", daemon=True)
+
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this runner's listener runs: it holds its lock, or needs none."""
+        return self._lock is None or self._lock.held
 
     def start(self) -> None:
         self._thread.start()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
+
+    def abandon(self) -> None:
+        """Stop as a crashed host does: no further run, no renewal, and the lock is not released (it expires
+        on its own, so another instance takes over only after the lease period). For tests of failover."""
+        self._abandoned.set()
+        if self._lock is not None:
+            self._lock.abandon()
+
+    def _halted(self) -> bool:
+        return self._stop.is_set() or self._abandoned.is_set()
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True when the runner must stop."""
+        return self._stop.wait(seconds) or self._abandoned.is_set()
 
     def fire(self, scheduled: datetime | None = None) -> None:
         """Run the function once now, as the scheduled occurrence ``scheduled`` (default: now)."""
@@ -180,6 +244,46 @@ class TimerRunner:
         return status.next
 
     def _run(self) -> None:
+        try:
+            if self._lock is None or self._acquire():
+                self._listen()
+        finally:
+            if self._lock is not None and not self._abandoned.is_set():
+                self._lock.release()  # after the listener stopped: its last run is over
+
+    def _try_lock(self, lock: ListenerLock) -> bool:
+        try:
+            return lock.try_acquire()
+        except Exception as exc:  # storage out of reach: try again at the next poll
+            log.warning("timer %s: singleton lock not acquired (%s)", self.function.name, exc)
+            return False
+
+    def _acquire(self) -> bool:
+        """Take the lock before the listener starts: one try now, then one per recovery interval (none when
+        the interval is None) until taken or stopped. True when taken."""
+        lock = self._lock
+        assert lock is not None
+        if self._try_lock(lock):
+            return True
+        interval = lock.recovery_interval
+        log.info(
+            "timer %s: another instance holds the singleton lock (%s); %s",
+            self.function.name,
+            lock.lock_id,
+            f"trying again every {interval:g} s" if interval is not None else "not trying again",
+        )
+        if interval is None:
+            return False
+        waited = 0.0
+        while not self._pause(interval):
+            waited += interval
+            if self._try_lock(lock):
+                log.info("timer %s: took the singleton lock over after %g s", self.function.name, waited)
+                return True
+        return False
+
+    def _listen(self) -> None:
+        """The timer's listener: the missed run or the start-up run first, then the schedule."""
         now = datetime.now(UTC)
         missed = self.past_due_at_start(now)
         scheduled = next_fire_time(self.expression, now)
@@ -191,9 +295,9 @@ class TimerRunner:
             self.fire(missed)  # the missed run (past due), or else the start-up run (now)
             scheduled = next_fire_time(self.expression, datetime.now(UTC))
             self._record(missed, scheduled)
-        while not self._stop.is_set():
+        while not self._halted():
             delay = (scheduled - datetime.now(UTC)).total_seconds()
-            if delay > 0 and self._stop.wait(min(delay, 1.0)):
+            if delay > 0 and self._pause(min(delay, 1.0)):
                 return
             if datetime.now(UTC) < scheduled:
                 continue
@@ -201,3 +305,56 @@ class TimerRunner:
             following = next_fire_time(self.expression, max(scheduled, datetime.now(UTC) - PAST_DUE_AFTER))
             self._record(scheduled, following)
             scheduled = following
+
+
+def timer_runners(
+    functions: Iterable[TimerFunction],
+    stop: threading.Event,
+    options: SingletonOptions,
+    host_id: str | None = None,
+    state_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[TimerRunner]:
+    """The runners of a host's timer functions, as singletons when the host has a host id.
+
+    The host id is ``host_id``, else the setting ``AzureFunctionsJobHost__id``, else Core Tools' default for a
+    host that keeps state in ``state_dir`` (``local_host.leases.resolve_host_id``). With one, every runner
+    takes its listener lock (a lease in ``AzureWebJobsStorage``, host.json ``singleton``) before it runs, and
+    keeps its schedule status in that account; instances with the same host id share both. Without one (an
+    in-process host given neither), every timer runs here, with no status kept. Raises
+    :class:`ConfigurationError` when a host id needs ``AzureWebJobsStorage`` and it is not set.
+    """
+    functions = list(functions)
+    env = os.environ if environ is None else environ
+    if not functions:
+        return []
+    from local_host import leases  # imports the blob client only for hosts that take leases
+
+    identity = leases.resolve_host_id(host_id, state_dir, env)
+    if identity is None:
+        return [TimerRunner(function, stop) for function in functions]
+    connection = env.get("AzureWebJobsStorage")
+    if not connection:
+        raise ConfigurationError(
+            "timer triggers need the app setting AzureWebJobsStorage (their locks and schedule status live there)"
+        )
+    container = leases.hosts_container(connection)
+    locks = leases.BlobLeaseLocks(container)
+    monitor = leases.BlobScheduleStatusStore(container, identity)
+    log.info(
+        "timers run as singletons of host id %s (lock period %g s, recovery polling %s)",
+        identity,
+        options.listener_lock_period,
+        f"{options.listener_lock_recovery_polling_interval:g} s"
+        if options.listener_lock_recovery_polling_interval is not None
+        else "off",
+    )
+    return [
+        TimerRunner(
+            function,
+            stop,
+            monitor,
+            leases.ListenerLock(locks, leases.listener_lock_id(identity, function.name), options, stop.set),
+        )
+        for function in functions
+    ]

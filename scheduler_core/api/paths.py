@@ -195,10 +195,10 @@ def parse_path(path: str) -> ResourcePath:
 def check_url(url: str) -> None:
     """Refuse a request URL whose path holds an encoded ``/`` (``%2F``) or bytes that are not UTF-8.
 
-    A host may decode the path before routing in ways that lose the client's names: the local host
-    decodes ``%2F``, which would move the names after it into other segments (``jobs/a%2Frun`` would
-    become the run operation of job ``a``), and replaces bytes that are not UTF-8 by U+FFFD. The
-    Functions host keeps both encoded, and its URL as well. The URL keeps the client's segments, so the
+    A host that decoded ``%2F`` before routing would move the names after it into other segments
+    (``jobs/a%2Frun`` would become the run operation of job ``a``), and one that replaced bytes that are not
+    UTF-8 by U+FFFD would lose them. The Functions host (Kestrel's path decoding) keeps both encoded, and its
+    URL as well; the local host does the same. The URL keeps the client's segments, so the
     check is made on it, before the path is parsed.
     """
     segments = urlsplit(url).path.strip("/").split("/")
