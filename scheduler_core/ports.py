@@ -183,10 +183,27 @@ class Claims(Protocol):
     """Execution claims, by job identity; the lease rule of :mod:`scheduler_core.model.claim`."""
 
     def claim(
-        self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None
+        self,
+        partition: str,
+        row: str,
+        worker: str,
+        now: datetime,
+        lease: timedelta,
+        token: str | None = None,
+        take_over: bool = True,
     ) -> ClaimResult:
         """Claim one attempt by the lease rule. Safe to call again with the same ``token`` after an error:
-        a claim made with it (whose answer was lost) is returned as claimed."""
+        a claim made with it (whose answer was lost) is returned as claimed (with the token). A claim whose
+        lease is over is taken over (its :attr:`LostAttempt.takeovers` one more than the last holder's), unless
+        ``take_over`` is False: then nothing is written and the result is ``EXPIRED`` with the lease's end."""
+        ...
+
+    def renew(self, claim: Claim, now: datetime, lease: timedelta) -> Claim | None:
+        """Extend the lease of a claim its holder still holds (``Running``, with the holder's token) to
+        ``now + lease``; returns the claim's new version (use it for :meth:`record`), or None when the claim is
+        no longer this holder's (taken over, done or deleted). Safe to call again after an error (a renewal
+        whose answer was lost is recognised by the token). Bounds each try more tightly than other calls, so
+        that a holder notices storage answering again within seconds."""
         ...
 
     def state(self, partition: str, row: str) -> ClaimState | None:

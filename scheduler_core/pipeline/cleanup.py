@@ -8,7 +8,8 @@ It has the shape of the dispatch, so that no call runs long and scale-out parall
   :class:`CleanupMessage` per subscription to the cleanup queue;
 - a subscription's message (:func:`work`) sends one message per collection of the subscription, at most
   :data:`COLLECTIONS_PER_MESSAGE` of them, handing the rest on as a further message (the collections after
-  the last one it took, by row key) before it sends its own; each collection's message becomes visible at
+  the last one it took, by row key) before it sends its own, and the rest of its own range (``after``,
+  ``until``] when it runs past :data:`MESSAGE_BUDGET`; each collection's message becomes visible at
   its own second of :data:`SPREAD`, so the cleanup's load on the storage account stays steady;
 - a collection's message cleans the jobs of its range of row keys (``after``, ``until``]: one holding more
   than :data:`JOBS_PER_MESSAGE` first hands the jobs past its first :data:`JOBS_PER_MESSAGE` on as a further
@@ -62,7 +63,10 @@ COLLECTIONS_PER_MESSAGE = 500
 #: Jobs one collection message cleans at most (a few seconds at two or three requests each); a collection
 #: holds at most 1,000 jobs (P20Premium), so its jobs go out as up to 4 messages that run in parallel.
 JOBS_PER_MESSAGE = 250
-#: How long one message works before it hands the rest of its range on (the Functions host allows 10 min).
+#: How long (seconds) one message works before it hands the rest of its range on: it starts no job (a
+#: collection's message) and no batch of sends (a subscription's) after it. A message then ends within this
+#: and the storage calls in flight (each bounded by the storage clients' timeouts and retries): well under the
+#: Functions host's ``functionTimeout`` (10 minutes), whose expiry would restart the worker process.
 MESSAGE_BUDGET = 60.0
 #: Messages the timer and a subscription's message have in flight at once.
 SEND_THREADS = 8
@@ -84,8 +88,8 @@ Send = Callable[[str, int], None]  # (message text, visibility in whole seconds)
 @dataclass(frozen=True)
 class CleanupMessage:
     """Clean one subscription's collections (``name`` empty) or one collection's jobs in the row-key range
-    (``after``, ``until``] (empty: unbounded); for a subscription, ``after`` is a collection row key.
-    ``run`` is the instant every retention rule compares with."""
+    (``after``, ``until``] (empty: unbounded); for a subscription, ``after`` and ``until`` are collection row
+    keys. ``run`` is the instant every retention rule compares with."""
 
     run: str
     subscription: str
@@ -193,13 +197,13 @@ def work(
 ) -> CleanupReport:
     """One cleanup message (the cleanup queue's function). ``claims``: the execution claims to trim too."""
     ref = message.collection
+    deadline = monotonic() + budget
     if ref is None:
-        return _subscription(stores, message, send, collections_per_message)
+        return _subscription(stores, message, send, collections_per_message, deadline, monotonic)
     report = CleanupReport()
     collection = stores.collections.get(ref)
     if collection is None:
         return report  # deleted meanwhile, its jobs with it
-    deadline = monotonic() + budget
     if collection.deleting:
         _finish_deletion(stores, collection, message, send, claims, report, deadline, monotonic)
     else:
@@ -207,21 +211,40 @@ def work(
     return report
 
 
-def _subscription(stores: Stores, message: CleanupMessage, send: Send, limit: int) -> CleanupReport:
-    """Send a message per collection of the subscription after ``message.after`` (up to ``limit``)."""
+def _subscription(
+    stores: Stores,
+    message: CleanupMessage,
+    send: Send,
+    limit: int,
+    deadline: float,
+    monotonic: Callable[[], float],
+) -> CleanupReport:
+    """Send a message per collection of the subscription in (``message.after``, ``message.until``] (up to
+    ``limit``; the rest handed on first), :data:`SEND_THREADS` at a time; past ``deadline`` the collections not
+    yet sent for are handed on as the range after the last one sent."""
     report = CleanupReport()
     collections = sorted(
-        (c for c in stores.collections.list(message.subscription) if c.ref.row_key > message.after),
+        (c for c in stores.collections.list(message.subscription) if _in_range(c.ref.row_key, message)),
         key=lambda c: c.ref.row_key,
     )
+    if not collections:
+        return report
     mine = collections[: max(1, limit)]
     if len(collections) > len(mine):  # the rest first, so that another worker sends them meanwhile
         send(replace(message, after=mine[-1].ref.row_key).to_json(), 0)
         report.messages_sent += 1
     run = message.run
     refs = [c.ref for c in mine]
-    _send_all(send, [(CleanupMessage(run, r.subscription, r.resource_group, r.name), spread_seconds(r)) for r in refs])
-    report.messages_sent += len(mine)
+    for start in range(0, len(refs), SEND_THREADS):
+        if start and monotonic() > deadline:  # out of time: the rest of this message's range goes on
+            send(replace(message, after=refs[start - 1].row_key, until=refs[-1].row_key).to_json(), 0)
+            report.messages_sent += 1
+            return report
+        batch = refs[start : start + SEND_THREADS]
+        _send_all(
+            send, [(CleanupMessage(run, r.subscription, r.resource_group, r.name), spread_seconds(r)) for r in batch]
+        )
+        report.messages_sent += len(batch)
     return report
 
 

@@ -61,8 +61,8 @@ log = logging.getLogger("scheduler_core.execute")
 COUNTER_ATTEMPTS = 10
 #: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
 COUNTED_KEEP = 16
-#: How long (seconds) one attempt's counters write may go on losing races before it gives up (raises): well
-#: within the attempt's claim lease (two minutes), which the attempt holds meanwhile.
+#: How long (seconds) one attempt's counters write may go on losing races before it gives up (raises): the
+#: attempt holds its claim meanwhile (its lease renewed, :mod:`scheduler_core.pipeline.leases`).
 COUNTER_BUDGET = 30.0
 #: The first wait (seconds) after a lost race is random up to this; the bound doubles with each lost race...
 COUNTER_BACKOFF = 0.05

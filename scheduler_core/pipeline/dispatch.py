@@ -126,6 +126,7 @@ class ScanReport:
     retries: int = 0
     rescued: int = 0  # attempts sent again because their worker died (watchdog)
     handed_on: str = ""  # the row key after which the rest of the shard was handed on ("": none)
+    deferred: int = 0  # rows not started within the scan's budget (handed on, or left for the next tick)
     deleted: list[tuple[str, str]] = field(default_factory=list)
     moves: list[tuple[str, DueEntry | None]] = field(default_factory=list)
     watches: list[DueEntry] = field(default_factory=list)
@@ -152,6 +153,15 @@ SCAN_CHUNK = 200
 SEND_THREADS = 16
 #: A scan with at most this many rows dispatches them one after the other (no thread hand-off).
 SERIAL_ROWS = 8
+#: How long (seconds) a scan that can hand rows on starts rows: past this it starts no more (a scan of
+#: :data:`SCAN_CHUNK` rows takes about a second when storage answers). The rows it did not start are handed
+#: on as a further scan message (those after the last row it started), or, when it already handed the rest of
+#: its shard on (its range is bounded by that message's), left in the index for the next tick's scan. So a
+#: scan runs for this long, plus the storage calls in flight when it ran out (each bounded by the storage
+#: clients' timeouts and retries), plus its index write and that message: well under the Functions host's
+#: ``functionTimeout`` (10 minutes), whose expiry would restart the worker process and fail every invocation
+#: on it (attempts included).
+SCAN_BUDGET = 30.0
 #: Jobs named in one ``JobStore.get_many`` call of a scan (14 fit one Table Storage query's filter); the
 #: calls of a large scan run on the pool too.
 JOBS_PER_READ = 14
@@ -165,8 +175,9 @@ class Dispatcher:
     Per occurrence it costs one queue send; the jobs of a scan are read a collection at a time (one query
     per 14 jobs), and the index rows it replaces (the fired row deleted, the following occurrence's row
     written) are batched per shard, each pair in one transaction. A scan dispatches at most ``chunk``
-    rows and hands the rest of its shard on through ``send_scan`` (:data:`SCAN_CHUNK`); without
-    ``send_scan`` it dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`).
+    rows and hands the rest of its shard on through ``send_scan`` (:data:`SCAN_CHUNK`), and starts rows for
+    ``budget`` seconds at most (:data:`SCAN_BUDGET`; ``monotonic`` is its clock); without ``send_scan`` it
+    dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`).
     """
 
     def __init__(
@@ -182,6 +193,8 @@ class Dispatcher:
         send_scan: Callable[[str], None] | None = None,
         chunk: int = SCAN_CHUNK,
         behind: Behind | None = None,
+        budget: float = SCAN_BUDGET,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stores = stores
         self.send = send
@@ -191,6 +204,8 @@ class Dispatcher:
         self.depths = depths
         self.send_scan = send_scan
         self.chunk = max(1, chunk)
+        self.budget = budget
+        self.monotonic = monotonic
 
     @staticmethod
     def _threads() -> ThreadPoolExecutor:
@@ -276,8 +291,10 @@ class Dispatcher:
 
     def scan(self, shard: str, now: datetime, after: str = "", tick: str = "") -> ScanReport:
         """Dispatch the rows of ``shard`` due before ``now`` + the lookahead (those after the row key
-        ``after`` only), at most ``chunk`` of them when the rest can be handed on (see the class)."""
+        ``after`` only), at most ``chunk`` of them when the rest can be handed on, and only those it starts
+        within its budget (see the class and :data:`SCAN_BUDGET`)."""
         began = time.monotonic()
+        deadline = self.monotonic() + self.budget if self.send_scan is not None else None
         report = ScanReport(shard)
         horizon = format_due(now + self.lookahead)
         limit = self.chunk + 1 if self.send_scan is not None else None
@@ -286,8 +303,10 @@ class Dispatcher:
             rows = rows[: self.chunk]
             self._hand_on(shard, rows[-1].row_key, tick or format_instant(now), report)
         jobs = self._jobs_of(rows, now)
-        self._dispatch_rows(rows, now, report, jobs)
+        unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
         self._apply(report)
+        if unstarted:
+            self._out_of_time(shard, rows, unstarted, tick or format_instant(now), report)
         duration = time.monotonic() - began
         reporting.scan(
             shard, duration, len(rows), report.fired, report.coalesced, report.retries, report.stale, report.rescued
@@ -306,13 +325,47 @@ class Dispatcher:
         report.handed_on = last
         log.info("shard %s: more than %d rows due; the rows after %s handed on", shard, self.chunk, last)
 
-    def _dispatch_rows(
-        self, rows: list[DueEntry], now: datetime, report: ScanReport, jobs: dict[tuple[str, str], Job]
+    def _out_of_time(
+        self, shard: str, rows: list[DueEntry], unstarted: list[int], tick: str, report: ScanReport
     ) -> None:
-        """Dispatch each row (concurrently when there are many): a row that fails stays in the index."""
+        """The scan ran out of its budget before starting the rows at the indexes ``unstarted`` (of ``rows``,
+        which are in key order): hand them on, as a scan of the rows after the last one before them, unless the
+        rest of the shard was handed on already (a further scan of this range would also read that message's
+        rows: they are left to the next tick's scan instead). Either way they stay in the index until sent."""
+        first = min(unstarted)
+        report.deferred = len(unstarted)
+        if report.handed_on or self.send_scan is None:
+            log.warning(
+                "shard %s: %d rows not started within %g s; left for the next tick", shard, len(unstarted), self.budget
+            )
+            return
+        last = rows[first - 1].row_key  # the first row is always started
+        try:
+            self.send_scan(ScanMessage(shard=shard, tick=tick, after=last).to_json())
+        except Exception:
+            log.warning("shard %s: rows after %s not handed on; the next tick scans them", shard, last, exc_info=True)
+            return
+        report.handed_on = last
+        log.warning("shard %s: %d rows not started within %g s; handed on", shard, len(unstarted), self.budget)
 
-        def one(row: DueEntry) -> ScanReport:
+    def _dispatch_rows(
+        self,
+        rows: list[DueEntry],
+        now: datetime,
+        report: ScanReport,
+        jobs: dict[tuple[str, str], Job],
+        deadline: float | None = None,
+    ) -> list[int]:
+        """Dispatch each row (concurrently when there are many): a row that fails stays in the index. Past
+        ``deadline`` (of :attr:`monotonic`; None: none) no row is started but the first: the indexes of the rows
+        not started are returned (they stay in the index)."""
+        unstarted: list[int] = []
+
+        def one(index: int, row: DueEntry) -> ScanReport:
             mine = ScanReport(report.shard)
+            if deadline is not None and index and self.monotonic() > deadline:
+                unstarted.append(index)
+                return mine
             try:
                 self._dispatch_row(row, now, mine, jobs.get((row.job_partition, row.job_row)))
             except Exception:
@@ -322,11 +375,12 @@ class Dispatcher:
             return mine
 
         if len(rows) <= SERIAL_ROWS:
-            for row in rows:
-                report.add(one(row))
-            return
-        for part in self._threads().map(one, rows):
-            report.add(part)
+            for index, row in enumerate(rows):
+                report.add(one(index, row))
+        else:
+            for part in self._threads().map(one, range(len(rows)), rows):
+                report.add(part)
+        return sorted(unstarted)
 
     def _jobs_of(self, rows: list[DueEntry], now: datetime) -> dict[tuple[str, str], Job]:
         """The jobs the rows name, read a partition (collection) at a time, :data:`JOBS_PER_READ` keys a call

@@ -10,7 +10,14 @@ A job whose last occurrence completes ends ``Completed``; one whose last occurre
 Delivery: each attempt has one execution id (:meth:`ExecutionMessage.stable_execution_id`), the same on
 every delivery. Its action runs at least once, and more than once only when a worker or storage dies
 mid-call: a worker that takes over an expired claim records the lost holder's attempt in history ("worker
-lost; the call may have been delivered") next to its own run. The writes after the action (follow-up
+lost; the call may have been delivered") next to its own run. The holder renews its claim's 60-s lease every
+20 s while it holds it (:mod:`scheduler_core.pipeline.leases`), and a worker that finds a lease over looks
+again 10 s later before it takes the claim over (:mod:`scheduler_core.model.claim`), so a live call is not
+taken over, however long it runs or storage stays away. A worker that takes an attempt over the
+:data:`~scheduler_core.model.claim.MAX_TAKEOVERS`-th time (3) does not run it again: it records it as failed
+("the worker running this attempt was lost 3 times; ..."), and the occurrence goes on to its retries (a
+retry is a new attempt, with a count of its own) or its error action, counted once, as for any failed
+attempt; so an action that crashes its worker stops doing so after 3 tries. The writes after the action (follow-up
 messages, counters, then the history entry with the claim's completion) retry through a storage outage of
 a minute (:mod:`scheduler_core.pipeline.durable`) and are idempotent: the history entry's key is fixed by
 the claim (its holder and claim time) and the execution id; the counters write records the attempt in the
@@ -20,8 +27,10 @@ counters write never counts an attempt twice.
 Storage operations of an attempt that succeeds: the job read, the claim (an insert), the counters (one
 ETag-guarded write over the job as read) and the history entry written into the claim's row as it is
 completed (one merge, :meth:`~scheduler_core.ports.Claims.record`): four, besides the queue's receive and
-delete. Its watch entry costs nothing more when the scan finds the attempt counted in the job it reads
-anyway (:mod:`scheduler_core.pipeline.watchdog`).
+delete; and one merge per 20 s that it holds its claim beyond its first 20 s (the lease's renewals). A
+takeover costs two more requests (its first look: an insert that finds the claim, and its read). Its watch
+entry costs nothing more when the scan finds the attempt counted in the job it reads anyway
+(:mod:`scheduler_core.pipeline.watchdog`).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from scheduler_core.model import (
     CLAIM_LEASE,
     ActionName,
     ClaimOutcome,
+    ClaimResult,
     HistoryEntry,
     HistoryStatus,
     Job,
@@ -51,12 +61,14 @@ from scheduler_core.model import (
     LostAttempt,
 )
 from scheduler_core.model.actions import Action, JobAction
+from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline import policies, reporting
 from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, backfill_ended, count_attempt
 from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
+from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.policies import Start
 from scheduler_core.pipeline.reporting import NextStep, Stale
@@ -77,6 +89,19 @@ NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not 
 DEADLINE_MARGIN = timedelta(seconds=5)
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
 WORKER_LOST = "worker lost; the call may have been delivered"
+#: The start of the history message of an attempt given up after its workers were lost
+#: :data:`~scheduler_core.model.claim.MAX_TAKEOVERS` times.
+GIVEN_UP = "the worker running this attempt was lost"
+
+
+def given_up_result() -> ActionResult:
+    """The result of an attempt whose workers were lost :data:`MAX_TAKEOVERS` times: failed, not run again."""
+    return ActionResult(
+        False,
+        f"{GIVEN_UP} {MAX_TAKEOVERS} times; not run again: its action most likely stops the worker that runs it "
+        "(a native crash, memory exhausted). Each of those calls may have been delivered",
+    )
+
 
 Clock = Callable[[], datetime]
 
@@ -198,6 +223,7 @@ class Executor:
         worker: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         lease: timedelta = CLAIM_LEASE,
+        wait: Wait = wait_on_event,
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -208,6 +234,7 @@ class Executor:
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
         self.lease = lease
+        self.wait = wait  # the lease keeper's wait between renewals (simulated time in tests)
 
     def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
         """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
@@ -241,61 +268,105 @@ class Executor:
             if isinstance(admitted, ExecutionReport):
                 return admitted
             job = admitted
-        occurrence = message.occurrence_time
         execution_id = message.stable_execution_id()
-        claim_row = message.claim_row
         claimed_at, token = self.clock(), uuid.uuid4().hex
-        result = durably(
-            "claim",
-            lambda: self.claims.claim(job.ref.identity, claim_row, self.worker, claimed_at, self.lease, token),
-        )
+        result = self._claim(job, message, claimed_at, token)
         if result.outcome is ClaimOutcome.DONE:
             self._log_skip(job, message, Outcome.DUPLICATE, "already ran")
             return ExecutionReport(Outcome.DUPLICATE, execution_id=execution_id)
         claim = result.claim
-        if result.outcome is ClaimOutcome.BUSY or claim is None:
+        if result.outcome is not ClaimOutcome.CLAIMED or claim is None:
             # Look again once the holder's lease has ended (it may die): then this delivery takes over.
             wait = (result.lease_until or claimed_at + self.lease) - self.clock()
             delay = max(1, math.ceil(wait.total_seconds()) + 1)
             self.send(message.to_json(), delay)
             self._log_skip(job, message, Outcome.BUSY, f"another worker runs it; looked at again in {delay} s")
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
-        if result.lost is not None:
+        # The claim is this worker's: its lease is renewed until the write that completes it.
+        keeper = LeaseKeeper(self.claims, claim, self.lease, self.clock, wait=self.wait, name=message.attempt_key)
+        keeper.start()
+        try:
+            return self._run_claimed(job, message, execution_id, result.lost, keeper)
+        finally:
+            keeper.stop()  # also when the attempt fails with an exception: its lease then runs out
+
+    def _claim(self, job: Job, message: ExecutionMessage, now: datetime, token: str) -> ClaimResult:
+        """Claim the attempt (the lease rule). A lease found over is looked at again :func:`takeover_pause`
+        later, and taken over only if it is still over: a live holder that could not renew during a storage
+        outage renews first once storage answers again (:mod:`scheduler_core.model.claim`)."""
+        identity, row = job.ref.identity, message.claim_row
+        result = durably(
+            "claim",
+            lambda: self.claims.claim(identity, row, self.worker, now, self.lease, token, take_over=False),
+        )
+        if result.outcome is not ClaimOutcome.EXPIRED:
+            return result
+        self.sleep(takeover_pause(self.lease).total_seconds())
+        later = self.clock()
+        return durably("claim", lambda: self.claims.claim(identity, row, self.worker, later, self.lease, token))
+
+    def _run_claimed(
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        execution_id: str,
+        lost: LostAttempt | None,
+        keeper: LeaseKeeper,
+    ) -> ExecutionReport:
+        """Run an attempt this worker has claimed (``lost``: the holder it took the claim over from), and
+        complete its claim with ``keeper``'s latest version of it."""
+        given_up = False
+        if lost is not None:
             if message.attempt_key in job.counted:
-                # The lost holder ran the attempt, sent what follows and counted it; only its record (which
-                # completes the claim) was left to write: its entry, if it wrote one, is kept.
-                self._record_lost(job, message, execution_id, result.lost, counted=True)
+                # The lost holder ran the attempt (or gave it up), sent what follows and counted it; only its
+                # record (which completes the claim) was left to write: its entry, if it wrote one, is kept.
+                if lost.takeovers > MAX_TAKEOVERS:
+                    self._record_given_up(job, message, execution_id, lost)
+                else:
+                    self._record_lost(job, message, execution_id, lost, counted=True)
                 self._resend_released(job, message)
+                claim = keeper.stop()
                 durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
                 self._log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
-            self._record_lost(job, message, execution_id, result.lost)
+            if lost.takeovers <= MAX_TAKEOVERS:  # it made the call (one beyond gave the attempt up: no call)
+                self._record_lost(job, message, execution_id, lost)
+            given_up = lost.takeovers >= MAX_TAKEOVERS
 
-        early = occurrence - self.clock()
-        if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
-            self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
+        occurrence = message.occurrence_time
         job_action = job.definition.action
         action = action_of(job, message)
-        started = self.clock()
-        context = ActionContext(
-            job_id=job.ref.resource_id,
-            collection_id=job.ref.collection.resource_id,
-            expected_time=occurrence,
-            execution_id=execution_id,
-            retry_count=message.attempt,
-            started_at=started,
-            expand_placeholders=job_action.expand_placeholders,
-            message_id=message.message_id(),
-        )
-        # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
-        with reporting.attempt_span(job, message, action) as span:
-            outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)
-        ended = self.clock()
+        if given_up:
+            # Its workers were lost running it MAX_TAKEOVERS times: most likely its action stops them. Not
+            # run again: recorded as failed, it goes on to its retries or error action as any failed attempt.
+            started = ended = self.clock()
+            outcome = given_up_result()
+            reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
+        else:
+            early = occurrence - self.clock()
+            if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
+                self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
+            started = self.clock()
+            context = ActionContext(
+                job_id=job.ref.resource_id,
+                collection_id=job.ref.collection.resource_id,
+                expected_time=occurrence,
+                execution_id=execution_id,
+                retry_count=message.attempt,
+                started_at=started,
+                expand_placeholders=job_action.expand_placeholders,
+                message_id=message.message_id(),
+            )
+            # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
+            with reporting.attempt_span(job, message, action) as span:
+                outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)
+            ended = self.clock()
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
         # that completes the claim, so a done claim always has its entry and everything that follows.
         follow = self._follow_up(job, message, outcome, job_action, ended)
         step, retry_at = follow.step, follow.retry_at
+        claim = keeper.stop()  # its latest version: the record is guarded by it
         record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended, follow.note)
         durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
         if follow.delete is not None:
@@ -315,11 +386,12 @@ class Executor:
     ) -> None:
         """Record the attempt of a holder that died mid-call, unless it recorded it itself before dying
         (``counted``: it died after counting the attempt, before recording its outcome)."""
-        why = (
-            "ran it and counted it, then stopped before recording its outcome"
-            if counted
-            else ("stopped before recording it; run again")
-        )
+        if counted:
+            why = "ran it and counted it, then stopped before recording its outcome"
+        elif lost.takeovers >= MAX_TAKEOVERS:
+            why = f"stopped before recording it; not run again: its workers were lost {MAX_TAKEOVERS} times"
+        else:
+            why = "stopped before recording it; run again"
         record = HistoryEntry(
             execution_id=execution_id,
             row_key=history_row_key(lost.claimed_at, execution_id),  # the row the lost holder would have written
@@ -334,7 +406,17 @@ class Executor:
             trigger=trigger_of(message),
         )
         durably("history of a lost attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
-        reporting.worker_lost(job, message, execution_id, lost.worker)
+        reporting.worker_lost(
+            job, message, execution_id, lost.worker, again=not counted and lost.takeovers < MAX_TAKEOVERS
+        )
+
+    def _record_given_up(self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt) -> None:
+        """Write the entry of a holder that gave an attempt up (its workers lost too often) and counted it, but
+        stopped before recording it: the entry it would have written, at its key."""
+        record = history_entry(
+            job, message, execution_id, given_up_result(), lost.claimed_at, lost.claimed_at, self.clock()
+        )
+        durably("history of a given-up attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
 
     # -------------------------------------------------------------------------------------- follow-ups
 

@@ -93,20 +93,26 @@ def on_overlap(
 
 #: Added to :func:`unfinished_until`: attempts that waited in a queue backlog, and the watchdog's re-sends.
 UNFINISHED_SLACK_LEASES = 10
+#: The time one attempt is reckoned to hold its claim in :func:`unfinished_until`, when the claim's lease is
+#: shorter: the call's deadline (60 s by default) and a minute of writes after it. (A claim's lease is renewed
+#: while its attempt runs, so it no longer bounds the attempt; this was the 2-minute lease's value.)
+ATTEMPT_HOLD = timedelta(minutes=2)
 
 
 def unfinished_until(occurrence: datetime, retry: RetryPolicy, lease: timedelta) -> datetime:
     """The latest instant the attempts of ``occurrence`` can still be going on under the job's retry policy
     (the main action's tries and their delays, then the error action's under the same policy, each attempt
-    held at most a claim ``lease``), with a slack of :data:`UNFINISHED_SLACK_LEASES` leases. An occurrence a
-    job still names as unfinished after that was lost (its message dropped as poison, say): it no longer
-    makes later occurrences overlap, so a job is never skipped forever."""
+    held at most a claim ``lease``, or :data:`ATTEMPT_HOLD` when that is longer), with a slack of
+    :data:`UNFINISHED_SLACK_LEASES` such holds. An occurrence a job still names as unfinished after that was
+    lost (its message dropped as poison, say): it no longer makes later occurrences overlap, so a job is never
+    skipped forever."""
+    hold = max(lease, ATTEMPT_HOLD)
     attempts = 1 if retry.kind is RetryType.NONE else retry.retry_count + 1
     waits = sum((retry.delay(attempt) for attempt in range(attempts - 1)), timedelta())
     if retry.kind is RetryType.EXPONENTIAL:
         waits *= 1 + JITTER_FRACTION
-    one_action = waits + attempts * lease
-    return occurrence + 2 * one_action + UNFINISHED_SLACK_LEASES * lease
+    one_action = waits + attempts * hold
+    return occurrence + 2 * one_action + UNFINISHED_SLACK_LEASES * hold
 
 
 # ------------------------------------------------------------------------------------------- missed runs

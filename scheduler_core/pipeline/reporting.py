@@ -403,14 +403,28 @@ def attempt_span(job: Job, message: ExecutionMessage, action: Action | None) -> 
         yield AttemptSpan(span)
 
 
-def worker_lost(job: Job, message: ExecutionMessage, execution_id: str, worker: str) -> None:
-    """An attempt whose worker died before recording it was recorded by the worker that took it over."""
+def worker_lost(job: Job, message: ExecutionMessage, execution_id: str, worker: str, again: bool = True) -> None:
+    """An attempt whose worker died before recording it was recorded by the worker that took it over (and is
+    run again, unless ``again`` is False: counted by the lost worker, or given up)."""
     execute_log.warning(
-        "job %s: attempt %s of %s lost with worker %s; run again",
+        "job %s: attempt %s of %s lost with worker %s; %s",
         job.ref.identity,
         execution_id,
         message.occurrence,
         worker,
+        "run again" if again else "not run again",
+    )
+
+
+def attempt_given_up(job: Job, message: ExecutionMessage, execution_id: str, takeovers: int) -> None:
+    """An attempt whose workers were lost ``takeovers`` times is recorded as failed instead of run again."""
+    execute_log.warning(
+        "job %s: attempt %s of %s given up: the worker running it was lost %d times (its action most likely "
+        "stops its worker); recorded as failed",
+        job.ref.identity,
+        execution_id,
+        message.occurrence,
+        takeovers,
     )
 
 

@@ -1,5 +1,15 @@
 """The watchdog over dispatched attempts: an attempt whose worker died runs again within a tick of its
-claim's lease, not after the queue's 10-minute processing lease.
+claim's lease, not after the queue's 10-minute processing lease. The lease (60 s,
+:data:`~scheduler_core.model.claim.CLAIM_LEASE`) is renewed by its holder every 20 s while it holds the
+attempt (:mod:`scheduler_core.pipeline.leases`), so a lease found over means that its holder stopped renewing
+it, and a call of any length is never sent again while its worker lives; the worker that takes the attempt
+over looks once more :func:`~scheduler_core.model.claim.takeover_pause` (10 s) later first. A dead worker's
+attempt thus runs again at most a lease, :data:`WATCH_GRACE`, one dispatch interval (the tick that looks,
+60 s), a queue poll and that pause after the worker's last renewal: 60 + 5 + 60 + 1 + 10 s, about 2¼ minutes
+at worst and 1½ on average (it was a fixed 2 minutes after the *claim*, plus the tick: up to 3 minutes, and a
+call longer than 2 minutes was taken over while it ran). An attempt whose workers were lost
+:data:`~scheduler_core.model.claim.MAX_TAKEOVERS` (3) times is not run again but recorded as failed by the
+worker that takes it over the last time (:mod:`scheduler_core.pipeline.execute`).
 
 With each attempt it sends, a scan writes a *watch entry* (kind ``watch``, carrying the message) in the
 same shard batch that moves the fired entry, due when the attempt's claim lease would end (occurrence +
@@ -37,11 +47,12 @@ one index write each.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_core.model import WATCH, DueEntry, Job, JobState
+from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
@@ -53,9 +64,11 @@ Behind = Callable[[str, timedelta, datetime], bool]
 
 #: A watch entry is due this long after the lease it watches would end (clock skew between instances).
 WATCH_GRACE = timedelta(seconds=5)
+#: How long a queue hides a message a worker received (the Functions host's processing lease).
+QUEUE_PROCESSING_LEASE = timedelta(minutes=10)
 #: A watch entry whose attempt has not been claimed yet is looked at this many times (a lease apart)
-#: before it is dropped: by then the queue has shown the message again by itself.
-WATCH_UNCLAIMED_CHECKS = 5
+#: before it is dropped: by then the queue has shown the message again by itself (10 for the 60-s lease).
+WATCH_UNCLAIMED_CHECKS = math.ceil(QUEUE_PROCESSING_LEASE / CLAIM_LEASE)
 
 
 def waits_its_turn(job: Job, message: ExecutionMessage) -> bool:

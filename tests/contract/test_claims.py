@@ -235,3 +235,88 @@ def test_an_entry_recorded_with_its_claim_keeps_its_trigger_and_after_the_claim_
     assert list(history.list(JOB)) == [entry]
     claims.delete_all(PARTITION)  # the entry moves to the job's history with its trigger
     assert [e.trigger for e in history.list(JOB)] == [Trigger.BACKFILL]
+
+
+# ------------------------------------------------------------------ renewals, second looks and takeovers
+
+
+def test_an_expired_lease_is_left_alone_by_a_first_look_and_taken_over_by_a_second(claims: Claims) -> None:
+    claims.claim(PARTITION, ROW, "w1", T0, LEASE, token="t1")
+    later = T0 + LEASE
+    look = claims.claim(PARTITION, ROW, "w2", later, LEASE, token="t2", take_over=False)
+    assert look == ClaimResult(ClaimOutcome.EXPIRED, lease_until=T0 + LEASE)
+    assert claims.state(PARTITION, ROW) == ClaimState(done=False, lease_until=T0 + LEASE)  # nothing written
+    again = claims.claim(PARTITION, ROW, "w2", later, LEASE, token="t2")
+    assert again.outcome is ClaimOutcome.CLAIMED and again.lost == LostAttempt("w1", T0, takeovers=1)
+    live = claims.claim(PARTITION, ROW, "w3", later, LEASE, token="t3", take_over=False)
+    assert live == ClaimResult(ClaimOutcome.BUSY, lease_until=later + LEASE)  # a live lease is busy as ever
+
+
+def test_a_first_look_at_an_attempt_nobody_claimed_claims_it(claims: Claims) -> None:
+    result = claims.claim(PARTITION, ROW, "w1", T0, LEASE, token="t1", take_over=False)
+    assert result.outcome is ClaimOutcome.CLAIMED and result.lost is None
+    assert result.claim is not None and result.claim.token == "t1"
+
+
+def test_each_takeover_of_a_claim_is_counted(claims: Claims) -> None:
+    claims.claim(PARTITION, ROW, "w0", T0, LEASE)
+    counts = []
+    for n in range(1, 4):
+        now = T0 + n * LEASE
+        taken = claims.claim(PARTITION, ROW, f"w{n}", now, LEASE)
+        assert taken.outcome is ClaimOutcome.CLAIMED and taken.lost is not None
+        assert (taken.lost.worker, taken.lost.claimed_at) == (f"w{n - 1}", T0 + (n - 1) * LEASE)
+        counts.append(taken.lost.takeovers)
+    assert counts == [1, 2, 3]
+    other = claims.claim(PARTITION, claim_key(T0, "main", 1, "retry"), "w", T0 + 9 * LEASE, LEASE)
+    assert other.lost is None  # a retry is another attempt: a claim, and a count, of its own
+
+
+def test_a_renewal_extends_the_lease_and_gives_the_claims_next_version(backend: Backend) -> None:
+    claims, history = backend.claims, backend.stores.history
+    claimed = claims.claim(PARTITION, ROW, "w1", T0, LEASE, token="t1")
+    assert claimed.claim is not None and claimed.claim.token == "t1"
+    renewed = claims.renew(claimed.claim, T0 + timedelta(seconds=40), LEASE)
+    assert renewed is not None and renewed.etag != claimed.claim.etag
+    assert (renewed.partition, renewed.row, renewed.claimed_at, renewed.token) == (PARTITION, ROW, T0, "t1")
+    assert claims.state(PARTITION, ROW) == ClaimState(done=False, lease_until=T0 + timedelta(seconds=40) + LEASE)
+    past_first_lease = T0 + LEASE + timedelta(seconds=1)
+    assert claims.claim(PARTITION, ROW, "w2", past_first_lease, LEASE).outcome is ClaimOutcome.BUSY
+
+    entry = entry_of(claimed)
+    claims.record(renewed, JOB, entry, past_first_lease)
+    state = claims.state(PARTITION, ROW)
+    assert state is not None and state.done
+    assert list(history.list(JOB)) == [entry]
+
+
+def test_a_renewal_or_record_over_an_outdated_version_of_the_holders_own_claim_still_lands(backend: Backend) -> None:
+    """A renewal whose answer was lost changed the claim: the holder's next renewal and its record are made
+    with the version before it, and still land (the claim is recognised by its token)."""
+    claims, history = backend.claims, backend.stores.history
+    claimed = claims.claim(PARTITION, ROW, "w1", T0, LEASE, token="t1")
+    assert claimed.claim is not None
+    assert claims.renew(claimed.claim, T0 + timedelta(seconds=20), LEASE) is not None  # its answer "lost"
+    again = claims.renew(claimed.claim, T0 + timedelta(seconds=21), LEASE)
+    assert again is not None
+    assert claims.state(PARTITION, ROW) == ClaimState(done=False, lease_until=T0 + timedelta(seconds=21) + LEASE)
+    claims.renew(again, T0 + timedelta(seconds=22), LEASE)  # and that one's answer "lost" too
+    entry = entry_of(claimed)
+    claims.record(again, JOB, entry, T0 + timedelta(seconds=30))
+    state = claims.state(PARTITION, ROW)
+    assert state is not None and state.done
+    assert list(history.list(JOB)) == [entry]  # once
+
+
+def test_a_renewal_of_a_claim_taken_over_done_or_gone_is_refused(claims: Claims) -> None:
+    slow = claims.claim(PARTITION, ROW, "slow", T0, LEASE, token="t1")
+    later = T0 + LEASE + timedelta(seconds=1)
+    taker = claims.claim(PARTITION, ROW, "taker", later, LEASE, token="t2")
+    assert slow.claim is not None and taker.claim is not None
+    assert claims.renew(slow.claim, later, LEASE) is None  # the taker's now
+    assert claims.state(PARTITION, ROW) == ClaimState(done=False, lease_until=later + LEASE)
+    claims.complete(taker.claim, later)
+    assert claims.renew(taker.claim, later, LEASE) is None  # done
+    claims.delete_all(PARTITION)
+    assert claims.renew(taker.claim, later, LEASE) is None  # gone
+    assert claims.state(PARTITION, ROW) is None

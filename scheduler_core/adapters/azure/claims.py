@@ -6,12 +6,17 @@ A claim completed by :meth:`TableClaims.record` holds the attempt's history entr
 ``JobHistory`` row, and ``HistoryKey``, its row key there): one write instead of a history row and a claim
 update. :class:`~scheduler_core.adapters.azure.tables.TableHistory` lists such rows with the job's history
 rows. Rows written before this (history in ``JobHistory``, claims without an entry) read as before.
+
+A holder renews its lease with :meth:`TableClaims.renew` (one merge of ``LeaseUntil``); a takeover counts
+itself in ``Takeovers`` (absent: never taken over), which the worker that takes the claim over learns
+(:attr:`~scheduler_core.model.claim.LostAttempt.takeovers`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +36,12 @@ from scheduler_core.adapters.azure.tables import (
 from scheduler_core.model import Claim, ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt
 from scheduler_core.storage.keys import JobRef, format_due
 
+#: The bounds of one try of a renewal (seconds, and no retry by the client): a holder tries again itself
+#: within a second, so that once storage answers again it renews within a few seconds, well inside the pause
+#: a worker that found its lease over waits before it takes the claim over
+#: (:func:`~scheduler_core.model.claim.takeover_pause`).
+RENEW_TIMEOUTS: dict[str, Any] = {"connection_timeout": 2.0, "read_timeout": 4.0, "retry_total": 0}
+
 
 @translated
 class TableClaims:
@@ -39,10 +50,18 @@ class TableClaims:
         self.history = history  # JobHistory: where an entry goes whose claim another worker took over
 
     def claim(
-        self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None
+        self,
+        partition: str,
+        row: str,
+        worker: str,
+        now: datetime,
+        lease: timedelta,
+        token: str | None = None,
+        take_over: bool = True,
     ) -> ClaimResult:
         """Claim one attempt (see the module's lease rule). Safe to call again with the same ``token`` after
-        an error: a claim made with it (whose answer was lost) is recognised and returned as claimed."""
+        an error: a claim made with it (whose answer was lost) is recognised and returned as claimed. A lease
+        that is over is taken over (the row's ``Takeovers`` counted up), unless ``take_over`` is False."""
         token = token or uuid.uuid4().hex
         entity: dict[str, Any] = {
             "PartitionKey": partition,
@@ -55,7 +74,7 @@ class TableClaims:
         }
         try:
             result = self.table.create_entity(entity)
-            return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, str(result["etag"]), now))
+            return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, str(result["etag"]), now, token))
         except ResourceExistsError:
             pass
         try:
@@ -63,23 +82,58 @@ class TableClaims:
         except ResourceNotFoundError:
             return ClaimResult(ClaimOutcome.BUSY)
         if current.get("Token") == token:  # this call's own create landed; its answer was lost
-            return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, str(current.metadata["etag"]), now))
+            return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, str(current.metadata["etag"]), now, token))
         if current.get("State") == "Done":
             return ClaimResult(ClaimOutcome.DONE)
         lease_until = _aware(current.get("LeaseUntil"))
         if lease_until is not None and lease_until > now:
             return ClaimResult(ClaimOutcome.BUSY, lease_until=lease_until)
-        lost = LostAttempt(str(current.get("Worker", "")), _aware(current.get("ClaimedAt")) or now)
+        if not take_over:
+            return ClaimResult(ClaimOutcome.EXPIRED, lease_until=lease_until)
+        takeovers = int(current.get("Takeovers") or 0) + 1
+        lost = LostAttempt(str(current.get("Worker", "")), _aware(current.get("ClaimedAt")) or now, takeovers)
         try:
             result = self.table.update_entity(
-                entity,
+                entity | {"Takeovers": takeovers},
                 mode=UpdateMode.REPLACE,
                 etag=current.metadata["etag"],
                 match_condition=MatchConditions.IfNotModified,
             )
         except (ResourceModifiedError, ResourceNotFoundError):
             return ClaimResult(ClaimOutcome.BUSY, lease_until=now + lease)
-        return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, str(result["etag"]), now), lost=lost)
+        claimed = Claim(partition, row, str(result["etag"]), now, token)
+        return ClaimResult(ClaimOutcome.CLAIMED, claimed, lost=lost)
+
+    def renew(self, claim: Claim, now: datetime, lease: timedelta) -> Claim | None:
+        """Extend this holder's lease to ``now + lease``: one merge guarded by the version it last wrote. When
+        the guard fails, the row is read: still this holder's (its token, ``Running``: a renewal whose answer
+        was lost landed) it is renewed over the version read; another holder's, done or gone: None. Each try
+        is bounded by :data:`RENEW_TIMEOUTS` with no retry of the client's own (the holder tries again
+        itself, every :data:`~scheduler_core.model.claim.RENEW_RETRY`)."""
+        entity = {"PartitionKey": claim.partition, "RowKey": claim.row, "LeaseUntil": now + lease}
+        etag = claim.etag
+        for _ in range(2):
+            try:
+                result = self.table.update_entity(
+                    entity,
+                    mode=UpdateMode.MERGE,
+                    etag=etag,
+                    match_condition=MatchConditions.IfNotModified,
+                    **RENEW_TIMEOUTS,
+                )
+                return replace(claim, etag=str(result["etag"]))
+            except ResourceNotFoundError:
+                return None
+            except ResourceModifiedError:
+                pass
+            try:
+                current = self.table.get_entity(claim.partition, claim.row, select=["State", "Token"], **RENEW_TIMEOUTS)
+            except ResourceNotFoundError:
+                return None
+            if current.get("State") == "Done" or not claim.token or current.get("Token") != claim.token:
+                return None
+            etag = str(current.metadata["etag"])
+        return None  # written again between the read and the merge: not this holder's any more
 
     def state(self, partition: str, row: str) -> ClaimState | None:
         """The claim's state (None: nobody has claimed the attempt)."""
@@ -119,12 +173,22 @@ class TableClaims:
         except (ResourceModifiedError, ResourceNotFoundError):
             pass
         try:
-            current = self.table.get_entity(claim.partition, claim.row, select=["State", HISTORY_KEY])
+            current = self.table.get_entity(claim.partition, claim.row, select=["State", "Token", HISTORY_KEY])
         except ResourceNotFoundError:  # the job's claims were deleted meanwhile: done, with this entry
             self.table.upsert_entity(row, mode=UpdateMode.MERGE)
             return
         if current.get(HISTORY_KEY) == entry.row_key:
             return  # this entry landed (the answer to the first try was lost)
+        if claim.token and current.get("Token") == claim.token and current.get("State") != "Done":
+            # Still this holder's claim: a version it wrote whose answer was lost (a renewal). Over that one.
+            with contextlib.suppress(ResourceModifiedError, ResourceNotFoundError):
+                self.table.update_entity(
+                    row,
+                    mode=UpdateMode.MERGE,
+                    etag=current.metadata["etag"],
+                    match_condition=MatchConditions.IfNotModified,
+                )
+                return
         self.history.upsert_entity(history)  # another holder's claim now: the entry goes next to its own
 
     def release(self, claim: Claim) -> None:

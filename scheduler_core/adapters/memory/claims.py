@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from scheduler_core.adapters.memory.history import MemoryHistory
@@ -27,6 +27,7 @@ class _ClaimRow:
     lease_until: datetime | None = None
     claimed_at: datetime | None = None
     completed_at: datetime | None = None
+    takeovers: int = 0  # how many times the claim was taken over
 
 
 class MemoryClaims(FaultSeam):
@@ -41,26 +42,49 @@ class MemoryClaims(FaultSeam):
 
     @faultable
     def claim(
-        self, partition: str, row: str, worker: str, now: datetime, lease: timedelta, token: str | None = None
+        self,
+        partition: str,
+        row: str,
+        worker: str,
+        now: datetime,
+        lease: timedelta,
+        token: str | None = None,
+        take_over: bool = True,
     ) -> ClaimResult:
         token = token or uuid.uuid4().hex
         now = utc(now)
         with self._lock:
             rows = self._rows.setdefault(partition, {})
             current = rows.get(row)
+            takeovers = 0
             if current is not None:
                 if current.token == token:  # this call's own claim, made by a try whose answer was lost
-                    return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, current.etag, now))
+                    return ClaimResult(ClaimOutcome.CLAIMED, Claim(partition, row, current.etag, now, token))
                 if current.done:
                     return ClaimResult(ClaimOutcome.DONE)
                 if current.lease_until is not None and current.lease_until > now:
                     return ClaimResult(ClaimOutcome.BUSY, lease_until=current.lease_until)
-            claimed = _ClaimRow(new_etag(), False, worker, token, now + lease, now)
+                if not take_over:
+                    return ClaimResult(ClaimOutcome.EXPIRED, lease_until=current.lease_until)
+                takeovers = current.takeovers + 1
+            claimed = _ClaimRow(new_etag(), False, worker, token, now + lease, now, takeovers=takeovers)
             rows[row] = claimed
-        result = Claim(partition, row, claimed.etag, now)
+        result = Claim(partition, row, claimed.etag, now, token)
         if current is None:
             return ClaimResult(ClaimOutcome.CLAIMED, result)
-        return ClaimResult(ClaimOutcome.CLAIMED, result, lost=LostAttempt(current.worker, current.claimed_at or now))
+        lost = LostAttempt(current.worker, current.claimed_at or now, takeovers)
+        return ClaimResult(ClaimOutcome.CLAIMED, result, lost=lost)
+
+    @faultable
+    def renew(self, claim: Claim, now: datetime, lease: timedelta) -> Claim | None:
+        with self._lock:
+            rows = self._rows.get(claim.partition, {})
+            current = rows.get(claim.row)
+            if current is None or current.done or current.token != claim.token:
+                return None  # taken over, done or deleted: no longer this holder's
+            renewed = replace(current, etag=new_etag(), lease_until=utc(now) + lease)
+            rows[claim.row] = renewed
+        return replace(claim, etag=renewed.etag)
 
     @faultable
     def state(self, partition: str, row: str) -> ClaimState | None:
@@ -73,22 +97,17 @@ class MemoryClaims(FaultSeam):
         with self._lock:
             rows = self._rows.setdefault(claim.partition, {})
             current = rows.get(claim.row) or _ClaimRow("", False)
-            rows[claim.row] = _ClaimRow(
-                new_etag(),
-                True,
-                current.worker,
-                current.token,
-                current.lease_until,
-                current.claimed_at,
-                utc(now),
-            )
+            rows[claim.row] = replace(current, etag=new_etag(), done=True, completed_at=utc(now))
 
     @faultable
     def record(self, claim: Claim, job: JobRef, entry: HistoryEntry, now: datetime) -> None:
         self.history.add(job, entry)
         with self._lock:
             current = self._rows.get(claim.partition, {}).get(claim.row)
-            taken_over = current is not None and current.etag != claim.etag and not current.done
+            # Another holder's now (a version this holder did not write: not its token, or, for a claim
+            # without one, another ETag); a claim another worker took over stays that worker's to complete.
+            mine = current is not None and (current.token == claim.token if claim.token else current.etag == claim.etag)
+            taken_over = current is not None and not mine and not current.done
         if not taken_over:  # a claim another worker took over stays that worker's to complete
             self.complete(claim, now)
 
