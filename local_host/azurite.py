@@ -2,6 +2,13 @@
 
 Used by ``make run`` (data kept under the git-ignored ``.azurite/``) and by the test suite (in memory, on
 free ports, so tests never collide with an Azurite the user already runs).
+
+By default Azurite speaks plain HTTP and accepts the development account's key (and SAS) only. With
+:class:`AzuriteHttps` it serves HTTPS with the given PEM certificate and key (``--cert``/``--key``) and, with
+``oauth``, also accepts bearer tokens (``--oauth basic``, which Azurite allows over HTTPS only: its
+README's "OAuth Configuration"). Basic OAuth checks a token's shape, issuer, audience and lifetime, not its
+signature (``node_modules/azurite/dist/src/queue/authentication/QueueTokenAuthenticator.js``), so identity-based
+connections can be exercised locally with a stand-in credential (``local_host/connections.py``).
 """
 
 from __future__ import annotations
@@ -81,15 +88,21 @@ class AzuritePorts:
         """The ``SCHEDULER_STORAGE_QUEUE_ENDPOINT`` template of Storage queue actions sent to this Azurite."""
         return f"http://127.0.0.1:{self.queue}/{{account}}"
 
-    def connection_string(self) -> str:
-        """The explicit connection string for these ports (``UseDevelopmentStorage`` assumes defaults)."""
-        base = "http://127.0.0.1"
+    def connection_string(self, scheme: str = "http") -> str:
+        """The explicit connection string for these ports (``UseDevelopmentStorage`` assumes defaults), over
+        ``scheme`` (``https`` for an Azurite started with :class:`AzuriteHttps`)."""
+        base = f"{scheme}://127.0.0.1"
         return (
-            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+            f"DefaultEndpointsProtocol={scheme};AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
             f"BlobEndpoint={base}:{self.blob}/{DEV_ACCOUNT};"
             f"QueueEndpoint={base}:{self.queue}/{DEV_ACCOUNT};"
             f"TableEndpoint={base}:{self.table}/{DEV_ACCOUNT};"
         )
+
+    def service_uri(self, service: str, scheme: str = "http") -> str:
+        """The development account's endpoint of ``service`` (``blob``, ``queue``, ``table``), path-style as
+        Azurite serves it on an IP address: the value of an identity-based ``<connection>__<service>ServiceUri``."""
+        return f"{scheme}://127.0.0.1:{self.by_service()[service]}/{DEV_ACCOUNT}"
 
 
 def _executable() -> str:
@@ -109,22 +122,54 @@ def _port_open(port: int) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class AzuriteHttps:
+    """HTTPS for every Azurite service: a PEM certificate and its private key (``--cert``, ``--key``; the
+    certificate must name 127.0.0.1, and its CA be trusted by the clients), and with ``oauth`` bearer tokens
+    accepted besides the account key (``--oauth basic``)."""
+
+    cert: Path
+    key: Path
+    oauth: bool = True
+
+    def arguments(self) -> list[str]:
+        """Azurite's command-line options for this."""
+        return ["--cert", str(self.cert), "--key", str(self.key), *(["--oauth", "basic"] if self.oauth else [])]
+
+
 class Azurite:
-    """An Azurite child process. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
+    """An Azurite child process. Use as a context manager, or call :meth:`start` and :meth:`stop`.
+
+    ``https``: serve HTTPS (and accept bearer tokens) as :class:`AzuriteHttps` says; None (the default): plain
+    HTTP with the account key, as before."""
 
     def __init__(
-        self, ports: AzuritePorts | None = None, location: Path | None = None, own_session: bool = False
+        self,
+        ports: AzuritePorts | None = None,
+        location: Path | None = None,
+        own_session: bool = False,
+        https: AzuriteHttps | None = None,
     ) -> None:
         self.ports = ports or AzuritePorts.free()
         self.location = location
+        self.https = https
         #: Start Azurite in a session of its own, so that a Ctrl-C at the terminal reaches the host alone and
         #: the host stops Azurite after it has released its timer leases (``python -m local_host run``).
         self.own_session = own_session
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    def scheme(self) -> str:
+        """``https`` when started with :class:`AzuriteHttps`, else ``http``."""
+        return "https" if self.https is not None else "http"
+
+    @property
     def connection_string(self) -> str:
-        return self.ports.connection_string()
+        return self.ports.connection_string(self.scheme)
+
+    def service_uri(self, service: str) -> str:
+        """The endpoint of ``service`` for an identity-based connection (see :meth:`AzuritePorts.service_uri`)."""
+        return self.ports.service_uri(service, self.scheme)
 
     @property
     def pid(self) -> int | None:
@@ -152,6 +197,8 @@ class Azurite:
             "--tablePort",
             str(self.ports.table),
         ]
+        if self.https is not None:
+            args += self.https.arguments()
         if self.location is None:
             args.append("--inMemoryPersistence")
         else:

@@ -25,6 +25,13 @@ Two cases never run the function, as in the extension (azure-sdk-for-net, ``sdk/
   policy would fail the whole receive instead, hiding every message of the batch for the processing lease;
   so the pollers receive the stored text and decode each message themselves.)
 
+Each trigger's ``connection`` is resolved as the extension resolves it (``local_host/connections.py``): a
+connection string, or an identity-based connection (``<connection>__queueServiceUri``, ``__serviceUri`` or
+``__accountName``) reached with a token credential (in Azure the app's managed identity; here, for a local
+Azurite started with ``--oauth basic`` and no identity at hand, a stand-in). A connection the extension would
+refuse stops the host at start-up with an error naming the setting. The clients verify TLS with the CA bundle
+of ``REQUESTS_CA_BUNDLE`` when it is set (:func:`ca_bundle`).
+
 A message is copied to the poison queue as the text it was stored with. The extension copies
 ``message.Body`` (the decoded bytes; ``MessageText`` in earlier releases) through the poison queue's client,
 which encodes it again: the same text for any canonical base64, what every sender of this app writes.
@@ -54,14 +61,18 @@ import urllib.request
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
 
 import requests
+from azure.core.credentials import TokenCredential
 from azure.core.exceptions import ResourceExistsError
 from azure.core.pipeline.transport import RequestsTransport
 from azure.functions.queue import QueueMessage as FunctionQueueMessage
 from azure.storage.queue import ExponentialRetry, QueueClient, QueueMessage
 
+from local_host import connections
 from local_host.app_index import QueueFunction, resolve_setting_references
+from local_host.connections import StorageConnection
 from local_host.hostjson import QueueOptions
 from local_host.http_server import invoke
 from local_host.worker import HostStoppingError
@@ -114,15 +125,6 @@ def worker_pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="worker")
 
 
-def connection_string_for(connection: str) -> str:
-    """The connection string behind a trigger's ``connection`` setting name (default AzureWebJobsStorage)."""
-    name = connection or "AzureWebJobsStorage"
-    value = os.environ.get(name) or os.environ.get(f"AzureWebJobs{name}")
-    if not value:
-        raise ConfigurationError(f"queue trigger connection {name!r}: no such app setting with a connection string")
-    return value
-
-
 #: First back-off of a poller's failed queue call, about that of the Functions host's storage clients (Azure.Core's
 #: default retry: 0.8 s, exponential, 3 tries). azure-storage-queue's own default waits 15 s first: one
 #: connection dropped under load then stopped a poller, and every execution behind it, for 15 s.
@@ -134,9 +136,23 @@ RETRY_BACKOFF_SECONDS = 1
 POOL_CONNECTIONS = 128
 
 
+#: Where the pollers' clients find the certificate authorities they trust: requests' own variables, read as
+#: requests reads them (its session ignores the environment here, see :func:`_transport`); unset: certifi's.
+#: A local Azurite with HTTPS (``local_host/azurite.py``, ``AzuriteHttps``) has a certificate of the user's
+#: own CA, which the user names here.
+CA_BUNDLE_SETTINGS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def ca_bundle(environ: Mapping[str, str] | None = None) -> str | bool:
+    """The CA bundle the pollers' clients verify TLS with (:data:`CA_BUNDLE_SETTINGS`), True for the default."""
+    env = os.environ if environ is None else environ
+    return next((env[name] for name in CA_BUNDLE_SETTINGS if env.get(name)), True)
+
+
 @functools.cache
-def _transport() -> RequestsTransport:
-    """One pooled HTTP transport for the pollers' queue clients (the Functions host keeps its connections)."""
+def _transport(verify: str | bool = True) -> RequestsTransport:
+    """One pooled HTTP transport for the pollers' queue clients (the Functions host keeps its connections),
+    per CA bundle ``verify``."""
     session = requests.Session()
     session.trust_env = bool(urllib.request.getproxies())
     adapter = requests.adapters.HTTPAdapter(pool_connections=POOL_CONNECTIONS, pool_maxsize=POOL_CONNECTIONS)
@@ -147,21 +163,25 @@ def _transport() -> RequestsTransport:
         session_owner=False,
         connection_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
+        connection_verify=verify,
     )
 
 
-def _queue_client(connection: str, queue: str) -> QueueClient:
-    """A client that sends and receives messages' text as stored (no encode or decode policy): the pollers
-    decode each message themselves (:func:`decode_message_text`), so that one message that is not base64
-    cannot fail a whole receive."""
-    return QueueClient.from_connection_string(
-        connection_string_for(connection),
-        queue,
-        connection_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-        transport=_transport(),
-        retry_policy=ExponentialRetry(initial_backoff=RETRY_BACKOFF_SECONDS, increment_base=2, retry_total=3),
-    )
+def _queue_client(connection: StorageConnection, queue: str, credential: TokenCredential | None) -> QueueClient:
+    """A client of ``queue`` on ``connection`` (its connection string, else its service URI with ``credential``)
+    that sends and receives messages' text as stored (no encode or decode policy): the pollers decode each
+    message themselves (:func:`decode_message_text`), so that one message that is not base64 cannot fail a
+    whole receive. (The extension builds a ``QueueServiceClient`` from the connection and takes the queue's
+    client from it: ``QueueListenerFactory``; the queue's URL is the service URI and the queue's name.)"""
+    options: dict[str, Any] = {
+        "connection_timeout": CONNECT_TIMEOUT_SECONDS,
+        "read_timeout": READ_TIMEOUT_SECONDS,
+        "transport": _transport(ca_bundle()),
+        "retry_policy": ExponentialRetry(initial_backoff=RETRY_BACKOFF_SECONDS, increment_base=2, retry_total=3),
+    }
+    if connection.connection_string is not None:
+        return QueueClient.from_connection_string(connection.connection_string, queue, **options)
+    return QueueClient(str(connection.service_uri), queue, credential=credential, **options)
 
 
 #: What ``Convert.FromBase64String`` (the .NET decoding the extension's base64 encoding uses) skips.
@@ -198,8 +218,21 @@ class QueuePoller:
         self.options = options
         self.queue_name = resolve_setting_references(function.queue_name)
         self.poison_queue_name = self.queue_name + POISON_SUFFIX
-        self._queue = _queue_client(function.connection, self.queue_name)
-        self._poison = _queue_client(function.connection, self.poison_queue_name)
+        #: The trigger's connection, resolved as the queue extension resolves it (``local_host/connections.py``),
+        #: and the token credential of an identity-based one (None with a connection string).
+        self.connection = connections.resolve(function.connection, "queue")
+        self.credential = connections.token_credential(self.connection) if self.connection.identity_based else None
+        if self.credential is not None:
+            log.info(
+                "queue %s of function %s: identity-based connection %s from setting %s, token from %s",
+                self.queue_name,
+                function.name,
+                self.connection.name,
+                self.connection.source,
+                type(self.credential).__name__,
+            )
+        self._queue = _queue_client(self.connection, self.queue_name, self.credential)
+        self._poison = _queue_client(self.connection, self.poison_queue_name, self.credential)
         self._stop = stop
         self._in_flight = 0
         self._lock = threading.Condition()
