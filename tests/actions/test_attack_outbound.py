@@ -15,7 +15,6 @@ HTTP servers on 127.0.0.1; names resolved by the suite's DNS test double, ``Fake
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import resource
 import socket
 import ssl
@@ -26,15 +25,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
-from cryptography.x509.oid import NameOID
 
 from scheduler_core import settings
 from scheduler_core.actions.http import HttpSender
@@ -209,28 +202,7 @@ def keep_alive_peer(wrap: Callable[[socket.socket], socket.socket] | None = None
 
 def server_context(ca: TestCa, names: list[str], folder: Path) -> ssl.SSLContext:
     """A TLS server context with a certificate from ``ca`` valid for ``names``."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.now(UTC)
-    alternative: list[x509.GeneralName] = []
-    for name in names:
-        try:
-            alternative.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            alternative.append(x509.DNSName(name))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca.cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(alternative), critical=False)
-        .sign(ca.key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "sink.crt", folder / "sink.key"
-    cert_path.write_bytes(cert.public_bytes(Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    cert_path, key_path = ca.issue(names[0], server=True, names=names).write_pem(folder, "sink")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
     return context

@@ -8,6 +8,7 @@ read as its adapter reads it): that equality is what makes a decision at write h
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,7 +66,7 @@ ACCEPTED = {
     "http://victim.example./a": "victim.example",
     "http://127.0.0.1:8080/a?b=c#d": "127.0.0.1",
     "http://[::1]:8080/": "::1",
-    "http://[::ffff:127.0.0.1]/": "::ffff:7f00:1",
+    "http://[::ffff:127.0.0.1]/": str(ipaddress.IPv6Address("::ffff:127.0.0.1")),  # Python 3.13 spells it so
     "https://xn--bcher-kva.example/": "xn--bcher-kva.example",
     "https://host_with_underscore.example/": "host_with_underscore.example",
     "https://victim.example/path@with/at?x=@y": "victim.example",
