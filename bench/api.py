@@ -1,6 +1,7 @@
 """Benchmark: management API PUT and GET of jobs through the local host on Azurite, next to raw table writes.
 
     .venv/bin/python -m bench.api [--jobs 2000] [--threads 8] [--collections N] [--rounds 4] [--in-process]
+        [--plan elastic-premium]
 
 Serves the function app the way ``make run`` does, in a process of its own (``python -m local_host
 run``: HTTP, timers and queue pollers), on a private in-memory Azurite. Prints
@@ -10,7 +11,9 @@ concurrency, and the ratio (the three run in ``--rounds`` alternating slices, so
 other work loads them alike); then the latency of PUTs and GETs from 1 and 2 client threads, where the
 machine is not saturated. The CPU time that each process (this client, the host, Azurite) spent per
 operation is printed with each row. ``--in-process`` serves the API from a thread of this process instead
-(client and server then share one interpreter lock).
+(client and server then share one interpreter lock). ``--plan elastic-premium`` serves it with HTTP invocations on
+the worker's one pool of ``PYTHON_THREADPOOL_THREAD_COUNT`` threads, as the Python worker runs sync functions on
+an Elastic Premium plan (``python -m local_host run --plan``; default: the HTTP server's own threads).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from urllib.parse import urlsplit
 import requests
 from azure.data.tables import TableServiceClient
 
-from bench.common import ROOT, azurite_settings, percentile, table, timed_calls
+from bench.common import ROOT, add_plan_option, azurite_settings, percentile, table, timed_calls
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth
@@ -68,20 +71,21 @@ def azurite_pids(connection: str) -> list[int]:
 
 
 @contextmanager
-def served(in_process: bool) -> Iterator[tuple[str, int]]:
-    """The function app served on a free port: (base URL, pid of the serving process)."""
+def served(in_process: bool, plan: str = "default") -> Iterator[tuple[str, int]]:
+    """The function app served on a free port with the local host's ``plan``: (base URL, pid of the serving
+    process)."""
     port = free_port()
     if in_process:
         import function_app
 
-        host = LocalHost(function_app.app, ROOT / "host.json", port=port, enable=frozenset({"http"}))
+        host = LocalHost(function_app.app, ROOT / "host.json", port=port, enable=frozenset({"http"}), plan=plan)
         host.start()
         try:
             yield host.base_url, os.getpid()
         finally:
             host.stop()
         return
-    command = [sys.executable, "-m", "local_host", "run", "--port", str(port)]
+    command = [sys.executable, "-m", "local_host", "run", "--port", str(port), "--plan", plan]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -117,9 +121,13 @@ def main() -> None:
         default=4,
         help="slices the raw upserts, PUTs and GETs alternate in (so that they share the machine's load)",
     )
+    add_plan_option(parser)
     args = parser.parse_args()
     key = auth.generate_key()
-    with azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config, served(args.in_process) as served_at:
+    with (
+        azurite_settings(SCHEDULER_API_KEYS=auth.hash_entry(key)) as config,
+        served(args.in_process, args.plan) as served_at,
+    ):
         base, host_pid = served_at
         rows = run(base, host_pid, key, config.storage_connection_string or "", args)
     print(table(HEADERS, rows))
@@ -139,7 +147,7 @@ def run(base: str, host_pid: int, key: str, connection: str, args: argparse.Name
     light = max(jobs // 4, 1)  # requests of each low-concurrency latency row
     total = jobs + 2 * light
     collections = max(args.collections, -(-total // JOBS_PER_COLLECTION), 1)
-    print(f"{jobs} jobs in {collections} collections, {threads} client threads, host pid {host_pid}")
+    print(f"{jobs} jobs in {collections} collections, {threads} client threads, host pid {host_pid}, plan {args.plan}")
     for c in range(collections):
         url = f"{base}/subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c{c}"
         body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}

@@ -1,13 +1,14 @@
 """Benchmark: a burst of one-shot jobs all due at the same second, through the local host on Azurite, next to a
 raw queue consumer on the same Azurite in the same run.
 
-    .venv/bin/python -m bench.burst [--jobs 3000] [--queues 1] [--workers 40] [--threads 8]
+    .venv/bin/python -m bench.burst [--jobs 3000] [--queues 1] [--workers 40] [--threads 8] [--plan elastic-premium]
 
 What it does, on a private in-memory Azurite:
 
 1. serves the function app as ``make run`` does, in a process of its own (``python -m local_host run``: HTTP,
    the dispatch timer, one poller per queue function), with ``SCHEDULER_EXECUTION_QUEUE_COUNT=--queues`` and
-   ``PYTHON_THREADPOOL_THREAD_COUNT=--workers`` (the threads that run its queue functions);
+   ``PYTHON_THREADPOOL_THREAD_COUNT=--workers`` (the threads that run its queue functions) and ``--plan``
+   (``elastic-premium``: HTTP and the timers run on those threads too, as on an Elastic Premium plan);
 2. creates ``--jobs`` one-shot HTTP jobs through the management API (``--threads`` client threads), all due
    at the same second T: the first whole minute far enough ahead that every job is written before the
    dispatch timer's tick that picks them up (T - lookahead), so they go the way of a burst at the top of the
@@ -52,7 +53,7 @@ import requests
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError, ServiceResponseError
 from azure.storage.queue import ExponentialRetry, QueueClient
 
-from bench.common import ROOT, percentile, table
+from bench.common import ROOT, add_plan_option, percentile, table
 from local_host.azurite import Azurite, free_port
 from scheduler_core import auth, settings, wiring
 from scheduler_core.adapters.azure.clients import queue_client, storage_transport, table_service
@@ -153,11 +154,12 @@ class Host:
 
 
 @contextlib.contextmanager
-def served(workdir: Path, key: str) -> Iterator[Host]:
-    """``python -m local_host run`` with this process's environment (the benchmark's settings)."""
+def served(workdir: Path, key: str, plan: str = "default") -> Iterator[Host]:
+    """``python -m local_host run --plan plan`` with this process's environment (the benchmark's settings)."""
     port = free_port()
     log = workdir / "host.log"
     command = [sys.executable, "-m", "local_host", "run", "--port", str(port), "--state-dir", str(workdir / "state")]
+    command += ["--plan", plan]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     host = Host(process, f"http://127.0.0.1:{port}", log)
@@ -279,10 +281,13 @@ def next_minute(after: datetime) -> datetime:
 
 def run_burst(args: argparse.Namespace, config: settings.Settings, key: str, azurite_pid: int | None) -> BurstResult:
     workdir = Path(tempfile.mkdtemp(prefix="burst-"))
-    with http_sink() as sink, served(workdir, key) as host:
+    with http_sink() as sink, served(workdir, key, args.plan) as host:
         lead = args.jobs / args.create_rate + config.lookahead_seconds + 10
         due = next_minute(datetime.now(UTC) + timedelta(seconds=lead))
-        print(f"{args.jobs} jobs due at {due:%H:%M:%S}Z, {args.queues} execution queue(s), {args.workers} workers")
+        print(
+            f"{args.jobs} jobs due at {due:%H:%M:%S}Z, {args.queues} execution queue(s), {args.workers} workers, "
+            f"plan {args.plan}"
+        )
         began = time.time()
         done = create_jobs(host.base_url, key, sink, args.jobs, args.threads, due)
         created_seconds = max(done) - began
@@ -474,6 +479,7 @@ def main() -> None:
     parser.add_argument("--create-rate", type=float, default=40.0, help="expected creates/s, to choose T")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds to wait for late duplicates")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw consumer")
+    add_plan_option(parser)
     args = parser.parse_args()
     key = auth.generate_key()
     with benchmark_settings(args, key) as (config, azurite):

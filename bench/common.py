@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -18,8 +19,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from local_host.azurite import Azurite  # noqa: E402
+from local_host.runtime import PLANS  # noqa: E402
 from scheduler_core import settings, wiring  # noqa: E402
 from scheduler_core.adapters.azure.provision import provision  # noqa: E402
+
+
+def add_plan_option(parser: argparse.ArgumentParser) -> None:
+    """``--plan``, the local host's plan (``LocalHost(plan=...)``, ``python -m local_host run --plan``): HTTP and
+    timers on threads of their own (``default``), or every invocation on the worker's one pool of
+    ``PYTHON_THREADPOOL_THREAD_COUNT`` threads, as the Python worker runs sync functions (``elastic-premium``)."""
+    parser.add_argument(
+        "--plan",
+        choices=PLANS,
+        default="default",
+        help="the local host's plan: elastic-premium runs HTTP and timers on the worker's one pool too",
+    )
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """Storage operations per create and per fire, counted at Azurite by a counting proxy.
 
     .venv/bin/python -m bench.opcount [--jobs 50] [--idle 120] [--warmup 150] [--measure 180] [--one-shot 200]
+        [--plan elastic-premium]
 
 :class:`OpCounter` is a real TCP proxy on 127.0.0.1 in front of Azurite's table and queue ports. It reads
 the HTTP requests that pass through it (bytes are forwarded unchanged, both ways) and counts each one by
@@ -13,7 +14,8 @@ request counts, whatever its answer (a 404 or a 412 is billed too). Tests and be
 :func:`counting_azurite` (or :meth:`OpCounter.start` in front of any Azurite).
 
 The benchmark runs the whole function app on the local host (API, dispatch timer, scan and execution
-queues) on a private Azurite behind the proxy, and an HTTP sink on loopback:
+queues; ``--plan elastic-premium``: HTTP and timers on the worker's one pool too) on a private Azurite behind the
+proxy, and an HTTP sink on loopback:
 
 1. **idle**: the host runs with no jobs for ``--idle`` seconds: its polling and ticks per second;
 2. **create**: ``--jobs`` every-minute HTTP jobs are created through the API: operations per create;
@@ -394,7 +396,7 @@ def by_resource_rows(counts: Counts, units: float, prefix: str) -> list[list[obj
 
 
 def main() -> None:  # pragma: no cover - a benchmark, run by hand
-    from bench.common import table
+    from bench.common import add_plan_option, table
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=50, help="every-minute jobs of the steady state")
@@ -403,8 +405,10 @@ def main() -> None:  # pragma: no cover - a benchmark, run by hand
     parser.add_argument("--measure", type=int, default=180, help="seconds of steady state counted")
     parser.add_argument("--one-shot", type=int, default=200, help="one-shot jobs (0: skip that phase)")
     parser.add_argument("--details", action="store_true", help="print the counts by table and queue too")
+    add_plan_option(parser)
     args = parser.parse_args()
-    results = run(args.jobs, args.idle, args.warmup, args.measure, args.one_shot)
+    print(f"plan {args.plan}")
+    results = run(args.jobs, args.idle, args.warmup, args.measure, args.one_shot, args.plan)
     for title, rates, extra in results.tables:
         print(f"\n### {title}\n")
         print(table(["operation", "per unit"], summary_rows(rates)))
@@ -424,7 +428,9 @@ class Results:
     details: list[tuple[str, Counts, float]] = field(default_factory=list)
 
 
-def run(jobs: int, idle_seconds: int, warmup: int, measure: int, one_shot: int) -> Results:  # pragma: no cover
+def run(  # pragma: no cover
+    jobs: int, idle_seconds: int, warmup: int, measure: int, one_shot: int, plan: str = "default"
+) -> Results:
     """The benchmark's phases (see the module's docstring)."""
     import json
     import os
@@ -462,7 +468,7 @@ def run(jobs: int, idle_seconds: int, warmup: int, measure: int, one_shot: int) 
         import function_app
 
         collection = "subscriptions/bench/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
-        with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as host:
+        with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), plan=plan) as host:
             session = requests.Session()
             session.headers["Authorization"] = f"Bearer {key}"
             api = f"{host.base_url}/{collection}"

@@ -1,6 +1,6 @@
 """Benchmark: firing precision, end to end, in real time.
 
-    .venv/bin/python -m bench.precision [--jobs 600] [--spread 120] [--threads 40]
+    .venv/bin/python -m bench.precision [--jobs 600] [--spread 120] [--threads 40] [--plan elastic-premium]
     .venv/bin/python -m bench.precision --jobs 300 --failing 30 --chart docs/images/metrics.svg
 
 Runs the whole function app on the local host (HTTP API, dispatch timer, scan and execution queues) on a
@@ -8,6 +8,8 @@ private Azurite, creates ``--jobs`` one-shot HTTP jobs through the API with star
 ``--spread`` seconds (second-level start times), and measures for each the lateness: the instant the HTTP
 server on loopback received the call minus the job's start time. Prints p50 / p99 / max lateness.
 ``--threads`` is ``PYTHON_THREADPOOL_THREAD_COUNT`` (the threads that run queue functions; 40 as in Azure).
+``--plan elastic-premium`` runs the local host with HTTP and timer invocations on those threads too, as the
+Python worker runs every sync function on an Elastic Premium plan (default: threads of their own).
 
 ``--chart PATH`` also exports the app's metrics and spans over OTLP/HTTP (``OTEL_EXPORTER_OTLP_ENDPOINT``,
 every 5 s; needs ``opentelemetry-exporter-otlp-proto-http``) to :class:`OtlpCollector`, a tiny collector in
@@ -43,7 +45,7 @@ from typing import Any
 
 import requests
 
-from bench.common import ROOT, azurite_settings, percentile, table
+from bench.common import ROOT, add_plan_option, azurite_settings, percentile, table
 from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth
@@ -64,6 +66,7 @@ def main() -> None:
     parser.add_argument("--failing", type=int, default=0, help="with --chart: jobs whose target answers 500")
     parser.add_argument("--reporting-cost", action="store_true", help="measure what reporting an attempt costs")
     parser.add_argument("--worst", type=int, default=0, help="also list the N latest calls (due time, lateness)")
+    add_plan_option(parser)
     args = parser.parse_args()
     if args.reporting_cost:
         print(reporting_cost())
@@ -132,8 +135,8 @@ def run(
     ):
         import function_app
 
-        with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as host:
-            print(f"queue functions on {host.worker_threads} threads")
+        with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), plan=args.plan) as host:
+            print(f"plan {host.plan}: queue functions on {host.worker_threads} threads")
             session = requests.Session()
             session.headers["Authorization"] = f"Bearer {key}"
             body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
