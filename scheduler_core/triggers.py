@@ -30,13 +30,14 @@ def on_dispatch_tick(past_due: bool = False) -> int:
 
 
 def on_scan(body: bytes) -> None:
-    """Queue (scan): dispatch the due rows of one shard, or of the rest of one that another scan handed on."""
+    """Queue (scan): dispatch the due rows of one shard, or of the rest of one that another scan handed on, or
+    look at a shard's due watch entries (a watch look)."""
     from scheduler_core.pipeline.messages import ScanMessage
     from scheduler_core.wiring import services
 
     s = services()
     message = ScanMessage.from_json(body)
-    s.dispatcher.scan(message.shard, s.clock(), after=message.after, tick=message.tick)
+    s.dispatcher.scan_message(message, s.clock())
 
 
 def on_execution(body: bytes) -> None:

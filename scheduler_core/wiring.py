@@ -145,6 +145,7 @@ def build(
         lease=claim_lease,
         depths=depths,
         send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
+        send_look=scans.send,  # the watch looks of the watch entries it writes (delayed scan messages)
         # The watchdog holds back the resend of an unclaimed attempt while its queue is behind.
         behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
     )
@@ -165,7 +166,7 @@ def build(
             cause=Cause.MANUAL,
         )
         send_execution(message.to_json(), 0)
-        dispatcher.watch(job, message, now)
+        dispatcher.watch(job, message, now, now)
 
     def request_backfill(job: Job, sends: BackfillSends) -> None:
         """A backfill's occurrences, in order, each shown at its start slot (the plan's rate): all of them
@@ -186,7 +187,7 @@ def build(
                 backfill=sends.backfill,
             )
             send_execution(message.to_json(), start_delay(start, now))
-            dispatcher.watch(job, message, max(start, now))
+            dispatcher.watch(job, message, max(start, now), now)
 
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())

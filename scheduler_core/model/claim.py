@@ -1,8 +1,8 @@
 """Claims: each (job, occurrence, cause, action, attempt) runs at most once, and is never lost.
 
 Lease rule: a worker claims an attempt by creating its claim (state ``Running``, lease until
-``now + lease``), and *renews* the lease while it holds the claim (:data:`CLAIM_LEASE`, 60 s, ahead, every
-:func:`heartbeat_every`, 20 s: :mod:`scheduler_core.pipeline.leases`): while its action runs, and while the
+``now + lease``), and *renews* the lease while it holds the claim (:data:`CLAIM_LEASE`, 15 s, ahead, every
+:func:`heartbeat_every`, 5 s: :mod:`scheduler_core.pipeline.leases`): while its action runs, and while the
 writes after it retry. A second worker that finds the claim ``Running`` with an unexpired lease leaves
 the attempt alone (its message comes back later); one that finds the lease expired (the holder stopped
 renewing: it died, or lost storage) takes the claim over with an ETag-guarded write, so of two late-comers
@@ -15,8 +15,8 @@ is still over. A storage outage stops every renewal, but it also stops every tak
 storage write): once storage answers again, a holder that is still alive renews within a second or two,
 before the second look of any worker that could take its claim over. So an outage of any length never lets
 a live call be taken over; only a holder cut off from storage *alone* (while other workers reach it) for
-longer than the lease and the pause (70 s) can be, and with the default call deadline (60 s) its call has
-ended by then (:data:`CLAIM_LEASE`).
+longer than the lease and the pause (25 s) can be: its attempt then runs again while its own call may still
+run (it could not have recorded that call's end anyway, so the target sees the call twice either way).
 
 Each claim counts how often it was taken over (:attr:`LostAttempt.takeovers`): an attempt whose worker was
 lost :data:`MAX_TAKEOVERS` times is not run again, but recorded as failed (a crash of the action itself is
@@ -37,17 +37,18 @@ from enum import Enum
 
 from scheduler_core.storage.keys import SEPARATOR, format_due
 
-#: How long a claim protects an attempt since its holder last renewed it (it was 2 minutes, never renewed).
-#: The holder renews it every :func:`heartbeat_every` (20 s) for as long as it holds the claim, so a call of
-#: any length (``SCHEDULER_HTTP_TIMEOUT_SECONDS`` allows 10 minutes) keeps it while its worker lives, and renewals
-#: may fail for 40 s before it runs out. A holder that stopped renewing is taken for dead a lease
-#: after its last renewal (and :func:`takeover_pause`). Why 60 s: with the pause, longer than the default call
-#: deadline (60 s) and the wait before a call (3 s at most), so that even a holder cut off from storage alone
-#: right after its claim is not taken over before its call has ended; and no shorter than a dispatch interval
-#: (60 s), since the watchdog first looks at an attempt a lease after it was due
-#: (:mod:`scheduler_core.pipeline.watchdog`): sooner, it would look at attempts still waiting their turn in a
-#: queue, and the scan that sends an attempt would find its watch entry inside its own window.
-CLAIM_LEASE = timedelta(seconds=60)
+#: How long a claim protects an attempt since its holder last renewed it (60 s before watch looks; 2 minutes,
+#: never renewed, before that). The holder renews it every :func:`heartbeat_every` (5 s) for as long as it
+#: holds the claim, so a call of any length (``SCHEDULER_HTTP_TIMEOUT_SECONDS`` allows 10 minutes) keeps it
+#: while its worker lives, and renewals may fail for 10 s before it runs out. A holder that stopped renewing
+#: is taken for dead a lease after its last renewal (and :func:`takeover_pause`), and the watchdog looks at a
+#: lease within a watch slot of its end (:mod:`scheduler_core.pipeline.watchdog`): a dead worker's attempt
+#: runs again about half a minute after the death. Why not longer: every second of it is a second more before
+#: that re-run. Why not shorter: a renewal is a storage write every lease/3 per running attempt, and the lease
+#: with the pause (25 s) is how long a holder cut off from storage *alone* (while other workers reach it) may
+#: go before its attempt is run again beside its own call (a storage outage that every worker sees stops
+#: takeovers too, so it never does this).
+CLAIM_LEASE = timedelta(seconds=15)
 #: A renewal that fails (storage unreachable) is tried again this often, at most, until one lands: once
 #: storage answers again, a live holder renews within about this long (and a try's own timeouts).
 RENEW_RETRY = timedelta(seconds=1)
@@ -63,7 +64,7 @@ MAX_TAKEOVERS = 3
 
 
 def heartbeat_every(lease: timedelta) -> timedelta:
-    """How often a holder renews a claim of ``lease``: a third of it (20 s for :data:`CLAIM_LEASE`)."""
+    """How often a holder renews a claim of ``lease``: a third of it (5 s for :data:`CLAIM_LEASE`)."""
     return lease / 3
 
 

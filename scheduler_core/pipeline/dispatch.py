@@ -33,7 +33,15 @@ from scheduler_core.model import CLAIM_LEASE, WATCH, ActionName, DueEntry, Histo
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
 from scheduler_core.pipeline import policies, reporting
 from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, Cause, ExecutionMessage, ScanMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, Behind, Watchdog
+from scheduler_core.pipeline.watchdog import (
+    WATCH_GRACE,
+    WATCH_KEYS,
+    WATCH_SLOT,
+    Behind,
+    SendLook,
+    Watchdog,
+    watch_keys_before,
+)
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
@@ -165,6 +173,10 @@ SCAN_BUDGET = 30.0
 #: Jobs named in one ``JobStore.get_many`` call of a scan (14 fit one Table Storage query's filter); the
 #: calls of a large scan run on the pool too.
 JOBS_PER_READ = 14
+#: The tick's scan of a shard also looks at the shard's watch entries due more than this long ago: their
+#: look (one per slot, :data:`~scheduler_core.pipeline.watchdog.WATCH_SLOT`) was lost or is stuck behind a
+#: backlog of the scan queue. (Not those due just now: their look is running.)
+LOOK_LOST_AFTER = 2 * WATCH_SLOT
 _POOL: list[ThreadPoolExecutor] = []  # at most one: the process's pool for large scans
 _POOL_LOCK = threading.Lock()
 
@@ -177,7 +189,9 @@ class Dispatcher:
     written) are batched per shard, each pair in one transaction. A scan dispatches at most ``chunk``
     rows and hands the rest of its shard on through ``send_scan`` (:data:`SCAN_CHUNK`), and starts rows for
     ``budget`` seconds at most (:data:`SCAN_BUDGET`; ``monotonic`` is its clock); without ``send_scan`` it
-    dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`).
+    dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`). The watch looks of
+    the watch entries it writes go through ``send_look`` (:meth:`Watchdog.schedule`; None: the ticks' scans
+    look at them).
     """
 
     def __init__(
@@ -195,12 +209,13 @@ class Dispatcher:
         behind: Behind | None = None,
         budget: float = SCAN_BUDGET,
         monotonic: Callable[[], float] = time.monotonic,
+        send_look: SendLook | None = None,
     ) -> None:
         self.stores = stores
         self.send = send
         self.shards = shards
         self.lookahead = lookahead
-        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace, behind)
+        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace, behind, send_look)
         self.depths = depths
         self.send_scan = send_scan
         self.chunk = max(1, chunk)
@@ -286,8 +301,38 @@ class Dispatcher:
         return depths
 
     def scan_message(self, message: ScanMessage, now: datetime) -> ScanReport:
-        """Scan what a scan message names: a whole shard, or the rest of one after a row key."""
+        """Scan what a scan message names: a whole shard, the rest of one after a row key, or a shard's due
+        watch entries (a watch look)."""
+        if message.watch:
+            return self.look(message.shard, now)
         return self.scan(message.shard, now, after=message.after, tick=message.tick)
+
+    def look(self, shard: str, now: datetime) -> ScanReport:
+        """A watch look: look at the watch entries of ``shard`` due by ``now`` (nothing else: occurrences are
+        the scans' alone)."""
+        began = time.monotonic()
+        report = ScanReport(shard)
+        rows = self._look(shard, now, now, report)
+        reporting.scan(shard, time.monotonic() - began, rows, 0, 0, 0, 0, report.rescued)
+        return report
+
+    def _look(self, shard: str, now: datetime, due_by: datetime, report: ScanReport) -> int:
+        """Look at the watch entries of ``shard`` due by ``due_by``, those started within the budget; the rest
+        are left to a further look, sent at once. Watch entries sort after every occurrence's entry
+        (:func:`~scheduler_core.pipeline.watchdog.watch_key`), so a scan never reads them. Returns how many it
+        read."""
+        deadline = self.monotonic() + self.budget
+        rows = list(self.stores.due.due_before(shard, watch_keys_before(due_by), after=WATCH_KEYS))
+        jobs = self._jobs_of(rows, now)
+        unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
+        self._apply(report, now)
+        if unstarted and self.watchdog.send_look is not None:
+            report.deferred += len(unstarted)
+            try:
+                self.watchdog.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), 0)
+            except Exception:
+                log.warning("shard %s: %d watch entries left for the next tick", shard, len(unstarted), exc_info=True)
+        return len(rows)
 
     def scan(self, shard: str, now: datetime, after: str = "", tick: str = "") -> ScanReport:
         """Dispatch the rows of ``shard`` due before ``now`` + the lookahead (those after the row key
@@ -304,9 +349,13 @@ class Dispatcher:
             self._hand_on(shard, rows[-1].row_key, tick or format_instant(now), report)
         jobs = self._jobs_of(rows, now)
         unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
-        self._apply(report)
+        self._apply(report, now)
         if unstarted:
             self._out_of_time(shard, rows, unstarted, tick or format_instant(now), report)
+        if not after:  # the tick's scan: watch entries whose look is late by more than a slot (it was lost)
+            looked = ScanReport(shard)
+            self._look(shard, now, now - LOOK_LOST_AFTER, looked)
+            report.rescued += looked.rescued
         duration = time.monotonic() - began
         reporting.scan(
             shard, duration, len(rows), report.fired, report.coalesced, report.retries, report.stale, report.rescued
@@ -421,13 +470,17 @@ class Dispatcher:
             job.next_execution_time,
         )
         self._dispatch_row(row, now, report, job)
-        self._apply(report)
+        self._apply(report, now)
         return report
 
-    def _apply(self, report: ScanReport) -> None:
+    def _apply(self, report: ScanReport, now: datetime) -> None:
+        """Write what a scan decided (its moves and new watch entries in the shard's batches, its deletes),
+        then send the watch looks of the watch entries it wrote."""
         if report.moves or report.watches:
             self.stores.due.advance(report.shard, report.moves, report.watches)
         self.stores.due.delete_many(report.deleted)
+        written = report.watches + [new for _, new in report.moves if new is not None and new.kind == WATCH]
+        self.watchdog.schedule(written, now)
 
     def _dispatch_row(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
@@ -492,7 +545,7 @@ class Dispatcher:
             )
             self.send(message.to_json(), visibility_seconds(occurrence, now))
             report.fired += 1
-            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, occurrence))
+            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, occurrence, now))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
@@ -562,7 +615,7 @@ class Dispatcher:
             )
             self.send(message.to_json(), 0)
             report.fired += 1
-            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, late))
+            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, late, now))
         report.coalesced += 1
         log.info(
             "job %s: missed occurrences from %s: %d run, the others not (missedRunPolicy %s%s); next %s",
@@ -631,10 +684,10 @@ class Dispatcher:
         )
         self.stores.due.put(row)
 
-    def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
+    def watch(self, job: Job, message: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
-        one due-index write (see :class:`~scheduler_core.pipeline.watchdog.Watchdog`)."""
-        self.watchdog.watch(job, message, due)
+        one due-index write, and its watch look (see :class:`~scheduler_core.pipeline.watchdog.Watchdog`)."""
+        self.watchdog.watch(job, message, due, now)
 
 
 def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:

@@ -10,8 +10,8 @@ A job whose last occurrence completes ends ``Completed``; one whose last occurre
 Delivery: each attempt has one execution id (:meth:`ExecutionMessage.stable_execution_id`), the same on
 every delivery. Its action runs at least once, and more than once only when a worker or storage dies
 mid-call: a worker that takes over an expired claim records the lost holder's attempt in history ("worker
-lost; the call may have been delivered") next to its own run. The holder renews its claim's 60-s lease every
-20 s while it holds it (:mod:`scheduler_core.pipeline.leases`), and a worker that finds a lease over looks
+lost; the call may have been delivered") next to its own run. The holder renews its claim's 15-s lease every
+5 s while it holds it (:mod:`scheduler_core.pipeline.leases`), and a worker that finds a lease over looks
 again 10 s later before it takes the claim over (:mod:`scheduler_core.model.claim`), so a live call is not
 taken over, however long it runs or storage stays away. A worker that takes an attempt over the
 :data:`~scheduler_core.model.claim.MAX_TAKEOVERS`-th time (3) does not run it again: it records it as failed
@@ -27,9 +27,10 @@ counters write never counts an attempt twice.
 Storage operations of an attempt that succeeds: the job read, the claim (an insert), the counters (one
 ETag-guarded write over the job as read) and the history entry written into the claim's row as it is
 completed (one merge, :meth:`~scheduler_core.ports.Claims.record`): four, besides the queue's receive and
-delete; and one merge per 20 s that it holds its claim beyond its first 20 s (the lease's renewals). A
+delete; and one merge per 5 s that it holds its claim beyond its first 5 s (the lease's renewals). A
 takeover costs two more requests (its first look: an insert that finds the claim, and its read). Its watch
-entry costs nothing more when the scan finds the attempt counted in the job it reads anyway
+entry costs nothing more when the watch look finds the attempt counted in the job it reads anyway, besides
+the look itself, shared by the attempts of a shard that fall due in one 5-s slot
 (:mod:`scheduler_core.pipeline.watchdog`).
 """
 
@@ -704,4 +705,4 @@ class Executor:
             "follow-up message",
             lambda: delay_message(self.send, lambda at: self.dispatcher.park_retry(job, follow, at), text, due, now),
         )
-        durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due))
+        durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due, now))

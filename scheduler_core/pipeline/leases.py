@@ -1,15 +1,15 @@
 """Lease keeping: the holder of a claim renews its lease for as long as it holds the claim.
 
-An attempt's claim protects it for :data:`~scheduler_core.model.claim.CLAIM_LEASE` (60 s) since its holder
+An attempt's claim protects it for :data:`~scheduler_core.model.claim.CLAIM_LEASE` (15 s) since its holder
 last renewed it. While the executor holds a claim (from the claim to the write that completes it: the call,
 then the follow-up messages and the counters), a :class:`LeaseKeeper` renews it every
-:func:`~scheduler_core.model.claim.heartbeat_every` (20 s), from a thread of its own. So a call of any length
+:func:`~scheduler_core.model.claim.heartbeat_every` (5 s), from a thread of its own. So a call of any length
 (up to ``SCHEDULER_HTTP_TIMEOUT_SECONDS``) is never taken over while its worker lives, and a worker that dies
 is taken for dead a lease after its last renewal, not after a fixed 2 minutes.
 
 A renewal that fails (storage unreachable, a timeout) is tried again every
 :data:`~scheduler_core.model.claim.RENEW_RETRY` (1 s) until one lands; each try is bounded (the Azure adapter's
-``RENEW_TIMEOUTS``). Renewals may fail for 40 s (from the heartbeat after the last one that landed to the
+``RENEW_TIMEOUTS``). Renewals may fail for 10 s (from the heartbeat after the last one that landed to the
 lease's end) with the lease still live; a longer outage lets it run out in storage, but no other worker can
 take the claim over while storage is unreachable, and once it answers again this holder renews within a
 second or two, while a worker that finds the lease over waits
@@ -17,8 +17,8 @@ second or two, while a worker that finds the lease over waits
 (:mod:`scheduler_core.model.claim`). A renewal that finds the claim another holder's (this holder was cut off
 from storage alone for longer than that) stops: the call may then be made twice, and both are recorded.
 
-Cost: one storage write (a merge of the claim's row) per 20 s that an attempt holds its claim beyond its
-first 20 s; an attempt that ends within 20 s (nearly all of them) renews nothing.
+Cost: one storage write (a merge of the claim's row) per 5 s that an attempt holds its claim beyond its
+first 5 s; an attempt that ends within 5 s (nearly all of them) renews nothing.
 """
 
 from __future__ import annotations

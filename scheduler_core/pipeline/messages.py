@@ -134,23 +134,33 @@ EXECUTION_ID_NAMESPACE = uuid.UUID("6f1c9a57-4c7e-4e0b-9d4e-2f7f5b7f0a11")
 @dataclass(frozen=True)
 class ScanMessage:
     """Scan one due-index shard (one message per shard per tick), or the rest of one: the rows after the row
-    key ``after``, handed on by a scan that found more rows than one worker should send."""
+    key ``after``, handed on by a scan that found more rows than one worker should send. A *watch look*
+    (``watch``) looks only at the shard's watch entries due by the time it runs: it is sent, delayed, for
+    the slot in which entries it knows of fall due (:mod:`scheduler_core.pipeline.watchdog`)."""
 
     shard: str
     tick: str
     after: str = ""
+    watch: bool = False
     v: int = VERSION
 
     def to_json(self) -> str:
         data = asdict(self)
         if not self.after:
             del data["after"]  # a whole shard: the message as it always was
+        if not self.watch:
+            del data["watch"]
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ScanMessage:
         try:
             data = json.loads(text)
-            return cls(shard=str(data["shard"]), tick=str(data["tick"]), after=str(data.get("after") or ""))
+            return cls(
+                shard=str(data["shard"]),
+                tick=str(data["tick"]),
+                after=str(data.get("after") or ""),
+                watch=data.get("watch") is True,
+            )
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise ValidationError("message", f"not a scan message: {exc}") from None

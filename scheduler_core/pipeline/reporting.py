@@ -154,8 +154,8 @@ def coalesced(job: Job, occurrence: datetime, missed: int, resume: datetime | No
 
 
 def resent_unclaimed(job: Job, message: ExecutionMessage, looked: datetime) -> None:
-    """The watchdog sends an attempt again: nobody had claimed it a lease after it was due (its message was
-    lost on its way to a worker, or waits behind a backlog)."""
+    """The watchdog sends an attempt again: nobody had claimed it a lease (and the grace) after it was due (its
+    message was lost on its way to a worker, or waits behind a backlog)."""
     _sent_again(
         job,
         message,
@@ -167,6 +167,17 @@ def rescued(job: Job, message: ExecutionMessage, lease_until: datetime | None) -
     """The watchdog sends an attempt again: its worker died mid-call (its claim's lease ended, not done)."""
     ended = format_instant(lease_until) if lease_until is not None else "?"
     _sent_again(job, message, f"lost with its worker (lease ended {ended})")
+
+
+def look_not_sent(shard: str, slot: datetime) -> None:
+    """A watch look could not be sent: the entries of its slot wait for the tick's scan (a minute at most)."""
+    dispatch_log.warning(
+        "shard %s: the watch look of %s not sent; the next tick's scan looks at its entries",
+        shard,
+        format_instant(slot),
+        exc_info=True,
+        extra={"scheduler_shard": shard},
+    )
 
 
 def _sent_again(job: Job, message: ExecutionMessage, why: str) -> None:

@@ -1,20 +1,22 @@
-"""The watchdog over dispatched attempts: an attempt whose worker died runs again within a tick of its
-claim's lease, not after the queue's 10-minute processing lease. The lease (60 s,
-:data:`~scheduler_core.model.claim.CLAIM_LEASE`) is renewed by its holder every 20 s while it holds the
+"""The watchdog over dispatched attempts: an attempt whose worker died runs again about half a minute after
+the death, not after the queue's 10-minute processing lease. The claim's lease (15 s,
+:data:`~scheduler_core.model.claim.CLAIM_LEASE`) is renewed by its holder every 5 s while it holds the
 attempt (:mod:`scheduler_core.pipeline.leases`), so a lease found over means that its holder stopped renewing
 it, and a call of any length is never sent again while its worker lives; the worker that takes the attempt
-over looks once more :func:`~scheduler_core.model.claim.takeover_pause` (10 s) later first. A dead worker's
-attempt thus runs again at most a lease, :data:`WATCH_GRACE`, one dispatch interval (the tick that looks,
-60 s), a queue poll and that pause after the worker's last renewal: 60 + 5 + 60 + 1 + 10 s, about 2¼ minutes
-at worst and 1½ on average (it was a fixed 2 minutes after the *claim*, plus the tick: up to 3 minutes, and a
-call longer than 2 minutes was taken over while it ran). An attempt whose workers were lost
+over looks once more :func:`~scheduler_core.model.claim.takeover_pause` (10 s) later first. Watch entries are
+looked at by *watch looks*, scan messages of their own sent for the :data:`WATCH_SLOT` (5 s) in which an
+entry falls due, so a dead worker's attempt runs again at most a lease, :data:`WATCH_GRACE`, a slot, two
+queue polls and that pause after the worker's last renewal (renewed 0–5 s before it died): 15 + 2 + 5 + 2 +
+10 s, about 34 s after the death at worst and 29 s on average. (It was a minute's lease found by the next
+minute's tick: 2¼ minutes at worst.) An attempt whose workers were lost
 :data:`~scheduler_core.model.claim.MAX_TAKEOVERS` (3) times is not run again but recorded as failed by the
 worker that takes it over the last time (:mod:`scheduler_core.pipeline.execute`).
 
 With each attempt it sends, a scan writes a *watch entry* (kind ``watch``, carrying the message) in the
 same shard batch that moves the fired entry, due when the attempt's claim lease would end (occurrence +
-lease + :data:`WATCH_GRACE`). A scan that finds a watch entry due reads its job with the jobs of its other
-entries (a collection at a time) and asks :meth:`Watchdog.check`:
+lease + :data:`WATCH_GRACE`), keyed after every occurrence's entry (:func:`watch_key`), and sends the look
+of its slot (:meth:`Watchdog.schedule`). A look reads the jobs of the shard's watch entries due by then (a
+collection at a time) and asks :meth:`Watchdog.check` of each:
 
 - the job counted the attempt (its ``counted`` list names it: the executor counts an attempt after sending
   what follows it): drop the entry, with no read of its own (the happy path);
@@ -28,47 +30,86 @@ entries (a collection at a time) and asks :meth:`Watchdog.check`:
   that storage carried out but whose answer was lost in an outage, or a worker that died before claiming:
   the queue hides such a message for its 10-minute processing lease), or it waits behind a backlog. Send
   the same message again at once, the first time only (a copy that comes second finds the claim taken or
-  done and is dropped), and look again a lease later, :data:`WATCH_UNCLAIMED_CHECKS` times at most (by
-  then the queue has shown the message again by itself). An occurrence that waits its turn
-  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again.
+  done and is dropped), and look again :data:`WATCH_RECHECK` later, :data:`WATCH_UNCLAIMED_CHECKS` times at
+  most (by then the queue has shown the message again by itself). An occurrence that waits its turn
+  (``overlapPolicy`` BufferOne: the job holds it) is only looked at again, and the resend it owes is kept
+  (``DueEntry.held``) for a look that finds it no longer waiting but still unclaimed (the worker that
+  released it died before sending it).
 
-While the attempt's queue is behind (it shows a message sent more than a lease ago, not yet taken:
+While the attempt's queue is behind (it shows a message sent more than :data:`WATCH_RECHECK` ago, not yet taken:
 :meth:`ExecutionRouter.behind <scheduler_core.queue_router.ExecutionRouter.behind>`), a look that finds the
 attempt not counted reads no claim and sends nothing: the attempt most likely waits in that backlog, and a
-copy would only add to it. The entry is looked at again a lease later (its looks counted as an unclaimed
+copy would only add to it. The entry is looked at again :data:`WATCH_RECHECK` later (its looks counted as an unclaimed
 attempt's are), and a resend it still owes is kept (``DueEntry.held``) for the first look that finds the
-queue keeping up. Without this, every attempt of a burst that drained for longer than a lease was sent twice
+queue keeping up. Without this, every attempt of a burst that drained for longer than a minute was sent twice
 (and its claim read), doubling the queue's load just when it was overloaded; a worker that died in such a
 backlog is sent again once the queue keeps up, or its message is shown again by the queue after 10 minutes.
 
 Attempts sent outside a scan (retries, error actions, runs on demand) are watched by :meth:`Watchdog.watch`,
-one index write each.
+one index write each (and the look of its slot).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
+from scheduler_core.model import WATCH, DueEntry, Job, JobState
 from scheduler_core.pipeline import reporting
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
-from scheduler_core.storage.keys import SEPARATOR, due_row_key, shard_of
+from scheduler_core.recurrence import format_instant
+from scheduler_core.storage.keys import SEPARATOR, due_row_key, format_due, shard_of
 
 #: Whether the queue of a message (its text) is behind: a message sent more than ``older_than`` before ``now``
 #: not yet taken (:meth:`scheduler_core.queue_router.ExecutionRouter.behind`).
 Behind = Callable[[str, timedelta, datetime], bool]
 
 #: A watch entry is due this long after the lease it watches would end (clock skew between instances).
-WATCH_GRACE = timedelta(seconds=5)
+WATCH_GRACE = timedelta(seconds=2)
+#: Watch entries are looked at in slots of this length: each writer of a watch entry sends one watch look (a
+#: delayed scan message, :class:`~scheduler_core.pipeline.messages.ScanMessage` ``watch``) for the end of the
+#: slot the entry falls due in, one per shard and slot (a process sends a slot once). So a look comes at most
+#: a slot after its entry is due, and costs at most one message per shard and slot, shared by every entry of
+#: the slot: nothing while nothing runs, one message per attempt of a quiet job, and at most 12 per shard and
+#: minute however many attempts run. The tick's scans look at every due entry too (a lost look costs a
+#: minute at most).
+WATCH_SLOT = timedelta(seconds=5)
 #: How long a queue hides a message a worker received (the Functions host's processing lease).
 QUEUE_PROCESSING_LEASE = timedelta(minutes=10)
-#: A watch entry whose attempt has not been claimed yet is looked at this many times (a lease apart)
-#: before it is dropped: by then the queue has shown the message again by itself (10 for the 60-s lease).
-WATCH_UNCLAIMED_CHECKS = math.ceil(QUEUE_PROCESSING_LEASE / CLAIM_LEASE)
+#: An attempt not claimed yet is looked at again this long later; and a queue that shows a message sent this
+#: long ago, not yet taken, is *behind* (more than the time from a scan's send to the due second, so that a
+#: message shown at its second is not taken for a backlog).
+WATCH_RECHECK = timedelta(seconds=60)
+#: A watch entry whose attempt has not been claimed yet is looked at this many times (:data:`WATCH_RECHECK`
+#: apart) before it is dropped: by then the queue has shown the message again by itself (10).
+WATCH_UNCLAIMED_CHECKS = math.ceil(QUEUE_PROCESSING_LEASE / WATCH_RECHECK)
+#: A process's memory of the watch looks it sent (slots), pruned of past ones beyond this many.
+_SENT_SLOTS_KEPT = 4096
+
+#: Sends a watch look: (scan message text, visibility timeout in whole seconds).
+SendLook = Callable[[str, int], None]
+
+
+#: Every watch entry's row key starts with this (:func:`watch_key`).
+WATCH_KEYS = f"{WATCH}{SEPARATOR}"
+
+
+def watch_key(due: datetime, job_identity: str, generation: int, attempt_key: str) -> str:
+    """The row key of a watch entry: :data:`WATCH_KEYS`, then the due entry's key of its due time and job, then
+    the attempt. Watch entries thus sort after every occurrence's entry of their shard (whose keys start with
+    a date), so a scan, which reads the entries due before its horizon, never reads them, and a watch look
+    reads the watch entries alone. (Entries written before this rule began with the due time; a scan reads and
+    looks at them as it always did.)"""
+    return f"{WATCH_KEYS}{due_row_key(due, job_identity, generation)}{SEPARATOR}{WATCH}{SEPARATOR}{attempt_key}"
+
+
+def watch_keys_before(due_by: datetime) -> str:
+    """The row key that every watch entry due by ``due_by`` sorts before."""
+    return f"{WATCH_KEYS}{format_due(due_by)}~"
 
 
 def waits_its_turn(job: Job, message: ExecutionMessage) -> bool:
@@ -96,7 +137,10 @@ class Watchdog:
         lease: timedelta,
         grace: timedelta,
         behind: Behind | None = None,
+        send_look: SendLook | None = None,
+        slot: timedelta = WATCH_SLOT,
     ) -> None:
+        """``send_look`` sends watch looks (the scan queue; None: only the tick's scans look at entries)."""
         self.stores = stores
         self.claims = claims
         self.send = send
@@ -104,12 +148,16 @@ class Watchdog:
         self.lease = lease
         self.grace = grace
         self.behind = behind
+        self.send_look = send_look
+        self.slot = slot
+        self._sent: set[tuple[str, datetime]] = set()
+        self._sent_lock = threading.Lock()
 
     def row(
         self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0, held: bool = False
     ) -> DueEntry:
-        """The watch entry of ``message``'s attempt, due at ``due``."""
-        key = due_row_key(due, job.ref.identity, job.generation) + f"{SEPARATOR}{WATCH}{SEPARATOR}{message.attempt_key}"
+        """The watch entry of ``message``'s attempt, due at ``due`` (keyed by :func:`watch_key`)."""
+        key = watch_key(due, job.ref.identity, job.generation, message.attempt_key)
         return DueEntry(
             shard,
             key,
@@ -123,13 +171,54 @@ class Watchdog:
             held=held,
         )
 
-    def row_after_lease(self, job: Job, message: ExecutionMessage, shard: str, due: datetime) -> DueEntry:
-        """The watch entry of an attempt due at ``due``: due when its claim's lease would end, plus the grace."""
-        return self.row(job, message, shard, due + self.lease + self.grace)
+    def row_after_lease(
+        self, job: Job, message: ExecutionMessage, shard: str, due: datetime, now: datetime
+    ) -> DueEntry:
+        """The watch entry of an attempt due at ``due`` and sent at ``now``: due when its claim's lease would
+        end, plus the grace, counted from when it can first be claimed (its due time, or ``now`` for one sent
+        late: a catch-up's run; dated from its occurrence, its first look would come before any worker could
+        claim it, and send it again)."""
+        return self.row(job, message, shard, max(due, now) + self.lease + self.grace)
 
-    def watch(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
-        """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write."""
-        self.stores.due.put(self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due))
+    def watch(self, job: Job, message: ExecutionMessage, due: datetime, now: datetime) -> None:
+        """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write (and the look of
+        its slot, unless this process sent that one already)."""
+        row = self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due, now)
+        self.stores.due.put(row)
+        self.schedule([row], now)
+
+    def slot_of(self, due: datetime) -> datetime:
+        """The end of the :data:`WATCH_SLOT` that ``due`` falls in (slots are aligned to the epoch): when the
+        look that takes an entry due at ``due`` runs."""
+        epoch = datetime(1970, 1, 1, tzinfo=due.tzinfo)
+        step = self.slot.total_seconds()
+        return epoch + timedelta(seconds=math.ceil((due - epoch).total_seconds() / step) * step)
+
+    def schedule(self, written: Iterable[DueEntry], now: datetime) -> int:
+        """Send the watch looks of the watch entries just ``written``: one per shard and slot, delayed to the
+        slot's end, unless this process sent it already. A look that cannot be sent is logged and left to the
+        tick's scans. Returns how many were sent."""
+        if self.send_look is None:
+            return 0
+        wanted = sorted({(row.shard, self.slot_of(row.due)) for row in written if row.kind == WATCH})
+        sent = 0
+        for shard, slot in wanted:
+            with self._sent_lock:
+                if (shard, slot) in self._sent:
+                    continue
+                self._sent.add((shard, slot))
+                if len(self._sent) > _SENT_SLOTS_KEPT:
+                    self._sent = {kept for kept in self._sent if kept[1] >= now}
+            delay = max(0, math.ceil((slot - now).total_seconds()))
+            try:
+                self.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), delay)
+            except Exception:
+                with self._sent_lock:
+                    self._sent.discard((shard, slot))
+                reporting.look_not_sent(shard, slot)
+                continue
+            sent += 1
+        return sent
 
     def check(self, row: DueEntry, now: datetime, job: Job | None) -> Look | None:
         """Look at a watch entry (see the module's rules); None: not due yet, leave it. ``job`` is the
@@ -143,24 +232,25 @@ class Watchdog:
             message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             return Look(None)  # the attempt would not run any more (done or not: no claim read needed)
-        owed = (row.checks == 0 or row.held) and not waits_its_turn(job, message)  # a resend, if unclaimed
-        if self.behind is not None and self.behind(row.message, self.lease, now):
+        owed = row.checks == 0 or row.held  # a resend, if unclaimed (kept while it waits its turn or a backlog)
+        waiting = waits_its_turn(job, message)
+        if self.behind is not None and self.behind(row.message, WATCH_RECHECK, now):
             # Its queue is behind: the attempt most likely waits in that backlog, and whatever its claim says
-            # could only send it again into the backlog. Look again a lease later, without a claim read.
+            # could only send it again into the backlog. Look again later, without a claim read.
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1, owed))
+                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
             return Look(None)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
         state = self.claims.state(identity, message.claim_row)
         if state is not None and state.done:
             return Look(None)
         if state is None:  # not claimed: lost on its way to a worker (see the module)
-            if owed:
+            if owed and not waiting:
                 reporting.resent_unclaimed(job, message, row.due)
                 self.send(row.message, 0)
-                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1), rescued=True)
+                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1), rescued=True)
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + self.lease, row.checks + 1))
+                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
             return Look(None)
         if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
             return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))

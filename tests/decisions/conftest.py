@@ -21,7 +21,7 @@ from scheduler_core.adapters.memory import MemoryStorage, QueuedMessage, Simulat
 from scheduler_core.model import WATCH, DueEntry, Job
 from scheduler_core.pipeline.dispatch import Dispatcher, ScanReport
 from scheduler_core.pipeline.execute import ExecutionReport, Executor
-from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
@@ -149,17 +149,35 @@ class Deployment:
         """Run every message visible now, in order, on this deployment's worker."""
         return [self.executor.execute(message) for message in self.take()]
 
+    def look_now(self) -> ScanReport:
+        """A watch look of every shard now (what the look of a slot does when it runs); the counts added up."""
+        total = ScanReport("all")
+        for shard in range(self.settings.due_shards):
+            report = self.dispatcher.look(f"{shard:04d}", self.clock())
+            total.rescued += report.rescued
+        return total
+
+    def look(self) -> ScanReport:
+        """Run the scan-queue messages visible now (watch looks, and scans handed on); their counts added up."""
+        total = ScanReport("all")
+        for queued in self.storage.scans.receive():
+            report = self.dispatcher.scan_message(ScanMessage.from_json(queued.text), self.clock())
+            total.fired += report.fired
+            total.rescued += report.rescued
+        return total
+
     def run_until(self, end: datetime, tick: timedelta = timedelta(seconds=60)) -> list[ExecutionReport]:
         """Let simulated time pass up to ``end``: a scan of every shard each ``tick`` (from now), each
-        message run when it becomes visible."""
+        execution and scan-queue message (watch looks) run when it becomes visible."""
         reports: list[ExecutionReport] = []
         next_tick = self.clock.now
         while self.clock.now < end:
-            visible = self.storage.executions.next_visible_at()
-            self.clock.set(max(self.clock.now, min(t for t in (visible, next_tick, end) if t is not None)))
+            visible = [self.storage.executions.next_visible_at(), self.storage.scans.next_visible_at()]
+            self.clock.set(max(self.clock.now, min(t for t in (*visible, next_tick, end) if t is not None)))
             if self.clock.now >= next_tick:
                 self.scan()
                 next_tick += tick
+            self.look()
             reports += self.deliver()
         return reports
 

@@ -14,7 +14,7 @@ from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_UNCLAIMED_CHECKS
+from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_RECHECK, WATCH_UNCLAIMED_CHECKS
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key
 from tests.decisions.conftest import START, Deployment, http_action, job_body, parsed
@@ -267,9 +267,14 @@ def test_a_parked_retry_is_not_sent_before_it_is_near(deployment: Deployment, ta
 # --------------------------------------------------------------------------------------------- watchdog
 
 
-def dispatched(deployment: Deployment, target: HttpTarget, name: str = "w") -> ExecutionMessage:
-    """An hourly job's first occurrence, dispatched by a scan and taken from the queue (not yet run)."""
+def dispatched(
+    deployment: Deployment, target: HttpTarget, name: str = "w", backlog_since: datetime | None = None
+) -> ExecutionMessage:
+    """An hourly job's first occurrence, dispatched by a scan and taken from the queue (not yet run). With
+    ``backlog_since`` (before the scan, at ``LATER`` - 30 s), its queue is behind: see :func:`backlog`."""
     hourly_job(deployment, target, name)
+    if backlog_since is not None:
+        backlog(deployment, backlog_since)
     deployment.clock.set(LATER - timedelta(seconds=30))
     deployment.scan()
     return deployment.fire_at(LATER)
@@ -288,11 +293,11 @@ def test_the_watch_of_a_completed_attempt_is_removed_once_due(deployment: Deploy
     assert watch is not None
 
     deployment.clock.set(watch.due - timedelta(seconds=1))  # inside the window, not yet due: left alone
-    deployment.scan()
+    deployment.look_now()
     assert watch_of(deployment, message) == watch
 
     deployment.clock.set(watch.due)
-    report = deployment.scan()
+    report = deployment.look_now()
     assert watch_of(deployment, message) is None
     assert (report.rescued, deployment.queued()) == (0, [])
     assert len(target.received) == 1
@@ -309,7 +314,7 @@ def test_the_watch_of_an_attempt_under_a_live_lease_is_re_armed_at_the_lease_end
     assert watch is not None
 
     deployment.clock.set(watch.due)
-    report = deployment.scan()
+    report = deployment.look_now()
 
     again = watch_of(deployment, message)
     assert again is not None
@@ -329,7 +334,7 @@ def test_an_attempt_whose_lease_expired_unfinished_is_sent_again_and_watched_aga
     now = watch.due
     deployment.clock.set(now)
 
-    report = deployment.scan()
+    report = deployment.look_now()
 
     assert report.rescued == 1
     [queued] = deployment.queued()
@@ -341,7 +346,7 @@ def test_an_attempt_whose_lease_expired_unfinished_is_sent_again_and_watched_aga
     # The re-sent attempt is taken over by the next worker and completes; its watch then goes.
     assert deployment.deliver()[0].outcome is Outcome.SUCCEEDED
     deployment.clock.set(again.due)
-    deployment.scan()
+    deployment.look_now()
     assert watch_of(deployment, message) is None
 
 
@@ -352,7 +357,7 @@ def test_an_attempt_never_claimed_is_sent_again_once_then_looked_at_a_few_times_
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 1
+    assert deployment.look_now().rescued == 1
     [queued] = deployment.queued()
     assert queued.text == message.to_json()  # the same attempt (the same execution id), visible at once
     assert queued.visible_at == watch.due
@@ -361,41 +366,43 @@ def test_an_attempt_never_claimed_is_sent_again_once_then_looked_at_a_few_times_
     while (watch := watch_of(deployment, message)) is not None:
         checks.append(watch.checks)
         deployment.clock.set(watch.due)
-        assert deployment.scan().rescued == 0
+        assert deployment.look_now().rescued == 0
         again = watch_of(deployment, message)
         if again is not None:
-            assert again.due == watch.due + CLAIM_LEASE  # looked at again a lease later
+            assert again.due == watch.due + WATCH_RECHECK  # looked at again WATCH_RECHECK later
     assert checks == list(range(1, WATCH_UNCLAIMED_CHECKS))
     assert deployment.queued() == []  # by then the queue shows an unclaimed message again by itself
 
 
 def backlog(deployment: Deployment, sent_at: datetime) -> None:
-    """A message of another job on the execution queue, visible since ``sent_at`` and taken by nobody: the
-    queue's consumers are behind (a burst larger than they drain in a lease). Time moves on to ``sent_at``."""
+    """A message of another job on the execution queue, sent at ``sent_at`` (before the attempt's own is taken
+    at ``LATER``), visible from ``LATER`` + 1 s on and taken by nobody: the queue's consumers are behind (a
+    burst larger than they drain in :data:`WATCH_RECHECK`). Time moves on to ``sent_at``."""
     deployment.clock.set(sent_at)
     other = ExecutionMessage("other-partition", "other", 1, format_instant(sent_at))
-    deployment.storage.executions.send(other.to_json())
+    shown = LATER + timedelta(seconds=1)  # after the attempt's message was taken (``dispatched``)
+    deployment.storage.executions.send(other.to_json(), int((shown - sent_at).total_seconds()))
 
 
 def test_an_unclaimed_attempt_is_not_sent_again_while_its_queue_is_behind_but_once_it_keeps_up(
     deployment: Deployment, target: HttpTarget
 ) -> None:
-    message = dispatched(deployment, target)  # taken and lost, or waiting in the backlog: nobody claims it
-    backlog(deployment, LATER)
+    # Taken and lost, or waiting in the backlog: nobody claims it.
+    message = dispatched(deployment, target, backlog_since=LATER - WATCH_RECHECK)
     watch = watch_of(deployment, message)
     assert watch is not None
-    deployment.clock.set(watch.due)  # the backlog's message has waited a lease and more
+    deployment.clock.set(watch.due)  # the backlog's message was sent WATCH_RECHECK and more ago
 
-    assert deployment.scan().rescued == 0
-    queued = [m.text for m in deployment.queued()]
-    assert queued != [] and message.to_json() not in queued  # only the backlog's message
+    assert deployment.look_now().rescued == 0
+    texts = [m.text for m in deployment.queued()]
+    assert texts != [] and message.to_json() not in texts  # only the backlog's message
     held = watch_of(deployment, message)
     assert held is not None
-    assert (held.held, held.checks, held.due) == (True, 1, watch.due + CLAIM_LEASE)
+    assert (held.held, held.checks, held.due) == (True, 1, watch.due + WATCH_RECHECK)
 
     deployment.take()  # the consumers catch up; the attempt is still unclaimed: its message was lost
     deployment.clock.set(held.due)
-    assert deployment.scan().rescued == 1
+    assert deployment.look_now().rescued == 1
     [queued] = deployment.queued()
     assert queued.text == message.to_json()  # the same attempt, sent again once
     again = watch_of(deployment, message)
@@ -421,13 +428,13 @@ def claim_reads(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> list
 def test_an_unclaimed_attempt_whose_queue_stays_behind_is_never_sent_again_and_its_watch_ends(
     deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    message = dispatched(deployment, target)
-    backlog(deployment, LATER)
+    message = dispatched(deployment, target, backlog_since=LATER - WATCH_RECHECK)
     reads = claim_reads(deployment, monkeypatch)
     looks = 0
     while (watch := watch_of(deployment, message)) is not None:
+        assert looks < WATCH_UNCLAIMED_CHECKS  # (a watch that outlives its looks fails here, not by a timeout)
         deployment.clock.set(watch.due)
-        assert deployment.scan().rescued == 0
+        assert deployment.look_now().rescued == 0
         looks += 1
     assert looks == WATCH_UNCLAIMED_CHECKS  # as many looks as an attempt sent again gets; then the queue's own lease
     assert message.to_json() not in [m.text for m in deployment.queued()]
@@ -437,23 +444,22 @@ def test_an_unclaimed_attempt_whose_queue_stays_behind_is_never_sent_again_and_i
 def test_while_its_queue_is_behind_a_dead_workers_attempt_waits_and_is_sent_again_once_it_keeps_up(
     deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    message = dispatched(deployment, target)
+    message = dispatched(deployment, target, backlog_since=LATER - WATCH_RECHECK)
     job = deployment.job("w")
     deployment.storage.claims.claim(job.ref.identity, claim_row(message), "dead-worker", LATER, CLAIM_LEASE)
-    backlog(deployment, LATER)
     reads = claim_reads(deployment, monkeypatch)
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.clock.set(watch.due)
 
-    assert deployment.scan().rescued == 0
+    assert deployment.look_now().rescued == 0
     assert reads == []
     again = watch_of(deployment, message)
-    assert again is not None and (again.due, again.checks) == (watch.due + CLAIM_LEASE, 1)
+    assert again is not None and (again.due, again.checks) == (watch.due + WATCH_RECHECK, 1)
 
     deployment.take()  # the consumers catch up
     deployment.clock.set(again.due)
-    assert deployment.scan().rescued == 1
+    assert deployment.look_now().rescued == 1
     assert reads == [(job.ref.identity, claim_row(message))]
     [queued] = deployment.queued()
     assert queued.text == message.to_json()
@@ -462,23 +468,23 @@ def test_while_its_queue_is_behind_a_dead_workers_attempt_waits_and_is_sent_agai
 
 
 def test_a_queue_whose_visible_messages_are_recent_is_not_behind(deployment: Deployment, target: HttpTarget) -> None:
-    message = dispatched(deployment, target)
+    look = LATER + CLAIM_LEASE + WATCH_GRACE
+    # Visible at the look, but sent less than WATCH_RECHECK before it.
+    message = dispatched(deployment, target, backlog_since=look - WATCH_RECHECK + timedelta(seconds=10))
     watch = watch_of(deployment, message)
-    assert watch is not None
-    backlog(deployment, watch.due - CLAIM_LEASE + timedelta(seconds=10))  # visible, but sent less than a lease ago
+    assert watch is not None and watch.due == look
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 1
+    assert deployment.look_now().rescued == 1
     assert message.to_json() in [m.text for m in deployment.queued()]
 
 
 def test_a_queue_that_cannot_be_asked_is_taken_as_keeping_up(deployment: Deployment, target: HttpTarget) -> None:
-    message = dispatched(deployment, target)
-    backlog(deployment, LATER)
+    message = dispatched(deployment, target, backlog_since=LATER - WATCH_RECHECK)
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.storage.executions.fail_next("behind", StorageError("storage answered 503", 503))
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 1  # the resend, as before: a lost message must not wait 10 minutes
+    assert deployment.look_now().rescued == 1  # the resend, as before: a lost message must not wait 10 minutes
     assert message.to_json() in [m.text for m in deployment.queued()]
 
 
@@ -489,14 +495,14 @@ def test_an_attempt_sent_again_unclaimed_runs_once_and_its_lost_copy_is_dropped_
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 1
+    assert deployment.look_now().rescued == 1
     assert [report.outcome for report in deployment.deliver()] == [Outcome.SUCCEEDED]
     assert deployment.executor.execute(message).outcome is Outcome.DUPLICATE  # the hidden copy, back later
     assert len(target.received) == 1
     again = watch_of(deployment, message)
     assert again is not None
     deployment.clock.set(again.due)
-    assert deployment.scan().rescued == 0
+    assert deployment.look_now().rescued == 0
     assert watch_of(deployment, message) is None
 
 
@@ -509,10 +515,10 @@ def test_an_occurrence_waiting_its_turn_is_not_sent_again_by_its_watch(
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 0
+    assert deployment.look_now().rescued == 0
     assert deployment.queued() == []
     again = watch_of(deployment, message)
-    assert again is not None and again.due == watch.due + CLAIM_LEASE
+    assert again is not None and again.due == watch.due + WATCH_RECHECK
 
 
 def test_the_watch_of_an_attempt_whose_job_changed_is_dropped(deployment: Deployment, target: HttpTarget) -> None:
@@ -521,7 +527,7 @@ def test_the_watch_of_an_attempt_whose_job_changed_is_dropped(deployment: Deploy
     watch = watch_of(deployment, message)
     assert watch is not None
     deployment.clock.set(watch.due)
-    assert deployment.scan().rescued == 0
+    assert deployment.look_now().rescued == 0
     assert watch_of(deployment, message) is None
 
 

@@ -314,7 +314,7 @@ def test_an_attempt_under_another_workers_live_lease_is_left_alone_and_sent_agai
 ) -> None:
     message = fire(deployment, "b", http_action(target.base_url), HOURLY)
     identity, row = deployment.job("b").ref.identity, claim_key(DUE, "main", 0, "schedule")
-    holder_claimed = DUE - timedelta(seconds=30)
+    holder_claimed = DUE - timedelta(seconds=7)  # its lease live at DUE, for 8 s more
     deployment.storage.claims.claim(identity, row, "holder", holder_claimed, CLAIM_LEASE)
 
     report = deployment.executor.execute(message)

@@ -1,6 +1,6 @@
 """The claim's lease, renewed while its attempt runs: a live call is never taken over, however long it runs
 or storage stays away; a dead worker's attempt runs again a lease after its last renewal (at the watchdog's
-next scan, and a pause), not a fixed 2 minutes after its claim; renewals cost one write per 20 s of an
+next watch look, and a pause), not a fixed 2 minutes after its claim; renewals cost one write per 5 s of an
 attempt that runs longer than that. Simulated time on the memory adapter: the holder's call is held in a
 thread of its own while the test moves time on; its lease keeper waits in the same simulated time
 (:class:`~tests.decisions.workers.SimulatedWaits`)."""
@@ -19,7 +19,7 @@ from scheduler_core.model import ClaimState, HistoryStatus, claim_key
 from scheduler_core.model.claim import CLAIM_LEASE, heartbeat_every, takeover_pause
 from scheduler_core.pipeline.execute import WORKER_LOST, ExecutionReport, Executor, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE
+from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_SLOT
 from tests.decisions.conftest import NO_RETRY, START, Deployment, http_action, job_body
 from tests.decisions.workers import REAL_TIMEOUT, CountingRunner, HeldRunner, SimulatedWaits, WorkerDied, executor
 
@@ -117,7 +117,7 @@ def test_a_call_longer_than_the_old_two_minute_lease_is_never_taken_over_while_i
     for _ in range(12):  # a redelivery every 15 s for 3 minutes (a call may last up to 10 minutes)
         waits.advance(15)
         assert other.execute(message).outcome is Outcome.BUSY
-    assert renewals == [DUE + n * heartbeat_every(CLAIM_LEASE) for n in range(1, 10)]  # every 20 s
+    assert renewals == [DUE + n * heartbeat_every(CLAIM_LEASE) for n in range(1, 37)]  # every 5 s
     assert claim_state(deployment, message) == ClaimState(False, DUE + timedelta(seconds=180) + CLAIM_LEASE)
 
     report = holder.end()
@@ -136,7 +136,7 @@ def test_a_storage_outage_of_more_than_a_minute_that_stops_renewals_does_not_let
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Storage is down for everyone from DUE+100 s to DUE+170 s: the holder's renewals fail (tried again every
-    second) and its lease, last renewed at DUE+100 s, ends at DUE+160 s while its call is still in flight. A
+    second) and its lease, last renewed at DUE+100 s, ends at DUE+115 s while its call is still in flight. A
     redelivery that comes the moment storage answers again finds the lease over, but looks again only after
     the pause, by when the holder has renewed: it leaves the attempt alone."""
     claims = deployment.storage.claims
@@ -154,14 +154,14 @@ def test_a_storage_outage_of_more_than_a_minute_that_stops_renewals_does_not_let
         monkeypatch.setattr(claims, name, unless_down)
     holder = hold(deployment, waits, message)
     waits.set(DUE + timedelta(seconds=100))
-    assert claim_state(deployment, message) == ClaimState(False, DUE + timedelta(seconds=160))
+    assert claim_state(deployment, message) == ClaimState(False, DUE + timedelta(seconds=100) + CLAIM_LEASE)
     down[0] = True
     waits.set(DUE + timedelta(seconds=170))
     down[0] = False
     assert len(failed) >= 50  # the holder's renewal, tried again every second
 
     other, other_runner = taker(deployment, waits)
-    late = other.execute(message)  # the lease ended 10 s ago: a first look, the pause, a second look
+    late = other.execute(message)  # the lease ended 55 s ago: a first look, the pause, a second look
 
     assert late.outcome is Outcome.BUSY and other_runner.calls == []
     assert deployment.clock.now == DUE + timedelta(seconds=170) + takeover_pause(CLAIM_LEASE)
@@ -180,35 +180,43 @@ def test_a_storage_outage_of_more_than_a_minute_that_stops_renewals_does_not_let
 @pytest.mark.parametrize(
     ("death", "last_renewal"),
     [
-        (timedelta(seconds=5), timedelta(0)),  # early in its call: never renewed (the claim is its lease's start)
-        (timedelta(seconds=90), timedelta(seconds=80)),  # in a long call, 10 s after its 4th renewal
+        (timedelta(seconds=3), timedelta(0)),  # early in its call: never renewed (the claim is its lease's start)
+        (timedelta(seconds=91), timedelta(seconds=90)),  # in a long call, 1 s after a renewal
+        (timedelta(seconds=119), timedelta(seconds=115)),  # 4 s after a renewal: the latest death of a heartbeat
     ],
 )
-def test_a_dead_workers_attempt_runs_again_at_the_first_scan_after_its_lease_and_the_pause(
+def test_a_dead_workers_attempt_runs_again_within_34_s_of_its_death_by_the_watch_look_after_its_lease(
     deployment: Deployment, waits: SimulatedWaits, message: ExecutionMessage, death: timedelta, last_renewal: timedelta
 ) -> None:
-    """The watchdog's scans run every minute (here at DUE+10 s, +70 s, ...); the attempt is sent again by the
-    first that finds its lease over (a lease and the watch's grace after the last renewal), and the worker that
-    gets it takes it over after the pause. It was 2 minutes after the claim, whenever the worker died."""
+    """Ticks come every minute (at DUE+13 s, +73 s, ...: off the watch slots); the watch looks run when the
+    scan queue shows them (at the end of their 5-s slot). The attempt is sent again by the first look that
+    finds its lease over (a lease and the watch's grace after the last renewal, rounded up to a slot), and the
+    worker that gets it takes it over after the pause: within a lease, the grace, a slot and the pause of the
+    death (34 s). It was the first tick after the lease: up to 2¼ minutes."""
     holder = hold(deployment, waits, message)
     other, other_runner = taker(deployment, waits)
-    ticks = [DUE + timedelta(seconds=10) + n * TICK for n in range(8)]
-    for instant in sorted([*ticks, DUE + death]):
+    ticks = {DUE + timedelta(seconds=13) + n * TICK for n in range(4)}
+    looks: list[datetime] = []
+    instant = DUE
+    while not other_runner.calls and instant < DUE + timedelta(minutes=4):
+        instant += SECOND
         waits.set(instant)
         if instant == DUE + death:
             assert isinstance(holder.end(die=True), WorkerDied)
-            continue
-        deployment.scan()
+        if instant in ticks:
+            deployment.scan()
+        if deployment.look().rescued:
+            looks.append(instant)
         for copy in deployment.take():
             other.execute(copy)
-        if other_runner.calls:
-            break
 
     [rerun] = other_runner.calls
-    over = DUE + last_renewal + CLAIM_LEASE + WATCH_GRACE
-    first_scan = min(tick for tick in ticks if tick >= over)
-    assert rerun.started_at == first_scan + takeover_pause(CLAIM_LEASE)
-    assert rerun.started_at - (DUE + death) <= CLAIM_LEASE + WATCH_GRACE + TICK + takeover_pause(CLAIM_LEASE)
+    over = DUE + last_renewal + CLAIM_LEASE + WATCH_GRACE  # when its watch finds the lease over, at the earliest
+    [look] = looks  # one look sent it again: the first at or after ``over``, at the end of its slot
+    assert over <= look < over + WATCH_SLOT and look not in ticks
+    assert look == deployment.dispatcher.watchdog.slot_of(look)
+    assert rerun.started_at == look + takeover_pause(CLAIM_LEASE)
+    assert rerun.started_at - (DUE + death) <= CLAIM_LEASE + WATCH_GRACE + WATCH_SLOT + takeover_pause(CLAIM_LEASE)
     assert rerun.execution_id == message.stable_execution_id()
     completed, lost = deployment.history("long")
     assert (completed.status, lost.status) == (HistoryStatus.COMPLETED, HistoryStatus.FAILED)
@@ -226,10 +234,11 @@ def test_a_holder_cut_off_from_storage_alone_beyond_its_lease_and_the_pause_may_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The limit of the rule: a holder that cannot reach storage while other workers can (a partition of its
-    instance) is indistinguishable from a dead one. Cut off from DUE+100 s, its lease ends at DUE+160 s; a
-    redelivery at DUE+165 s takes the attempt over after the pause, and the call is made twice (the same
-    execution id). Both are recorded, the attempt counted once. With the default call deadline (60 s) no call
-    is still running 70 s (a lease and the pause) after its last renewal; a longer deadline allows this."""
+    instance) is indistinguishable from a dead one. Cut off from DUE+100 s (just after a renewal), its lease
+    ends at DUE+115 s; a redelivery at DUE+120 s takes the attempt over after the pause, and the call is made
+    twice (the same execution id) while the holder's own call still runs. Both are recorded, the attempt
+    counted once. Only a call still running a lease and the pause (25 s) after its worker's last renewal, cut
+    off from storage alone, can be made twice this way."""
     claims = deployment.storage.claims
     renew = claims.renew
     cut_off = [False]
@@ -243,10 +252,10 @@ def test_a_holder_cut_off_from_storage_alone_beyond_its_lease_and_the_pause_may_
     holder = hold(deployment, waits, message)
     waits.set(DUE + timedelta(seconds=100))
     cut_off[0] = True
-    waits.set(DUE + timedelta(seconds=165))
+    waits.set(DUE + timedelta(seconds=120))
     other, other_runner = taker(deployment, waits)
 
-    assert other.execute(message).outcome is Outcome.SUCCEEDED  # taken over at DUE+175 s
+    assert other.execute(message).outcome is Outcome.SUCCEEDED  # taken over at DUE+130 s
     cut_off[0] = False
     waits.advance(5)  # the holder reaches storage again: its claim is the taker's now
     report = holder.end()
@@ -262,7 +271,7 @@ def test_a_holder_cut_off_from_storage_alone_beyond_its_lease_and_the_pause_may_
 # ------------------------------------------------------------------------------------------------- cost
 
 
-def test_renewals_cost_one_write_per_20_s_beyond_an_attempts_first_20_s(
+def test_renewals_cost_one_write_per_5_s_beyond_an_attempts_first_5_s(
     deployment: Deployment, waits: SimulatedWaits, renewals: list[datetime]
 ) -> None:
     minutely = {"frequency": "Minute", "interval": 1}
@@ -270,16 +279,16 @@ def test_renewals_cost_one_write_per_20_s_beyond_an_attempts_first_20_s(
     first = deployment.fire_at(DUE)
     quick = executor(deployment, CountingRunner(), "quick", waits)
     assert quick.execute(first).outcome is Outcome.SUCCEEDED
-    assert renewals == []  # an attempt that ends within 20 s (nearly all do) renews nothing
+    assert renewals == []  # an attempt that ends within 5 s (nearly all do) renews nothing
 
     deployment.scan()  # the next occurrence, a minute later, is inside the window
     waits.set(DUE + TICK)
     [following] = deployment.take()
     holder = hold(deployment, waits, following)
-    waits.advance(70)  # a call of 70 s
+    waits.advance(17)  # a call of 17 s
     report = holder.end()
 
     assert isinstance(report, ExecutionReport) and report.outcome is Outcome.SUCCEEDED
-    assert renewals == [DUE + TICK + n * timedelta(seconds=20) for n in (1, 2, 3)]  # 70 s: three renewals
+    assert renewals == [DUE + TICK + n * timedelta(seconds=5) for n in (1, 2, 3)]  # 17 s: three renewals
     row = claim_key(DUE + TICK, "main", 0, "schedule")
     assert deployment.storage.claims.state(deployment.job("long").ref.identity, row).done  # type: ignore[union-attr]

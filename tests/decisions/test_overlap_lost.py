@@ -14,13 +14,17 @@ from typing import Any
 
 import pytest
 
+from scheduler_core import wiring
+from scheduler_core.adapters.memory import SimulatedClock, memory_storage
 from scheduler_core.definitions import Wire
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
 from scheduler_core.pipeline import execute, policies
 from scheduler_core.pipeline.execute import WORKER_LOST, Executor, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.watchdog import WATCH_RECHECK
 from scheduler_core.recurrence import format_instant
-from tests.decisions.conftest import NO_RETRY, START, Deployment, fixed_retries, http_action
+from scheduler_core.settings import Settings
+from tests.decisions.conftest import COLLECTION, NO_RETRY, STANDARD, START, Deployment, fixed_retries, http_action
 from tests.support.http_target import HttpTarget
 
 T0 = START + timedelta(hours=1)
@@ -56,7 +60,12 @@ def outcomes(deployment: Deployment) -> dict[str, list[str]]:
     return out
 
 
-@pytest.fixture
+@pytest.fixture(name="dying")
+def dying_fixture(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """While the list holds True, the deployment's worker dies in the middle of its next call."""
+    return dying(deployment, monkeypatch)
+
+
 def dying(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """While the list holds True, the deployment's worker dies in the middle of its next call."""
     switch = [False]
@@ -81,19 +90,36 @@ def dispatched_at(deployment: Deployment, instant: Any) -> ExecutionMessage:
     return message
 
 
+#: A claim lease long enough that the occurrence after a dead one comes (and waits) before the watchdog
+#: finds the dead one's lease over: as when its worker dies after renewing a while (the default lease, 15 s,
+#: has T0 run again before T0+1m is due).
+LONG_LEASE = timedelta(seconds=90)
+
+
+@pytest.fixture
+def long_lease(memory_env: Settings, clock: SimulatedClock) -> Deployment:
+    """The decision tests' deployment, with claims of :data:`LONG_LEASE`."""
+    storage = memory_storage(clock)
+    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage, claim_lease=LONG_LEASE)
+    services.service.put_collection(COLLECTION, STANDARD)
+    return Deployment(memory_env, clock, storage, services)
+
+
 def test_the_waiting_occurrence_runs_when_the_watchdog_reruns_the_one_whose_worker_died(
-    deployment: Deployment, target: HttpTarget, dying: list[bool]
+    long_lease: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    deployment = long_lease
+    die = dying(deployment, monkeypatch)
     put(deployment, target, NO_RETRY)
     first = dispatched_at(deployment, T0)
-    dying[0] = True
+    die[0] = True
     with pytest.raises(WorkerDied):
         deployment.executor.execute(first)
-    deployment.run_until(T0 + MINUTE + timedelta(seconds=30))
+    deployment.run_until(T0 + MINUTE + timedelta(seconds=25))
     assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting  # it waits
     assert outcomes(deployment) == {}
     # the watchdog finds T0's lease over (T0 + lease + grace) and sends it again; its re-run releases T0+1m
-    deployment.run_until(T0 + CLAIM_LEASE + timedelta(seconds=90))
+    deployment.run_until(T0 + LONG_LEASE + timedelta(seconds=90))
     history = outcomes(deployment)
     assert history["T0+0m"] == ["Completed/0", "Failed/0"] or history["T0+0m"] == ["Failed/0", "Completed/0"]
     assert history["T0+1m"] == ["Completed/0"]
@@ -150,8 +176,9 @@ def drop_watches_of(deployment: Deployment, occurrence: Any) -> None:
 def test_a_released_occurrence_never_sent_is_sent_by_the_watch_of_its_dispatch(
     deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As above, with the watch of T0+1m's dispatch kept: it finds T0+1m unclaimed a lease after its instant
-    and sends it, before the retry's message comes back; the take-over's copy then runs nothing again."""
+    """As above, with the watch of T0+1m's dispatch kept: it finds T0+1m waiting its turn at its first look,
+    then released and unclaimed at the next, and sends it, before the retry's message comes back; the
+    take-over's copy then runs nothing again."""
     target.answer([500, 200])
     put(deployment, target, fixed_retries(1, "PT90S"))
     deployment.run_until(T0 + timedelta(seconds=80))
@@ -167,7 +194,9 @@ def test_a_released_occurrence_never_sent_is_sent_by_the_watch_of_its_dispatch(
     with pytest.raises(WorkerDied):
         deployment.executor.execute(retry)
     monkeypatch.setattr(Executor, "_send_watched", send)
-    deployment.run_until(T0 + timedelta(seconds=90) + CLAIM_LEASE)
+    # T0+1m's watch looked at it at T0+1m + lease + grace, rounded up to its slot (T0+80s): waiting its turn,
+    # it kept the resend it owes for its next look, WATCH_RECHECK later, which finds it released and unclaimed
+    deployment.run_until(T0 + timedelta(seconds=80) + WATCH_RECHECK + timedelta(seconds=5))
     assert outcomes(deployment)["T0+1m"] == ["Completed/0"]  # sent by the watch, before any take-over
     assert deployment.job("j").state == JobState.COMPLETED  # the last occurrence ran: the job ended
     late = deployment.executor_named("successor").execute(retry)  # the retry's message shown again
