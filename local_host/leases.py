@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
 from local_host.hostjson import SingletonOptions
-from local_host.timers import ScheduleStatus
+from local_host.schedule_status import ScheduleStatus
 from scheduler_core.errors import ConfigurationError
 
 if TYPE_CHECKING:  # azure-storage-blob is imported by the hosts that take leases only

@@ -13,14 +13,12 @@ and runs each timer as a singleton: only the instance holding the timer's listen
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +29,7 @@ from croniter import croniter
 from local_host.app_index import TimerFunction, resolve_setting_references
 from local_host.hostjson import SingletonOptions
 from local_host.http_server import invoke
+from local_host.schedule_status import ScheduleStatus
 from scheduler_core.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -59,50 +58,6 @@ def next_fire_time(expression: str, after: datetime) -> datetime:
     """The first instant strictly after ``after`` that the schedule names (aware UTC)."""
     result: datetime = croniter(expression, after, second_at_beginning=True).get_next(datetime)
     return result.astimezone(UTC)
-
-
-@dataclass(frozen=True)
-class ScheduleStatus:
-    """What the schedule monitor remembers of a timer: its last scheduled run and the next one due."""
-
-    last: datetime | None
-    next: datetime
-    last_updated: datetime
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "Last": self.last.isoformat() if self.last else None,
-                "Next": self.next.isoformat(),
-                "LastUpdated": self.last_updated.isoformat(),
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> ScheduleStatus:
-        """Read a status written by :meth:`to_json`, or by the Functions host (which writes .NET's
-        ``default(DateTime)``, year 1, for a run that never happened; naive times are UTC, as in Azure)."""
-        data = json.loads(text)
-        last = _instant(data.get("Last"))
-        return cls(
-            last=last if last is not None and last.year > 1 else None,
-            next=_required_instant(data["Next"]),
-            last_updated=_required_instant(data["LastUpdated"]),
-        )
-
-
-def _instant(text: object) -> datetime | None:
-    if not text:
-        return None
-    value = datetime.fromisoformat(str(text))
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
-
-
-def _required_instant(text: object) -> datetime:
-    value = _instant(text)
-    if value is None:
-        raise ValueError("a schedule status needs Next and LastUpdated")
-    return value
 
 
 class StatusStore(Protocol):

@@ -36,7 +36,7 @@ class HostProcess:
             try:
                 requests.get(url, headers={"x-functions-key": key}, timeout=2)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still starting up
                 time.sleep(0.1)
         raise AssertionError("the host did not answer in time:\n" + self.output())
 

@@ -269,7 +269,7 @@ def test_worker_killed_mid_action_is_run_again_once_and_both_attempts_are_in_his
 
 def due_rows(pipeline: Pipeline) -> list[str]:
     shards = range(pipeline.services.settings.due_shards)
-    return [row.row_key for s in shards for row in pipeline.services.stores.due.due_before(f"{s:04d}", "9")]
+    return [row.row_key for s in shards for row in pipeline.services.stores.due.due_before(f"{s:04d}", "~")]
 
 
 def test_the_watch_row_of_a_completed_attempt_is_gone_after_its_lease(pipeline: Pipeline, target: HttpTarget) -> None:

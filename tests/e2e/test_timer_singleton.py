@@ -22,7 +22,7 @@ from azure.storage.blob import BlobLeaseClient, BlobServiceClient
 from local_host.hostjson import HostConfig, SingletonOptions
 from local_host.leases import HOSTS_CONTAINER, listener_lock_id, lock_blob_name, status_blob_name
 from local_host.runtime import LocalHost
-from local_host.timers import ScheduleStatus
+from local_host.schedule_status import ScheduleStatus
 from scheduler_core.settings import Settings
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]

@@ -19,7 +19,7 @@ from local_host.leases import (
     resolve_host_id,
     status_blob_name,
 )
-from local_host.timers import ScheduleStatus
+from local_host.schedule_status import ScheduleStatus
 from scheduler_core.errors import ConfigurationError
 
 

@@ -12,7 +12,8 @@ import azure.functions as func
 import pytest
 
 from local_host.app_index import TimerFunction, index_app
-from local_host.timers import ScheduleStatus, ScheduleStatusStore, TimerRunner
+from local_host.schedule_status import ScheduleStatus
+from local_host.timers import ScheduleStatusStore, TimerRunner
 
 YEARLY = "0 0 0 1 1 *"  # never comes round during a test
 
