@@ -83,7 +83,7 @@ def whole_shard_dispatcher(services: wiring.Services) -> Dispatcher:
     (the deployed one hands the rest of a shard on past :data:`~scheduler_core.pipeline.dispatch.SCAN_CHUNK`
     rows, which ``--fan-out`` measures)."""
     base = services.dispatcher
-    return Dispatcher(services.stores, base.send, base.shards, base.lookahead, services.executor.claims)
+    return Dispatcher(services.stores, base.attempts.send, base.shards, base.lookahead, services.executor.claims)
 
 
 def fan_out(workers: int, chunk: int, now: datetime) -> tuple[int, int]:
@@ -100,7 +100,7 @@ def fan_out(workers: int, chunk: int, now: datetime) -> tuple[int, int]:
     base = services.dispatcher
     dispatcher = Dispatcher(
         services.stores,
-        base.send,
+        base.attempts.send,
         base.shards,
         base.lookahead,
         services.executor.claims,

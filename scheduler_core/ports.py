@@ -11,8 +11,8 @@ Rules that hold for every store:
   :class:`~scheduler_core.errors.WriteRaceError`: the caller reads again and decides again. A successful
   write returns the value with its new ETag.
 - **Failures.** A store that cannot be reached raises :class:`~scheduler_core.errors.StorageError` (its
-  ``transient`` says whether trying again may help; ``status`` the storage service's HTTP status, if any).
-  No adapter lets a foreign exception out.
+  ``transient`` says whether trying again may help; ``storage_status`` the storage service's HTTP status, if
+  any). No adapter lets a foreign exception out.
 - **Keys.** Names are matched case-insensitively through the keys of :mod:`scheduler_core.storage.keys`;
   values keep the client's spelling.
 """

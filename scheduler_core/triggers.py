@@ -65,7 +65,8 @@ def on_cleanup_message(body: bytes) -> None:
     from scheduler_core.wiring import services
 
     s = services()
-    report = work(s.stores, CleanupMessage.from_json(body), s.cleanups.send, s.executor.claims)
+    assert s.claims is not None
+    report = work(s.stores, CleanupMessage.from_json(body), s.cleanups.send, s.claims)
     if report.jobs_seen or report.collections_removed:
         log.info(
             "cleanup: %d jobs covered, %d removed, %d history rows and %d claims removed, %d deletions finished",

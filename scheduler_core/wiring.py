@@ -19,14 +19,10 @@ from scheduler_core.actions import ActionRunner
 from scheduler_core.api.handler import ApiServices, ManagementApi
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
-from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
 from scheduler_core.pipeline.execute import Executor
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.policies import start_delay
-from scheduler_core.ports import ExecutionQueue, MessageSender, Storage, Stores
+from scheduler_core.ports import Claims, ExecutionQueue, MessageSender, Storage, Stores
 from scheduler_core.queue_router import ExecutionRouter
-from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 from scheduler_core.service.jobs import BackfillSends
 
@@ -82,6 +78,8 @@ class Services:
     execution_depths: ExecutionDepths | None = None
     #: The depth of the cleanup queue and of its poison queue (None: not available).
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
+    #: The attempts' claims (the cleanup removes old ones).
+    claims: Claims | None = None
 
 
 def build(
@@ -154,40 +152,14 @@ def build(
         from scheduler_core.actions.registry import default_runner
 
         runner = default_runner(config)
-    executor = Executor(stores, claims, runner, send_execution, dispatcher, clock, sleep=sleep, lease=claim_lease)
+    attempts = dispatcher.attempts
+    executor = Executor(stores, claims, runner, attempts, clock, sleep=sleep, lease=claim_lease)
 
     def request_run(job: Job) -> None:
-        now = clock()
-        message = ExecutionMessage(
-            job_partition=job.ref.partition_key,
-            job_row=job.ref.row_key,
-            generation=job.generation,
-            occurrence=format_instant(now),
-            cause=Cause.MANUAL,
-        )
-        send_execution(message.to_json(), 0)
-        dispatcher.watch(job, message, now, now)
+        attempts.run_now(job, clock())
 
     def request_backfill(job: Job, sends: BackfillSends) -> None:
-        """A backfill's occurrences, in order, each shown at its start slot (the plan's rate): all of them
-        (``AllowAll``), or the first only, each sending the next when its attempts are over (``Skip``,
-        ``BufferOne``: one after another). Every message carries the backfill's id (its ledger rows')."""
-        now = clock()
-        chained = sends.overlap is not OverlapPolicy.ALLOW_ALL
-        until = format_instant(sends.occurrences[-1]) if chained else ""
-        count = 1 if chained else len(sends.occurrences)
-        for occurrence, start in zip(sends.occurrences[:count], sends.starts[:count], strict=True):
-            message = ExecutionMessage(
-                job_partition=job.ref.partition_key,
-                job_row=job.ref.row_key,
-                generation=job.generation,
-                occurrence=format_instant(occurrence),
-                cause=Cause.BACKFILL,
-                until=until,
-                backfill=sends.backfill,
-            )
-            send_execution(message.to_json(), start_delay(start, now))
-            dispatcher.watch(job, message, max(start, now), now)
+        attempts.start_backfill(job, sends.backfill, sends.occurrences, sends.starts, sends.chained, clock())
 
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())
@@ -220,6 +192,7 @@ def build(
         execution_depths=execution_depths,
         cleanups=cleanup_queue,
         cleanup_depth=cleanup_depth,
+        claims=claims,
     )
 
 

@@ -47,7 +47,7 @@ from typing import Any
 from scheduler_core.errors import ContentionError, EtagMismatchError
 from scheduler_core.model import CLAIM_LEASE, DueEntry, Job, JobState
 from scheduler_core.pipeline import policies
-from scheduler_core.pipeline.dispatch import EARLY_MARGIN_SECONDS
+from scheduler_core.pipeline.attempts import EARLY_MARGIN_SECONDS
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.policies import LedgerEntry
@@ -268,7 +268,7 @@ def read_ledger(due: DueIndex, collection_identity: str, job_row: str | None = N
 
 
 def send_due(start: datetime, now: datetime) -> datetime | None:
-    """The instant to hand to :func:`~scheduler_core.pipeline.dispatch.delay_message` (which shows a message a
+    """The instant to hand to :meth:`~scheduler_core.pipeline.attempts.Attempts.send_at` (which shows a message a
     second or two before the instant it is given) so that a message sent at ``now`` shows no earlier than
     ``start``, at most a second after it (None: ``start`` has come: send it at once)."""
     if start <= now:

@@ -19,7 +19,6 @@ the fired row (no round trip of its own), and it hands the watch rows it finds d
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import uuid
@@ -31,21 +30,15 @@ from datetime import datetime, timedelta
 from scheduler_core.definitions import format_duration
 from scheduler_core.model import CLAIM_LEASE, WATCH, ActionName, DueEntry, HistoryEntry, HistoryStatus, Job, JobState
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
-from scheduler_core.pipeline import policies, reporting
-from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, Cause, ExecutionMessage, ScanMessage
-from scheduler_core.pipeline.watchdog import (
-    WATCH_GRACE,
-    WATCH_KEYS,
-    WATCH_SLOT,
-    Behind,
-    SendLook,
-    Watchdog,
-    watch_keys_before,
-)
+from scheduler_core.pipeline import attempts, policies, reporting
+from scheduler_core.pipeline.attempts import Attempts
+from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, ScanMessage
+from scheduler_core.pipeline.watchdog import Behind, Watchdog
+from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT, SendLook, Watches, watch_keys_before
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import due_row_key, format_due, history_row_key, shard_of
+from scheduler_core.storage.keys import due_row_key, format_due, history_row_key
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -55,8 +48,6 @@ ABANDONED_AFTER = timedelta(minutes=2)
 #: The most missed occurrences ``missedRunPolicy`` RunAll runs after one outage (those of the window, or the
 #: first ones missed when it has none).
 MAX_MISSED_RUNS = 1000
-#: Queue messages can be delayed by at most 7 days (Azure Storage queues).
-MAX_VISIBILITY = timedelta(days=7)
 
 Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 
@@ -114,17 +105,6 @@ def _most_shards(health_rows: list[DueEntry]) -> int | None:
     return min(max(counts), MAX_SHARDS) if counts else None
 
 
-#: Execution messages become visible this many whole seconds before their occurrence, plus the fraction
-#: that queues (which count whole seconds) cannot express; the executor holds them until the due instant.
-#: With a queue polling interval of at most this margin, actions fire at their second, not after it.
-EARLY_MARGIN_SECONDS = 1
-
-
-def visibility_seconds(due: datetime, now: datetime) -> int:
-    """The visibility timeout that shows a message 1–2 s before ``due`` (0 when that is already past)."""
-    return max(0, math.floor((due - now).total_seconds()) - EARLY_MARGIN_SECONDS)
-
-
 @dataclass
 class ScanReport:
     shard: str
@@ -174,7 +154,7 @@ SCAN_BUDGET = 30.0
 #: calls of a large scan run on the pool too.
 JOBS_PER_READ = 14
 #: The tick's scan of a shard also looks at the shard's watch entries due more than this long ago: their
-#: look (one per slot, :data:`~scheduler_core.pipeline.watchdog.WATCH_SLOT`) was lost or is stuck behind a
+#: look (one per slot, :data:`~scheduler_core.pipeline.watches.WATCH_SLOT`) was lost or is stuck behind a
 #: backlog of the scan queue. (Not those due just now: their look is running.)
 LOOK_LOST_AFTER = 2 * WATCH_SLOT
 _POOL: list[ThreadPoolExecutor] = []  # at most one: the process's pool for large scans
@@ -190,7 +170,7 @@ class Dispatcher:
     rows and hands the rest of its shard on through ``send_scan`` (:data:`SCAN_CHUNK`), and starts rows for
     ``budget`` seconds at most (:data:`SCAN_BUDGET`; ``monotonic`` is its clock); without ``send_scan`` it
     dispatches every row it finds. Large scans send concurrently (:data:`SEND_THREADS`). The watch looks of
-    the watch entries it writes go through ``send_look`` (:meth:`Watchdog.schedule`; None: the ticks' scans
+    the watch entries it writes go through ``send_look`` (:meth:`Watches.schedule`; None: the ticks' scans
     look at them).
     """
 
@@ -210,12 +190,16 @@ class Dispatcher:
         budget: float = SCAN_BUDGET,
         monotonic: Callable[[], float] = time.monotonic,
         send_look: SendLook | None = None,
+        attempts: Attempts | None = None,
     ) -> None:
+        """``attempts`` sends the attempts (default: over ``send``, with watch entries of ``lease`` and
+        ``grace`` whose looks go through ``send_look``)."""
         self.stores = stores
-        self.send = send
         self.shards = shards
         self.lookahead = lookahead
-        self.watchdog = Watchdog(stores, claims, send, shards, lease, grace, behind, send_look)
+        self.attempts = attempts or Attempts(send, Watches(stores, shards, lease, grace, send_look))
+        self.watches = self.attempts.watches
+        self.watchdog = Watchdog(claims, self.attempts, behind)
         self.depths = depths
         self.send_scan = send_scan
         self.chunk = max(1, chunk)
@@ -319,17 +303,17 @@ class Dispatcher:
     def _look(self, shard: str, now: datetime, due_by: datetime, report: ScanReport) -> int:
         """Look at the watch entries of ``shard`` due by ``due_by``, those started within the budget; the rest
         are left to a further look, sent at once. Watch entries sort after every occurrence's entry
-        (:func:`~scheduler_core.pipeline.watchdog.watch_key`), so a scan never reads them. Returns how many it
+        (:func:`~scheduler_core.pipeline.watches.watch_key`), so a scan never reads them. Returns how many it
         read."""
         deadline = self.monotonic() + self.budget
         rows = list(self.stores.due.due_before(shard, watch_keys_before(due_by), after=WATCH_KEYS))
         jobs = self._jobs_of(rows, now)
         unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
         self._apply(report, now)
-        if unstarted and self.watchdog.send_look is not None:
+        if unstarted and self.watches.send_look is not None:
             report.deferred += len(unstarted)
             try:
-                self.watchdog.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), 0)
+                self.watches.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), 0)
             except Exception:
                 log.warning("shard %s: %d watch entries left for the next tick", shard, len(unstarted), exc_info=True)
         return len(rows)
@@ -480,7 +464,7 @@ class Dispatcher:
             self.stores.due.advance(report.shard, report.moves, report.watches)
         self.stores.due.delete_many(report.deleted)
         written = report.watches + [new for _, new in report.moves if new is not None and new.kind == WATCH]
-        self.watchdog.schedule(written, now)
+        self.watches.schedule(written, now)
 
     def _dispatch_row(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
         """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
@@ -492,7 +476,7 @@ class Dispatcher:
             return
         if row.message is not None:  # a long-delayed retry parked in the index
             if job is not None and job.generation == row.generation and job.state == JobState.ENABLED:
-                self.send(row.message, visibility_seconds(row.due, now))
+                self.attempts.unpark(row, now)
                 report.retries += 1
             report.deleted.append((row.shard, row.row_key))
             return
@@ -534,18 +518,9 @@ class Dispatcher:
             report.coalesced += 1
             reporting.coalesced(job, occurrence, missed, resume)
         while True:
-            message = ExecutionMessage(
-                job_partition=job.ref.partition_key,
-                job_row=job.ref.row_key,
-                generation=job.generation,
-                occurrence=format_instant(occurrence),
-                cause=Cause.SCHEDULE,
-                missed=missed,
-                last=following is None,
-            )
-            self.send(message.to_json(), visibility_seconds(occurrence, now))
+            message = attempts.scheduled(job, occurrence, missed, last=following is None)
+            report.watches.append(self.attempts.dispatch(job, message, row.shard, now))
             report.fired += 1
-            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, occurrence, now))
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
@@ -604,18 +579,11 @@ class Dispatcher:
         if dropped:  # before the sends: a scan that fails here sends nothing, and the next one writes it again
             self.stores.history.add_if_absent(job.ref, self._skipped_entry(job, schedule, dropped, now))
         for index, late in enumerate(decided.run):
-            message = ExecutionMessage(
-                job_partition=job.ref.partition_key,
-                job_row=job.ref.row_key,
-                generation=job.generation,
-                occurrence=format_instant(late),
-                cause=Cause.SCHEDULE,
-                missed=decided.stands_for if index == 0 and decided.stands_for > 1 else 0,
-                last=following is None and index == len(decided.run) - 1,
-            )
-            self.send(message.to_json(), 0)
+            stands_for = decided.stands_for if index == 0 and decided.stands_for > 1 else 0
+            last = following is None and index == len(decided.run) - 1
+            message = attempts.scheduled(job, late, stands_for, last)
+            report.watches.append(self.attempts.dispatch(job, message, row.shard, now))  # shown at once: it is late
             report.fired += 1
-            report.watches.append(self.watchdog.row_after_lease(job, message, row.shard, late, now))
         report.coalesced += 1
         log.info(
             "job %s: missed occurrences from %s: %d run, the others not (missedRunPolicy %s%s); next %s",
@@ -674,25 +642,3 @@ class Dispatcher:
             retry_count=0,
             repeat_count=repeat,
         )
-
-    def park_retry(self, job: Job, message: ExecutionMessage, due: datetime) -> None:
-        """Keep a retry whose delay is longer than a queue allows in the due index until it is near."""
-        shard = shard_of(job.ref.identity, self.shards)
-        key = due_row_key(due, job.ref.identity, job.generation) + f"|retry{message.attempt}{message.action}"
-        row = DueEntry(
-            shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json()
-        )
-        self.stores.due.put(row)
-
-    def watch(self, job: Job, message: ExecutionMessage, due: datetime, now: datetime) -> None:
-        """Watch an attempt sent outside a scan (a retry, an error action, a run on demand) due at ``due``:
-        one due-index write, and its watch look (see :class:`~scheduler_core.pipeline.watchdog.Watchdog`)."""
-        self.watchdog.watch(job, message, due, now)
-
-
-def delay_message(send: Send, park: Callable[[datetime], None], text: str, due: datetime, now: datetime) -> None:
-    """Send ``text`` to appear at ``due``: directly when a queue can hold it that long, else via the index."""
-    if due - now <= MAX_VISIBILITY - timedelta(minutes=5):
-        send(text, visibility_seconds(due, now))
-    else:
-        park(due)

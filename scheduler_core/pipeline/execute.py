@@ -65,9 +65,9 @@ from scheduler_core.model.actions import Action, JobAction
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import OverlapPolicy
-from scheduler_core.pipeline import policies, reporting
+from scheduler_core.pipeline import attempts, policies, reporting
+from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, backfill_ended, count_attempt
-from scheduler_core.pipeline.dispatch import Dispatcher, Send, delay_message
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -218,8 +218,7 @@ class Executor:
         stores: Stores,
         claims: Claims,
         runner: ActionRunner,
-        send: Send,
-        dispatcher: Dispatcher,
+        attempts: Attempts,
         clock: Clock,
         worker: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -229,8 +228,7 @@ class Executor:
         self.stores = stores
         self.claims = claims
         self.runner = runner
-        self.send = send
-        self.dispatcher = dispatcher
+        self.attempts = attempts  # every attempt this one sends (retries, error actions, released ones) goes there
         self.clock = clock
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
@@ -280,7 +278,7 @@ class Executor:
             # Look again once the holder's lease has ended (it may die): then this delivery takes over.
             wait = (result.lease_until or claimed_at + self.lease) - self.clock()
             delay = max(1, math.ceil(wait.total_seconds()) + 1)
-            self.send(message.to_json(), delay)
+            self.attempts.later(message, delay)
             self._log_skip(job, message, Outcome.BUSY, f"another worker runs it; looked at again in {delay} s")
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
         # The claim is this worker's: its lease is renewed until the write that completes it.
@@ -440,11 +438,7 @@ class Executor:
             not retry_follows and message.action == "main" and not result.succeeded and action.error is not None
         )
         if retry_follows:
-            retry = replace(
-                message,
-                attempt=message.attempt + 1,
-                cause=Cause.RETRY if message.cause == Cause.SCHEDULE else message.cause,
-            )
+            retry = attempts.retry_of(message)
             due = now + policy.delay(message.attempt)
             self._send_watched(job, retry, due, now)
             step, retry_at = NextStep.RETRY, due
@@ -453,7 +447,7 @@ class Executor:
             if not result.succeeded:
                 faulted = True
                 if action.error is not None:
-                    error = replace(message, action="error", attempt=0)
+                    error = attempts.error_action_of(message)
                     self._send_watched(job, error, now, now)
                     step = NextStep.ERROR_ACTION
                     reporting.error_action_sent()
@@ -523,15 +517,7 @@ class Executor:
         until = datetime.fromisoformat(message.until.replace("Z", "+00:00"))
         if following is None or following > until:
             return
-        follow = ExecutionMessage(
-            job_partition=message.job_partition,
-            job_row=message.job_row,
-            generation=message.generation,
-            occurrence=format_instant(following),
-            cause=Cause.BACKFILL,
-            until=message.until,
-            backfill=message.backfill,  # the same backfill: a second copy of this send runs once
-        )
+        follow = attempts.next_backfill_run(message, following)
         self._send_watched(job, follow, due or now, now)
 
     def _delete_completed(self, job: Job) -> None:
@@ -605,7 +591,7 @@ class Executor:
                     if message.waits_for and running is not None:  # its deadline copy, early: come again
                         self._send_deadline(current, message, running)
                     return self._held(current, message, Outcome.WAITING, verdict.reason)
-                changes["waiting"] = replace(message, waits_for="").to_json()
+                changes["waiting"] = attempts.waiting(message).to_json()
             else:
                 changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
             try:
@@ -643,14 +629,9 @@ class Executor:
         it), the copy runs the waiting one, so it never waits for a later occurrence or a write of the job."""
         deadline = policies.unfinished_until(running, job.definition.action.retry_policy, self.lease)
         due = deadline + DEADLINE_MARGIN
-        copy = replace(message, waits_for=f"{job.generation}|{format_instant(running)}")
+        copy = attempts.deadline_copy(message, job.generation, running)
         now = self.clock()
-        durably(
-            "deadline of a waiting occurrence",
-            lambda: delay_message(
-                self.send, lambda at: self.dispatcher.park_retry(job, copy, at), copy.to_json(), due, now
-            ),
-        )
+        durably("deadline of a waiting occurrence", lambda: self.attempts.send_at(job, copy, due, now))
 
     def _resend_released(self, job: Job, message: ExecutionMessage) -> None:
         """A holder lost after its counters write (the attempt counted, its record not written) may have
@@ -662,19 +643,13 @@ class Executor:
             return
         if running <= message.occurrence_time or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
             return
-        released = ExecutionMessage(
-            job_partition=message.job_partition,
-            job_row=message.job_row,
-            generation=job.generation,
-            occurrence=format_instant(running),
-            last=schedule_of(job).after(running) is None,
-        )
+        released = attempts.released(job, message, running, last=schedule_of(job).after(running) is None)
         now = self.clock()
         self._send_watched(job, released, now, now)
 
     def _held(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> ExecutionReport:
         if outcome is Outcome.BUSY:
-            self.send(message.to_json(), 1)
+            self.attempts.later(message, 1)
         self._log_skip(job, message, outcome, why)
         return ExecutionReport(outcome, why, message.stable_execution_id())
 
@@ -700,9 +675,5 @@ class Executor:
     def _send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
         harmless: its claim runs it once)."""
-        text = follow.to_json()
-        durably(
-            "follow-up message",
-            lambda: delay_message(self.send, lambda at: self.dispatcher.park_retry(job, follow, at), text, due, now),
-        )
-        durably("follow-up watchdog", lambda: self.dispatcher.watch(job, follow, due, now))
+        durably("follow-up message", lambda: self.attempts.send_at(job, follow, due, now))
+        durably("follow-up watchdog", lambda: self.attempts.watch(job, follow, due, now))

@@ -109,6 +109,11 @@ class BackfillSends:
     starts: tuple[datetime, ...]
     overlap: OverlapPolicy
 
+    @property
+    def chained(self) -> bool:
+        """Whether the occurrences run one after another (only the first is sent; each sends the next)."""
+        return self.overlap is not OverlapPolicy.ALLOW_ALL
+
 
 #: Sends a backfill's messages (:class:`BackfillSends`) for the job (as read when the backfill was accepted).
 BackfillRequest = Callable[[Job, BackfillSends], None]

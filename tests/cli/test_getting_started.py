@@ -34,7 +34,7 @@ from local_host.hostjson import load_host_json
 from local_host.runtime import LocalHost
 from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.pipeline.dispatch import EARLY_MARGIN_SECONDS, visibility_seconds
+from scheduler_core.pipeline.attempts import EARLY_MARGIN_SECONDS, visibility_seconds
 from scheduler_core.pipeline.execute import MAX_EARLY_WAIT
 from scheduler_core.settings import Settings
 from tests.e2e.conftest import Api

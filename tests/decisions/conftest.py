@@ -84,9 +84,7 @@ class Deployment:
     def executor_named(self, worker: str) -> Executor:
         """Another worker over the same deployment (its own name, the same stores, queue and runner)."""
         mine = self.executor
-        return Executor(
-            mine.stores, mine.claims, mine.runner, mine.send, mine.dispatcher, mine.clock, worker, mine.sleep
-        )
+        return Executor(mine.stores, mine.claims, mine.runner, mine.attempts, mine.clock, worker, mine.sleep)
 
     # ------------------------------------------------------------------------------------------- jobs
 

@@ -14,7 +14,8 @@ from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.dispatch import ABANDONED_AFTER
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_RECHECK, WATCH_UNCLAIMED_CHECKS
+from scheduler_core.pipeline.watchdog import WATCH_RECHECK, WATCH_UNCLAIMED_CHECKS
+from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key
 from tests.decisions.conftest import START, Deployment, http_action, job_body, parsed
@@ -237,7 +238,7 @@ def test_a_parked_retry_is_sent_when_near_and_only_while_its_job_is_live(
     for name in ("live", "edited"):
         job = deployment.job(name)
         retry = ExecutionMessage(job.ref.partition_key, job.ref.row_key, job.generation, format_instant(LATER), 1)
-        deployment.dispatcher.park_retry(job, retry, due)
+        deployment.dispatcher.attempts.park(job, retry, due)
         retries[name] = retry
     deployment.put_job("edited", job_body(LATER, http_action(target.base_url + "/v2"), HOURLY))
     parked = [entry for entry in deployment.due_entries() if entry.message is not None and entry.kind == ""]
@@ -258,7 +259,7 @@ def test_a_parked_retry_is_not_sent_before_it_is_near(deployment: Deployment, ta
     job = deployment.job("a")
     due = START + timedelta(days=8)
     retry = ExecutionMessage(job.ref.partition_key, job.ref.row_key, job.generation, format_instant(LATER), 1)
-    deployment.dispatcher.park_retry(job, retry, due)
+    deployment.dispatcher.attempts.park(job, retry, due)
     deployment.clock.set(due - timedelta(minutes=5))
     assert deployment.scan().retries == 0
     assert any(entry.message == retry.to_json() for entry in deployment.due_entries())

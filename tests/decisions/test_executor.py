@@ -18,7 +18,7 @@ from scheduler_core.model import CLAIM_LEASE, ActionName, HistoryStatus, JobStat
 from scheduler_core.pipeline import durable
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE
+from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from tests.decisions.conftest import (
     NO_RETRY,

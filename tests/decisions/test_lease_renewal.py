@@ -19,7 +19,7 @@ from scheduler_core.model import ClaimState, HistoryStatus, claim_key
 from scheduler_core.model.claim import CLAIM_LEASE, heartbeat_every, takeover_pause
 from scheduler_core.pipeline.execute import WORKER_LOST, ExecutionReport, Executor, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_SLOT
+from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_SLOT
 from tests.decisions.conftest import NO_RETRY, START, Deployment, http_action, job_body
 from tests.decisions.workers import REAL_TIMEOUT, CountingRunner, HeldRunner, SimulatedWaits, WorkerDied, executor
 
@@ -214,7 +214,7 @@ def test_a_dead_workers_attempt_runs_again_within_34_s_of_its_death_by_the_watch
     over = DUE + last_renewal + CLAIM_LEASE + WATCH_GRACE  # when its watch finds the lease over, at the earliest
     [look] = looks  # one look sent it again: the first at or after ``over``, at the end of its slot
     assert over <= look < over + WATCH_SLOT and look not in ticks
-    assert look == deployment.dispatcher.watchdog.slot_of(look)
+    assert look == deployment.dispatcher.watches.slot_of(look)
     assert rerun.started_at == look + takeover_pause(CLAIM_LEASE)
     assert rerun.started_at - (DUE + death) <= CLAIM_LEASE + WATCH_GRACE + WATCH_SLOT + takeover_pause(CLAIM_LEASE)
     assert rerun.execution_id == message.stable_execution_id()

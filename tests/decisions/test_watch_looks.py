@@ -15,7 +15,7 @@ from scheduler_core.model import WATCH, DueEntry
 from scheduler_core.model.claim import CLAIM_LEASE
 from scheduler_core.pipeline.dispatch import LOOK_LOST_AFTER
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT
+from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT
 from scheduler_core.storage.keys import SEPARATOR, due_row_key
 from tests.decisions.conftest import START, Deployment, http_action, job_body
 from tests.support.http_target import HttpTarget
@@ -58,16 +58,16 @@ def test_a_scan_sends_one_look_per_shard_and_slot_delayed_to_the_end_of_the_slot
 def test_a_process_sends_the_look_of_a_shard_and_slot_once_and_a_look_that_cannot_be_sent_is_sent_by_the_next_writer(
     deployment: Deployment, target: HttpTarget
 ) -> None:
-    watchdog = deployment.dispatcher.watchdog
+    watches = deployment.dispatcher.watches
     now = LATER
     deployment.clock.set(now)
     entry = DueEntry("0003", f"{WATCH_KEYS}x", "p", "r", 1, now + timedelta(seconds=3), kind=WATCH)
     deployment.storage.scans.fail_next("send", StorageError("storage answered 503", 503))
-    assert watchdog.schedule([entry], now) == 0  # not sent: logged, and not remembered as sent
-    assert watchdog.schedule([entry], now) == 1
-    assert watchdog.schedule([entry], now) == 0  # this process sent that slot's look already
+    assert watches.schedule([entry], now) == 0  # not sent: logged, and not remembered as sent
+    assert watches.schedule([entry], now) == 1
+    assert watches.schedule([entry], now) == 0  # this process sent that slot's look already
     later = DueEntry("0003", f"{WATCH_KEYS}y", "p", "r", 1, now + timedelta(seconds=5, microseconds=1), kind=WATCH)
-    assert watchdog.schedule([later], now) == 1  # the next slot
+    assert watches.schedule([later], now) == 1  # the next slot
     [(first, shown), (second, shown_later)] = looks(deployment)
     assert (first.shard, shown, second.shard, shown_later) == ("0003", now + WATCH_SLOT, "0003", now + 2 * WATCH_SLOT)
 

@@ -156,13 +156,9 @@ def executor(
     worker: str,
     waits: SimulatedWaits | None = None,
 ) -> Executor:
-    """A worker over the deployment's stores, queue and dispatcher with its own runner; its waits (the pause
+    """A worker over the deployment's stores and attempts (its queue) with its own runner; its waits (the pause
     before a takeover, the lease keeper's) pass in simulated time (``waits``; else the clock jumps)."""
     mine = deployment.executor
     if waits is None:
-        return Executor(
-            mine.stores, mine.claims, runner, mine.send, mine.dispatcher, mine.clock, worker, deployment.clock.advance
-        )
-    return Executor(
-        mine.stores, mine.claims, runner, mine.send, mine.dispatcher, mine.clock, worker, waits.advance, wait=waits.wait
-    )
+        return Executor(mine.stores, mine.claims, runner, mine.attempts, mine.clock, worker, deployment.clock.advance)
+    return Executor(mine.stores, mine.claims, runner, mine.attempts, mine.clock, worker, waits.advance, wait=waits.wait)

@@ -23,7 +23,7 @@ import pytest
 from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.pipeline.watchdog import WATCH_GRACE
+from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef

@@ -19,7 +19,7 @@ from scheduler_core.adapters.memory import SimulatedClock
 from scheduler_core.model import CLAIM_LEASE
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.pipeline.watchdog import WATCH_GRACE
+from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.http_target import HttpTarget, http_target

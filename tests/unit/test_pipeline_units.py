@@ -14,7 +14,7 @@ from scheduler_core.api.paging import Paging, paginate, parse_filter, parse_pagi
 from scheduler_core.api.paths import parse_path
 from scheduler_core.definitions import read_retry_policy
 from scheduler_core.errors import NotFoundError, ValidationError
-from scheduler_core.pipeline.dispatch import visibility_seconds
+from scheduler_core.pipeline.attempts import visibility_seconds
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage, ScanMessage
 from scheduler_core.storage.keys import (
     CollectionRef,
