@@ -136,7 +136,7 @@ def count_attempt(
     :class:`Backoff` of :data:`COUNTER_BUDGET`) from a fresh read, until it is written. When the budget is
     spent first, the attempt is not counted and :class:`~scheduler_core.errors.ContentionError` is raised,
     never swallowed: its caller fails the queue message, whose retry counts the attempt once."""
-    main = message.action == "main"
+    main = message.is_main
     key = message.attempt_key
     waits = backoff or Backoff()
     current: Job | None = job

@@ -129,7 +129,7 @@ class ExecutionReport:
 def action_of(job: Job, message: ExecutionMessage) -> Action | None:
     """The action a message's attempt runs (None: an error action removed since the attempt was sent)."""
     job_action = job.definition.action
-    return job_action.main if message.action == "main" else job_action.error
+    return job_action.main if message.is_main else job_action.error
 
 
 def repeat_of(job: Job, message: ExecutionMessage) -> int:
@@ -181,7 +181,7 @@ def history_entry(
         start_time=started,
         end_time=ended,
         expected_execution_time=message.occurrence_time,
-        action_name=ActionName.MAIN if message.action == "main" else ActionName.ERROR,
+        action_name=message.action_name,
         status=HistoryStatus.COMPLETED if result.succeeded else HistoryStatus.FAILED,
         message=text,
         retry_count=message.attempt,
@@ -208,7 +208,7 @@ def gated(job: Job, message: ExecutionMessage) -> bool:
         job.definition.overlap_policy is not OverlapPolicy.ALLOW_ALL
         and message.cause == Cause.SCHEDULE
         and message.attempt == 0
-        and message.action == "main"
+        and message.is_main
     )
 
 
@@ -343,7 +343,7 @@ class Executor:
             reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
         else:
             early = occurrence - self.clock()
-            if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.action == "main":
+            if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.is_main:
                 self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
             started = self.clock()
             context = ActionContext(
@@ -397,7 +397,7 @@ class Executor:
             start_time=lost.claimed_at,
             end_time=self.clock(),
             expected_execution_time=message.occurrence_time,
-            action_name=ActionName.MAIN if message.action == "main" else ActionName.ERROR,
+            action_name=message.action_name,
             status=HistoryStatus.FAILED,
             message=f"{WORKER_LOST} (worker {lost.worker} {why})",
             retry_count=message.attempt,
@@ -434,16 +434,14 @@ class Executor:
         faulted = False
         step, retry_at = NextStep.CONTINUE, None
         retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
-        error_follows = (
-            not retry_follows and message.action == "main" and not result.succeeded and action.error is not None
-        )
+        error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
         if retry_follows:
             retry = attempts.retry_of(message)
             due = now + policy.delay(message.attempt)
             self._send_watched(job, retry, due, now)
             step, retry_at = NextStep.RETRY, due
             reporting.retry_sent(message.action)
-        elif message.action == "main":
+        elif message.is_main:
             if not result.succeeded:
                 faulted = True
                 if action.error is not None:
@@ -459,7 +457,7 @@ class Executor:
             final_state = JobState.FAULTED
         if message.cause in (Cause.MANUAL, Cause.BACKFILL):
             final_state = None  # an on-demand run or a backfill never ends the job's schedule
-        end = policies.occurrence_end(message.action == "main", result.succeeded, retry_follows, error_follows)
+        end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
         pause = self._pause(job, message, end) if final_state is None else ""
         released: list[ExecutionMessage] = []
 

@@ -11,10 +11,13 @@ from typing import Any, Literal
 
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.claim import claim_key
+from scheduler_core.model.states import ActionName
 
 VERSION = 1
 
-ActionKind = Literal["main", "error"]
+#: How a message names which of the job's actions it runs (its wire spelling; :attr:`ExecutionMessage.action_name`
+#: is the :class:`~scheduler_core.model.ActionName`).
+MessageAction = Literal["main", "error"]
 
 
 class Cause(enum.StrEnum):
@@ -42,7 +45,7 @@ class ExecutionMessage:
     generation: int
     occurrence: str  # ISO 8601 UTC: the expected execution time
     attempt: int = 0
-    action: ActionKind = "main"
+    action: MessageAction = "main"
     cause: Cause = Cause.SCHEDULE
     missed: int = 0  # > 0: a late run standing for this many occurrences missed during downtime
     last: bool = False  # the last occurrence of its series (the job ends Completed or Faulted after it)
@@ -101,6 +104,16 @@ class ExecutionMessage:
     @property
     def occurrence_time(self) -> datetime:
         return datetime.fromisoformat(self.occurrence.replace("Z", "+00:00"))
+
+    @property
+    def action_name(self) -> ActionName:
+        """Which of the job's actions this attempt runs."""
+        return ActionName.MAIN if self.action == "main" else ActionName.ERROR
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this attempt runs the job's main action (not its error action)."""
+        return self.action_name is ActionName.MAIN
 
     @property
     def attempt_key(self) -> str:

@@ -354,7 +354,7 @@ def attempt_ran(
     )
     meters = telemetry.instruments()
     meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
-    if message.attempt == 0 and message.action == "main" and message.cause == Cause.SCHEDULE:
+    if message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE:
         meters.lateness.record(max(0.0, lateness), {"action_type": action_type})
 
 
