@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core import __version__
 from scheduler_core.api.messages import ApiResponse, MethodNotAllowed
+from scheduler_core.queue_depths import ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 if TYPE_CHECKING:
-    from scheduler_core.pipeline.dispatch import QueueDepths
-    from scheduler_core.wiring import ExecutionQueueDepth, Services
+    from scheduler_core.wiring import Services
 
 log = logging.getLogger("scheduler_core.health")
 
@@ -121,8 +121,6 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
 def _queue_depths(s: Services, body: dict[str, Any]) -> QueueDepths | None:
     """The execution queues' depths, all queues together; with several queues, ``execution_queues`` in the
     body lists each (name, depth, poison) so that one queue falling behind shows."""
-    from scheduler_core.wiring import total_depths
-
     if s.execution_depths is None:
         return s.dispatcher.sample_depths()
     try:

@@ -19,9 +19,10 @@ from scheduler_core.actions import ActionRunner
 from scheduler_core.api.handler import ApiServices, ManagementApi
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
-from scheduler_core.pipeline.dispatch import DepthProbe, Dispatcher, QueueDepths
+from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Executor
 from scheduler_core.ports import Claims, ExecutionQueue, MessageSender, Storage, Stores
+from scheduler_core.queue_depths import DepthProbe, ExecutionDepths, ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.queue_router import ExecutionRouter
 from scheduler_core.service import SchedulerService
 from scheduler_core.service.jobs import BackfillSends
@@ -33,28 +34,6 @@ Clock = Callable[[], datetime]
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class ExecutionQueueDepth:
-    """Approximate message counts of one execution queue and of its poison queue (None: not readable)."""
-
-    name: str
-    depth: int | None
-    poison: int | None
-
-
-#: Reads the depth of every execution queue, queue 0 first (``/health`` shows them one by one).
-ExecutionDepths = Callable[[], list[ExecutionQueueDepth]]
-
-
-def total_depths(queues: list[ExecutionQueueDepth]) -> QueueDepths:
-    """The depths of all execution queues together (None when any one could not be read)."""
-
-    def total(values: list[int | None]) -> int | None:
-        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
-
-    return QueueDepths(total([q.depth for q in queues]), total([q.poison for q in queues]))
 
 
 @dataclass(frozen=True)
@@ -110,6 +89,12 @@ def build(
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
     if storage is None:
         from scheduler_core.adapters.azure import connect  # the deployed adapters (Azure SDKs: loaded on first use)
+        from scheduler_core.adapters.azure.depths import (
+            azure_cleanup_depth,
+            azure_cleanup_queue,
+            azure_execution_depths,
+            azure_execution_queues,
+        )
 
         storage = connect(config)
         if execution_queues is None:
@@ -194,76 +179,6 @@ def build(
         cleanup_depth=cleanup_depth,
         claims=claims,
     )
-
-
-def poison_queue_name(execution_queue: str) -> str:
-    """The queue the Functions host moves an execution message to after its last dequeue."""
-    return f"{execution_queue}-poison"
-
-
-def azure_execution_queues(config: settings.Settings, first: MessageSender) -> tuple[MessageSender, ...]:
-    """The senders of every execution queue: ``first`` (the adapters' own, queue 0), then one Storage queue
-    per further name of ``config.execution_queues``, on the same pooled transport."""
-    from scheduler_core.adapters.azure import execution_queue
-
-    return (first, *(execution_queue(config, name) for name in config.execution_queues[1:]))
-
-
-def azure_execution_depths(config: settings.Settings) -> ExecutionDepths:
-    """Approximate message counts of every execution queue and its poison queue, in the execution queues'
-    account (see :func:`_azure_depths`)."""
-    return _azure_depths(config, config.execution_queues, config.execution_storage)
-
-
-def _azure_depths(
-    config: settings.Settings, names: Sequence[str], account: settings.StorageAccount | None
-) -> ExecutionDepths:
-    """Approximate message counts of the queues ``names`` of ``account`` (None: AzureWebJobsStorage's) and of
-    their poison queues (a missing poison queue counts 0: the host creates it with the first poison message; a
-    count that cannot be read, a missing queue included, is None). One cheap properties call per queue, not
-    tried again (a probe that fails answers at once: the queue client's own retries wait 15 s and more)."""
-    from scheduler_core.adapters.azure.clients import queue_client
-
-    clients = [
-        (
-            name,
-            queue_client(config, name, account=account, retries=0),
-            queue_client(config, poison_queue_name(name), account=account, retries=0),
-        )
-        for name in names
-    ]
-
-    def count(client: Any, missing_is_empty: bool) -> int | None:
-        try:
-            return int(client.get_queue_properties().approximate_message_count or 0)
-        except Exception as exc:  # the SDK's errors: only adapters import them
-            if missing_is_empty and getattr(exc, "status_code", None) == 404:
-                return 0
-            return None
-
-    return lambda: [
-        ExecutionQueueDepth(name, count(queue, False), count(poison, True)) for name, queue, poison in clients
-    ]
-
-
-def azure_cleanup_queue(config: settings.Settings) -> MessageSender:
-    """The sender of the cleanup queue (``SCHEDULER_CLEANUP_QUEUE``)."""
-    from scheduler_core.adapters.azure.clients import queue_client
-    from scheduler_core.adapters.azure.queues import MessageQueue
-
-    return MessageQueue(queue_client(config, config.cleanup_queue))
-
-
-def azure_cleanup_depth(config: settings.Settings) -> Callable[[], ExecutionQueueDepth]:
-    """Approximate message counts of the cleanup queue and of its poison queue."""
-    probe = _azure_depths(config, [config.cleanup_queue], None)  # in AzureWebJobsStorage's account
-    return lambda: probe()[0]
-
-
-def azure_queue_depths(config: settings.Settings) -> DepthProbe:
-    """The depths of all execution queues and of all their poison queues together."""
-    probe = azure_execution_depths(config)
-    return lambda: total_depths(probe())
 
 
 _current: list[Services] = []  # at most one element: the services of this process

@@ -36,6 +36,7 @@ from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, ScanMessage
 from scheduler_core.pipeline.watchdog import Behind, Watchdog
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT, SendLook, Watches, watch_keys_before
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
+from scheduler_core.queue_depths import DepthProbe, QueueDepths
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
 from scheduler_core.storage.keys import due_row_key, format_due, history_row_key
@@ -61,18 +62,6 @@ HEARTBEAT_ROW = "dispatch-tick"
 SHARDS_KIND = "shards"
 #: The most due-index shards a deployment may have (``SCHEDULER_DUE_SHARDS``' largest value).
 MAX_SHARDS = 1000
-
-
-@dataclass(frozen=True)
-class QueueDepths:
-    """Approximate message counts of the execution queue and its poison queue (None: could not be read)."""
-
-    executions: int | None
-    poison: int | None
-
-
-#: Reads the queue depths (the composition root supplies it; None: not sampled).
-DepthProbe = Callable[[], QueueDepths]
 
 
 def heartbeat_row(now: datetime) -> DueEntry:
