@@ -21,34 +21,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.definitions import format_duration
-from scheduler_core.model import CLAIM_LEASE, WATCH, ActionName, DueEntry, HistoryEntry, HistoryStatus, Job, JobState
-from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY, MissedRunMode
-from scheduler_core.pipeline import attempts, policies, reporting
+from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
+from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY
+from scheduler_core.pipeline import attempts, catch_up, policies, reporting
 from scheduler_core.pipeline.attempts import Attempts
-from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE, ScanMessage
+from scheduler_core.pipeline.messages import ScanMessage
 from scheduler_core.pipeline.watchdog import Behind, Watchdog
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT, SendLook, Watches, watch_keys_before
 from scheduler_core.ports import Claims, ExecutionQueue, Stores
 from scheduler_core.queue_depths import DepthProbe, QueueDepths
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import due_row_key, format_due, history_row_key
+from scheduler_core.storage.keys import due_row_key, format_due
 
 log = logging.getLogger("scheduler_core.dispatch")
 
 #: A due-index row newer than its job's generation is left alone for this long (the job write may be
 #: in flight); after that it is an abandoned write and is removed.
 ABANDONED_AFTER = timedelta(minutes=2)
-#: The most missed occurrences ``missedRunPolicy`` RunAll runs after one outage (those of the window, or the
-#: first ones missed when it has none).
-MAX_MISSED_RUNS = 1000
 
 Send = ExecutionQueue  # (message text, visibility timeout in whole seconds)
 
@@ -534,100 +529,26 @@ class Dispatcher:
         report: ScanReport,
         schedule: OccurrenceSeries,
     ) -> datetime | None:
-        """Send the missed occurrences (from ``occurrence`` to ``now``) that ``missedRunPolicy`` runs
-        (:func:`policies.catch_up`; at most :data:`MAX_MISSED_RUNS`, the first ones) and record those it
-        does not run (mode Skip, older than the window, beyond that many) in one ``Skipped`` history entry
-        (:func:`policies.dropped_reason`); returns the first occurrence after ``now`` (None: the series is
-        over)."""
-        policy = job.definition.missed_run_policy
-        window = policy.window_length
-        first: datetime | None = occurrence
-        if window is not None and now - window > occurrence:
-            first = schedule.after(now - window, inclusive=True)
-        missed: list[datetime] = []
-        instant = first
-        if policy.mode is not MissedRunMode.SKIP:
-            while instant is not None and instant <= now and len(missed) < MAX_MISSED_RUNS:
-                missed.append(instant)
-                instant = schedule.after(instant)
-        following = schedule.after(now) if instant is None or instant <= now else instant
-        decided = policies.catch_up(policy, missed, now)
-        dropped: list[policies.MissedSpan] = []
-        if policy.mode is MissedRunMode.SKIP:
-            dropped.append(self._missed_span(schedule, occurrence, following, now, f"missedRunPolicy {policy.mode}"))
-        else:
-            if first != occurrence:
-                written = format_duration(policy.window.value, policy.window.style) if policy.window else ""
-                why = f"older than the missedRunPolicy window {written}"
-                dropped.append(self._missed_span(schedule, occurrence, first, now, why))
-            # RunAll: beyond the runs of one outage (RunOnce's one run stands for them: they are not skipped)
-            if policy.mode is MissedRunMode.RUN_ALL and instant is not None and instant <= now:
-                why = f"beyond the {MAX_MISSED_RUNS} runs of one missedRunPolicy {policy.mode} catch-up"
-                dropped.append(self._missed_span(schedule, instant, following, now, why))
-        dropped = [span for span in dropped if span.count != 0]
-        if dropped:  # before the sends: a scan that fails here sends nothing, and the next one writes it again
-            self.stores.history.add_if_absent(job.ref, self._skipped_entry(job, schedule, dropped, now))
-        for index, late in enumerate(decided.run):
-            stands_for = decided.stands_for if index == 0 and decided.stands_for > 1 else 0
-            last = following is None and index == len(decided.run) - 1
+        """Apply ``missedRunPolicy`` to the occurrences missed from ``occurrence`` to ``now``
+        (:func:`~scheduler_core.pipeline.catch_up.plan`): the ``Skipped`` entry of those it does not run first
+        (a scan that fails here sends nothing, and the next one writes it again), then each run it sends now.
+        Returns the first occurrence after ``now`` (None: the series is over)."""
+        plan = catch_up.plan(job, occurrence, now, schedule)
+        if plan.skipped is not None:
+            self.stores.history.add_if_absent(job.ref, plan.skipped)
+        for late, stands_for, last in plan.runs:
             message = attempts.scheduled(job, late, stands_for, last)
             report.watches.append(self.attempts.dispatch(job, message, row.shard, now))  # shown at once: it is late
             report.fired += 1
         report.coalesced += 1
+        policy = job.definition.missed_run_policy
         log.info(
             "job %s: missed occurrences from %s: %d run, the others not (missedRunPolicy %s%s); next %s",
             job.ref.identity,
             format_instant(occurrence),
-            len(decided.run),
+            len(plan.runs),
             policy.mode,
             f", window {policy.window_length}" if policy.window_length is not None else "",
-            format_instant(following) if following is not None else "none",
+            format_instant(plan.following) if plan.following is not None else "none",
         )
-        return following
-
-    @staticmethod
-    def _missed_span(
-        schedule: OccurrenceSeries, first: datetime, end: datetime | None, now: datetime, why: str
-    ) -> policies.MissedSpan:
-        """The occurrences from ``first`` up to ``end`` (excluded; None: up to ``now``) that do not run: walked
-        one by one up to :data:`MAX_MISSED_RUNS` (more are counted by their ordinals, never walked), so a long
-        outage costs no more than a RunAll catch-up does."""
-        count, last = 0, None
-        instant: datetime | None = first
-        while instant is not None and (instant < end if end is not None else instant <= now):
-            if count == MAX_MISSED_RUNS:
-                try:
-                    total = schedule.ordinal(end) - schedule.ordinal(first) if end is not None else None
-                except ValueError:
-                    total = None
-                return policies.MissedSpan(first, None, total, why, before=end)
-            count, last = count + 1, instant
-            instant = schedule.after(instant)
-        return policies.MissedSpan(first, last, count, why)
-
-    @staticmethod
-    def _skipped_entry(
-        job: Job, schedule: OccurrenceSeries, spans: list[policies.MissedSpan], now: datetime
-    ) -> HistoryEntry:
-        """The one ``Skipped`` history entry of a catch-up's dropped occurrences, keyed by the first of them
-        (so a scan repeated after a failure writes it once)."""
-        first = min(span.first for span in spans)
-        execution_id = uuid.uuid5(
-            EXECUTION_ID_NAMESPACE, f"{job.ref.partition_key}|{job.ref.row_key}|{format_instant(first)}|missed"
-        ).hex
-        try:
-            repeat = schedule.ordinal(first)
-        except ValueError:
-            repeat = 0
-        return HistoryEntry(
-            execution_id=execution_id,
-            row_key=history_row_key(first, execution_id),
-            start_time=now,
-            end_time=now,
-            expected_execution_time=first,
-            action_name=ActionName.MAIN,
-            status=HistoryStatus.SKIPPED,
-            message=policies.dropped_reason(spans),
-            retry_count=0,
-            repeat_count=repeat,
-        )
+        return plan.following
