@@ -64,7 +64,7 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         return 503, body
     now = s.clock()
     body["checked_at"] = format_instant(now)
-    from scheduler_core.pipeline.dispatch import last_tick
+    from scheduler_core.pipeline.ticks import last_tick
 
     try:
         tick = last_tick(s.stores)  # one query on the due-index table: storage reachable

@@ -16,8 +16,8 @@ import pytest
 from scheduler_core import settings, wiring
 from scheduler_core.adapters.memory import MemoryStorage, SimulatedClock, memory_storage
 from scheduler_core.errors import StorageError
-from scheduler_core.pipeline.dispatch import MAX_SHARDS, heartbeat_row, recorded_shards, shards_row
 from scheduler_core.pipeline.messages import ScanMessage
+from scheduler_core.pipeline.ticks import MAX_SHARDS, heartbeat_row, recorded_shards, shards_row
 from tests.decisions.conftest import COLLECTION, START, Deployment, http_action, job_body, parsed
 from tests.support.http_target import HttpTarget
 

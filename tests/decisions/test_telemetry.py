@@ -15,8 +15,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from scheduler_core import telemetry
-from scheduler_core.pipeline.dispatch import last_tick
 from scheduler_core.pipeline.execute import Outcome
+from scheduler_core.pipeline.ticks import last_tick
 from tests.decisions.conftest import NO_RETRY, START, Deployment, fixed_retries, http_action, job_body
 from tests.support.http_target import HttpTarget
 
