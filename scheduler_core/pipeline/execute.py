@@ -36,23 +36,19 @@ the look itself, shared by the attempts of a shard that fall due in one 5-s slot
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from typing import Any
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
-from scheduler_core.errors import EtagMismatchError
 from scheduler_core.model import (
     CLAIM_LEASE,
-    ActionName,
     ClaimOutcome,
     ClaimResult,
     HistoryEntry,
@@ -61,23 +57,32 @@ from scheduler_core.model import (
     JobState,
     LostAttempt,
 )
-from scheduler_core.model.actions import Action, JobAction
+from scheduler_core.model.actions import JobAction
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
-from scheduler_core.model.history import Trigger
-from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.pipeline import attempts, policies, reporting
 from scheduler_core.pipeline.attempts import Attempts
-from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS, backfill_ended, count_attempt
+from scheduler_core.pipeline.counters import backfill_ended, count_attempt
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.policies import Start
+from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
+from scheduler_core.pipeline.overlap import OverlapGate, gated
 from scheduler_core.pipeline.reporting import NextStep, Stale
 from scheduler_core.ports import Claims, Stores
-from scheduler_core.recurrence import format_instant
-from scheduler_core.schedules import schedule_of
 from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import history_row_key
+
+__all__ = [
+    "GIVEN_UP",
+    "MAX_EARLY_WAIT",
+    "WORKER_LOST",
+    "ExecutionReport",
+    "Executor",
+    "FollowUp",
+    "Outcome",
+    "given_up_result",
+    "history_entry",
+]
 
 log = logging.getLogger("scheduler_core.execute")
 
@@ -85,9 +90,6 @@ log = logging.getLogger("scheduler_core.execute")
 MAX_EARLY_WAIT = timedelta(seconds=3)
 #: The result of an error-action attempt whose job no longer has an error action.
 NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not supported here")
-#: A waiting occurrence's deadline copy is due this long after the one it waits for would be taken as lost (a
-#: message shows a second or two before its instant).
-DEADLINE_MARGIN = timedelta(seconds=5)
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
 WORKER_LOST = "worker lost; the call may have been delivered"
 #: The start of the history message of an attempt given up after its workers were lost
@@ -105,53 +107,6 @@ def given_up_result() -> ActionResult:
 
 
 Clock = Callable[[], datetime]
-
-
-class Outcome(Enum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    DUPLICATE = "duplicate"  # already ran
-    BUSY = "busy"  # another worker runs it; re-sent for later
-    STALE = "stale"  # job changed, disabled or deleted since dispatch
-    SKIPPED = "skipped"  # overlapPolicy: the previous occurrence was unfinished (recorded in history)
-    WAITING = "waiting"  # overlapPolicy BufferOne: runs when the previous occurrence finishes
-
-
-@dataclass(frozen=True)
-class ExecutionReport:
-    outcome: Outcome
-    message: str = ""
-    execution_id: str = ""
-    #: What happens next (:class:`NextStep`), for a succeeded or failed attempt.
-    next_step: str = ""
-
-
-def action_of(job: Job, message: ExecutionMessage) -> Action | None:
-    """The action a message's attempt runs (None: an error action removed since the attempt was sent)."""
-    job_action = job.definition.action
-    return job_action.main if message.is_main else job_action.error
-
-
-def repeat_of(job: Job, message: ExecutionMessage) -> int:
-    """The ordinal of the message's occurrence in the job's series (0 for a run on demand)."""
-    if message.cause == Cause.MANUAL:
-        return 0
-    try:
-        if message.cause == Cause.BACKFILL:  # a past occurrence: of the schedule as it was then
-            return policies.past_schedule(job, message.occurrence_time).ordinal(message.occurrence_time)
-        return schedule_of(job).ordinal(message.occurrence_time)
-    except Exception:  # ordinal is informational; never lose a history row over it
-        return 0
-
-
-def trigger_of(message: ExecutionMessage) -> Trigger:
-    """The history trigger of a message's attempt: a backfill's or a run on demand's (their retries and error
-    actions too), else the schedule's (a retry or error action of a scheduled occurrence is ``Scheduled``)."""
-    if message.cause == Cause.BACKFILL:
-        return Trigger.BACKFILL
-    if message.cause == Cause.MANUAL:
-        return Trigger.MANUAL
-    return Trigger.SCHEDULED
 
 
 def history_entry(
@@ -201,17 +156,6 @@ class FollowUp:
     delete: Job | None = None
 
 
-def gated(job: Job, message: ExecutionMessage) -> bool:
-    """Whether ``overlapPolicy`` decides on this attempt: the first attempt of a scheduled occurrence of a
-    job whose policy is not ``AllowAll`` (the default: no read or write of its own)."""
-    return (
-        job.definition.overlap_policy is not OverlapPolicy.ALLOW_ALL
-        and message.cause == Cause.SCHEDULE
-        and message.attempt == 0
-        and message.is_main
-    )
-
-
 class Executor:
     def __init__(
         self,
@@ -229,6 +173,7 @@ class Executor:
         self.claims = claims
         self.runner = runner
         self.attempts = attempts  # every attempt this one sends (retries, error actions, released ones) goes there
+        self.gate = OverlapGate(stores, claims, attempts, clock, lease)
         self.clock = clock
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
@@ -241,20 +186,15 @@ class Executor:
         lease (10 minutes), its occurrence that much late."""
         job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
         if job is None:
-            return self._stale(message, Stale.DELETED, "job deleted")
+            return stale(message, Stale.DELETED, "job deleted")
         if message.cause != Cause.MANUAL:
             # The state first: disabling a job also bumps its generation, and "disabled" is the better reason.
             if job.state != JobState.ENABLED:
                 reason = Stale.DISABLED if job.state == JobState.DISABLED else Stale.FINISHED
-                return self._stale(message, reason, f"job is {job.state}")
+                return stale(message, reason, f"job is {job.state}")
             if job.generation != message.generation:
-                return self._stale(message, Stale.EDITED, "job changed since dispatch")
+                return stale(message, Stale.EDITED, "job changed since dispatch")
         return job
-
-    def _stale(self, message: ExecutionMessage, reason: Stale, text: str) -> ExecutionReport:
-        """Drop a stale message, saying why (one INFO line)."""
-        reporting.attempt_stale(message, Outcome.STALE.value, reason, text)
-        return ExecutionReport(Outcome.STALE, text)
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
         """Run one attempt (see the module's docstring)."""
@@ -263,7 +203,7 @@ class Executor:
             return live
         job = live
         if gated(job, message):
-            admitted = self._overlap(job, message)
+            admitted = self.gate.admit(job, message)
             if isinstance(admitted, ExecutionReport):
                 return admitted
             job = admitted
@@ -271,7 +211,7 @@ class Executor:
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = self._claim(job, message, claimed_at, token)
         if result.outcome is ClaimOutcome.DONE:
-            self._log_skip(job, message, Outcome.DUPLICATE, "already ran")
+            log_skip(job, message, Outcome.DUPLICATE, "already ran")
             return ExecutionReport(Outcome.DUPLICATE, execution_id=execution_id)
         claim = result.claim
         if result.outcome is not ClaimOutcome.CLAIMED or claim is None:
@@ -279,7 +219,7 @@ class Executor:
             wait = (result.lease_until or claimed_at + self.lease) - self.clock()
             delay = max(1, math.ceil(wait.total_seconds()) + 1)
             self.attempts.later(message, delay)
-            self._log_skip(job, message, Outcome.BUSY, f"another worker runs it; looked at again in {delay} s")
+            log_skip(job, message, Outcome.BUSY, f"another worker runs it; looked at again in {delay} s")
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
         # The claim is this worker's: its lease is renewed until the write that completes it.
         keeper = LeaseKeeper(self.claims, claim, self.lease, self.clock, wait=self.wait, name=message.attempt_key)
@@ -323,10 +263,10 @@ class Executor:
                     self._record_given_up(job, message, execution_id, lost)
                 else:
                     self._record_lost(job, message, execution_id, lost, counted=True)
-                self._resend_released(job, message)
+                self.gate.resend_released(job, message)
                 claim = keeper.stop()
                 durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
-                self._log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
+                log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
                 return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
             if lost.takeovers <= MAX_TAKEOVERS:  # it made the call (one beyond gave the attempt up: no call)
                 self._record_lost(job, message, execution_id, lost)
@@ -376,9 +316,6 @@ class Executor:
             job, message, action, policy, done.value, execution_id, outcome, started, ended, step, retry_at
         )
         return ExecutionReport(done, outcome.message, execution_id, step.value)
-
-    def _log_skip(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> None:
-        reporting.attempt_skipped(job, message, action_of(job, message), outcome.value, why)
 
     def _record_lost(
         self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt, counted: bool = False
@@ -438,7 +375,7 @@ class Executor:
         if retry_follows:
             retry = attempts.retry_of(message)
             due = now + policy.delay(message.attempt)
-            self._send_watched(job, retry, due, now)
+            self.gate.send_watched(job, retry, due, now)
             step, retry_at = NextStep.RETRY, due
             reporting.retry_sent(message.action)
         elif message.is_main:
@@ -446,7 +383,7 @@ class Executor:
                 faulted = True
                 if action.error is not None:
                     error = attempts.error_action_of(message)
-                    self._send_watched(job, error, now, now)
+                    self.gate.send_watched(job, error, now, now)
                     step = NextStep.ERROR_ACTION
                     reporting.error_action_sent()
                 elif message.last:
@@ -483,7 +420,7 @@ class Executor:
                 self._next_backfill(job, message, now, next_due)
         written = count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now, adjust)
         for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
-            self._send_watched(job, waiting, now, now)
+            self.gate.send_watched(job, waiting, now, now)
         if final_state is not None:
             step = NextStep.COMPLETED if final_state == JobState.COMPLETED else NextStep.FAULTED
             reporting.job_finished(final_state)
@@ -516,7 +453,7 @@ class Executor:
         if following is None or following > until:
             return
         follow = attempts.next_backfill_run(message, following)
-        self._send_watched(job, follow, due or now, now)
+        self.gate.send_watched(job, follow, due or now, now)
 
     def _delete_completed(self, job: Job) -> None:
         """``deleteAfterCompletion``: remove the job that just completed (unless written again meanwhile)
@@ -524,154 +461,3 @@ class Executor:
         if durably("job removal", lambda: self.stores.remove_job(job)):
             JobSlots(self.stores, self.clock).release(job.ref.collection)
             log.info("job %s: completed and removed (deleteAfterCompletion)", job.ref.identity)
-
-    # ------------------------------------------------------------------------------------------ overlap
-
-    def _overlap(self, job: Job, message: ExecutionMessage) -> Job | ExecutionReport:
-        """``overlapPolicy`` Skip or BufferOne, at the first attempt of a scheduled occurrence: run it (the
-        job then names it as its unfinished occurrence), let it wait, or skip it (a ``Skipped`` history
-        entry with the reason). A last occurrence of the series is never skipped: it waits (so the job
-        ends). Decided over the job as read and written with its ETag (read again on a lost race)."""
-        occurrence = message.occurrence_time
-        current: Job | None = job
-        for _ in range(COUNTER_ATTEMPTS):
-            if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
-                return self._stale(message, Stale.EDITED, "job changed since dispatch")
-            if message.attempt_key in current.counted:
-                # A late copy (a redelivery, the watchdog's resend of an unclaimed attempt) of an occurrence
-                # that ran or was skipped: it must not name itself running again. Its claim decides: a holder
-                # lost after counting it is taken over there; done or never claimed (skipped), it is dropped.
-                state = durably("claim read", functools.partial(self.claims.state, job.ref.identity, message.claim_row))
-                if state is not None and not state.done:
-                    return current
-                return self._held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")
-            running = current.running_occurrence()
-            waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
-            if waiting is not None and waiting.generation != current.generation:
-                waiting = None
-            if (
-                message.waits_for
-                and running != occurrence
-                and (waiting is None or waiting.occurrence_time != occurrence)
-            ):
-                # A waiting occurrence's deadline copy, come after its turn: released (and run) already.
-                return self._held(
-                    current, message, Outcome.DUPLICATE, "no longer waiting: its turn came, or it was skipped"
-                )
-            released = None  # the waiting occurrence whose turn came (the unfinished one was lost)
-            retry = current.definition.action.retry_policy
-            if running is not None and self.clock() > policies.unfinished_until(running, retry, self.lease):
-                log.warning("job %s: the occurrence of %s taken as lost", job.ref.identity, format_instant(running))
-                running = None  # its chain was lost (a message dropped as poison): it overlaps nothing any more
-                if waiting is not None and waiting.occurrence_time != occurrence:
-                    released, running, waiting = waiting, waiting.occurrence_time, None
-            verdict = policies.on_overlap(
-                current.definition.overlap_policy,
-                occurrence,
-                running,
-                waiting.occurrence_time if waiting is not None else None,
-            )
-            displaced = None
-            if verdict.start is Start.SKIP and message.last:
-                displaced = waiting
-                verdict = policies.OverlapVerdict(Start.WAIT, "waits: the last occurrence of the series")
-            changes: dict[str, Any] = {}
-            if released is not None:
-                changes.update(running=f"{released.generation}|{released.occurrence}", waiting="")
-            if verdict.start is Start.RUN:
-                if running == occurrence and current.running_occurrence() == occurrence:
-                    return current
-                changes["running"] = f"{message.generation}|{message.occurrence}"
-                if waiting is not None and waiting.occurrence_time == occurrence:
-                    changes["waiting"] = ""  # it waited (its deadline copy or a redelivery runs it now)
-            elif verdict.start is Start.WAIT:
-                if waiting is not None and waiting.occurrence_time == occurrence:
-                    if message.waits_for and running is not None:  # its deadline copy, early: come again
-                        self._send_deadline(current, message, running)
-                    return self._held(current, message, Outcome.WAITING, verdict.reason)
-                changes["waiting"] = attempts.waiting(message).to_json()
-            else:
-                changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
-            try:
-                saved = durably(
-                    "overlap",
-                    functools.partial(
-                        self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag
-                    ),
-                )
-            except EtagMismatchError:
-                current = durably(
-                    "job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row)
-                )
-                continue
-            if verdict.start is Start.SKIP:
-                self._record_skip(saved, message, verdict.reason)
-            if displaced is not None:
-                self._record_skip(saved, displaced, "Skipped: the last occurrence of the series waits in its place")
-            if released is not None:  # its turn came: it runs now (and decides again, finding itself running)
-                self._send_watched(saved, released, self.clock(), self.clock())
-            if verdict.start is Start.WAIT and running is not None:
-                self._send_deadline(saved, message, running)
-            if verdict.start is Start.RUN:
-                return saved
-            return self._held(
-                saved, message, Outcome.WAITING if verdict.start is Start.WAIT else Outcome.SKIPPED, verdict.reason
-            )
-        return self._held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
-
-    def _send_deadline(self, job: Job, message: ExecutionMessage, running: datetime) -> None:
-        """BufferOne: a copy of the waiting occurrence's message, due just after ``running`` (the occurrence it
-        waits for) would be taken as lost (:func:`policies.unfinished_until`). Normally the one that waits is
-        released (and sent) when ``running`` ends, and the copy then does nothing; when that chain was lost
-        (its message dropped as poison, its worker lost after it released the waiting one but before sending
-        it), the copy runs the waiting one, so it never waits for a later occurrence or a write of the job."""
-        deadline = policies.unfinished_until(running, job.definition.action.retry_policy, self.lease)
-        due = deadline + DEADLINE_MARGIN
-        copy = attempts.deadline_copy(message, job.generation, running)
-        now = self.clock()
-        durably("deadline of a waiting occurrence", lambda: self.attempts.send_at(job, copy, due, now))
-
-    def _resend_released(self, job: Job, message: ExecutionMessage) -> None:
-        """A holder lost after its counters write (the attempt counted, its record not written) may have
-        released the occurrence waiting for its own (BufferOne) and died before sending it: send that
-        occurrence, which the job now names unfinished, again (its claim runs it once; a copy that finds it
-        run or running does nothing)."""
-        running = job.running_occurrence()
-        if job.definition.overlap_policy is not OverlapPolicy.BUFFER_ONE or running is None:
-            return
-        if running <= message.occurrence_time or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
-            return
-        released = attempts.released(job, message, running, last=schedule_of(job).after(running) is None)
-        now = self.clock()
-        self._send_watched(job, released, now, now)
-
-    def _held(self, job: Job, message: ExecutionMessage, outcome: Outcome, why: str) -> ExecutionReport:
-        if outcome is Outcome.BUSY:
-            self.attempts.later(message, 1)
-        self._log_skip(job, message, outcome, why)
-        return ExecutionReport(outcome, why, message.stable_execution_id())
-
-    def _record_skip(self, job: Job, message: ExecutionMessage, reason: str) -> None:
-        """The ``Skipped`` history entry of an occurrence (its key fixed by the occurrence: written once)."""
-        execution_id = message.stable_execution_id()
-        now = self.clock()
-        record = HistoryEntry(
-            execution_id=execution_id,
-            row_key=history_row_key(message.occurrence_time, execution_id),
-            start_time=now,
-            end_time=now,
-            expected_execution_time=message.occurrence_time,
-            action_name=ActionName.MAIN,
-            status=HistoryStatus.SKIPPED,
-            message=reason,
-            retry_count=0,
-            repeat_count=repeat_of(job, message),
-            trigger=trigger_of(message),
-        )
-        durably("history of a skipped occurrence", lambda: self.stores.history.add_if_absent(job.ref, record))
-
-    def _send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
-        """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
-        harmless: its claim runs it once)."""
-        durably("follow-up message", lambda: self.attempts.send_at(job, follow, due, now))
-        durably("follow-up watchdog", lambda: self.attempts.watch(job, follow, due, now))

@@ -18,9 +18,10 @@ from scheduler_core import wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
 from scheduler_core.definitions import Wire
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
-from scheduler_core.pipeline import execute, policies
-from scheduler_core.pipeline.execute import WORKER_LOST, Executor, Outcome
+from scheduler_core.pipeline import overlap, policies
+from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.overlap import OverlapGate
 from scheduler_core.pipeline.watchdog import WATCH_RECHECK
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
@@ -142,17 +143,17 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     deployment.run_until(T0 + timedelta(seconds=80))
     assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting
     retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
-    send = Executor._send_watched
+    send = OverlapGate.send_watched
 
-    def die_before_sending_the_released(self: Executor, job: Any, follow: ExecutionMessage, *args: Any) -> None:
+    def die_before_sending_the_released(self: OverlapGate, job: Any, follow: ExecutionMessage, *args: Any) -> None:
         if follow.occurrence == format_instant(T0 + MINUTE):
             raise WorkerDied
         send(self, job, follow, *args)
 
-    monkeypatch.setattr(Executor, "_send_watched", die_before_sending_the_released)
+    monkeypatch.setattr(OverlapGate, "send_watched", die_before_sending_the_released)
     with pytest.raises(WorkerDied):
         deployment.executor.execute(retry)
-    monkeypatch.setattr(Executor, "_send_watched", send)
+    monkeypatch.setattr(OverlapGate, "send_watched", send)
     job = deployment.job("j")
     assert job.running.endswith(format_instant(T0 + MINUTE)) and job.waiting == ""  # released, never sent
     drop_watches_of(deployment, T0 + MINUTE)
@@ -183,17 +184,17 @@ def test_a_released_occurrence_never_sent_is_sent_by_the_watch_of_its_dispatch(
     put(deployment, target, fixed_retries(1, "PT90S"))
     deployment.run_until(T0 + timedelta(seconds=80))
     retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
-    send = Executor._send_watched
+    send = OverlapGate.send_watched
 
-    def die_before_sending_the_released(self: Executor, job: Any, follow: ExecutionMessage, *args: Any) -> None:
+    def die_before_sending_the_released(self: OverlapGate, job: Any, follow: ExecutionMessage, *args: Any) -> None:
         if follow.occurrence == format_instant(T0 + MINUTE):
             raise WorkerDied
         send(self, job, follow, *args)
 
-    monkeypatch.setattr(Executor, "_send_watched", die_before_sending_the_released)
+    monkeypatch.setattr(OverlapGate, "send_watched", die_before_sending_the_released)
     with pytest.raises(WorkerDied):
         deployment.executor.execute(retry)
-    monkeypatch.setattr(Executor, "_send_watched", send)
+    monkeypatch.setattr(OverlapGate, "send_watched", send)
     # T0+1m's watch looked at it at T0+1m + lease + grace, rounded up to its slot (T0+80s): waiting its turn,
     # it kept the resend it owes for its next look, WATCH_RECHECK later, which finds it released and unclaimed
     deployment.run_until(T0 + timedelta(seconds=80) + WATCH_RECHECK + timedelta(seconds=5))
@@ -235,7 +236,7 @@ def test_a_last_occurrence_waiting_behind_a_lost_chain_runs_when_that_one_is_tak
     deployment.run_until(lost_at + MINUTE)
     [row] = [r for r in deployment.history("j") if r.expected_execution_time == T0 + MINUTE]
     assert row.status == HistoryStatus.COMPLETED
-    assert lost_at < row.start_time <= lost_at + execute.DEADLINE_MARGIN + timedelta(seconds=2)
+    assert lost_at < row.start_time <= lost_at + overlap.DEADLINE_MARGIN + timedelta(seconds=2)
     job = deployment.job("j")
     assert job.state == JobState.COMPLETED and (job.running, job.waiting) == ("", "")
 
