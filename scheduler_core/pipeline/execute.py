@@ -401,11 +401,11 @@ class Executor:
         def adjust(current: Job) -> dict[str, Any]:
             released.clear()
             changes: dict[str, Any] = {}
-            if end is not None and current.running == f"{message.generation}|{message.occurrence}":
+            if end is not None and current.running == message.running_key:
                 changes["running"] = ""
                 waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
                 if waiting is not None and waiting.generation == current.generation and not pause:
-                    changes.update(running=f"{waiting.generation}|{waiting.occurrence}", waiting="")
+                    changes.update(running=waiting.running_key, waiting="")
                     released.append(waiting)
             if pause and current.state == JobState.ENABLED and current.generation == message.generation:
                 changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")

@@ -111,6 +111,11 @@ class ExecutionMessage:
         return ActionName.MAIN if self.action == "main" else ActionName.ERROR
 
     @property
+    def running_key(self) -> str:
+        """How a job names this message's occurrence as its unfinished one (``Job.running``, overlapPolicy)."""
+        return f"{self.generation}|{self.occurrence}"
+
+    @property
     def is_main(self) -> bool:
         """Whether this attempt runs the job's main action (not its error action)."""
         return self.action_name is ActionName.MAIN

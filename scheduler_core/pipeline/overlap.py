@@ -109,11 +109,11 @@ class OverlapGate:
                 verdict = policies.OverlapVerdict(Start.WAIT, "waits: the last occurrence of the series")
             changes: dict[str, Any] = {}
             if released is not None:
-                changes.update(running=f"{released.generation}|{released.occurrence}", waiting="")
+                changes.update(running=released.running_key, waiting="")
             if verdict.start is Start.RUN:
                 if running == occurrence and current.running_occurrence() == occurrence:
                     return current
-                changes["running"] = f"{message.generation}|{message.occurrence}"
+                changes["running"] = message.running_key
                 if waiting is not None and waiting.occurrence_time == occurrence:
                     changes["waiting"] = ""  # it waited (its deadline copy or a redelivery runs it now)
             elif verdict.start is Start.WAIT:
