@@ -4,11 +4,10 @@ the death, not after the queue's 10-minute processing lease. The claim's lease (
 attempt (:mod:`scheduler_core.pipeline.leases`), so a lease found over means that its holder stopped renewing
 it, and a call of any length is never sent again while its worker lives; the worker that takes the attempt
 over looks once more :func:`~scheduler_core.model.claim.takeover_pause` (10 s) later first. Watch entries are
-looked at by *watch looks*, scan messages of their own sent for the :data:`WATCH_SLOT` (5 s) in which an
-entry falls due, so a dead worker's attempt runs again at most a lease, :data:`WATCH_GRACE`, a slot, two
+looked at by *watch looks*, scan messages of their own sent for the :data:`~.watches.WATCH_SLOT` (5 s) in which an
+entry falls due, so a dead worker's attempt runs again at most a lease, :data:`~.watches.WATCH_GRACE`, a slot, two
 queue polls and that pause after the worker's last renewal (renewed 0–5 s before it died): 15 + 2 + 5 + 2 +
-10 s, about 34 s after the death at worst and 29 s on average. (It was a minute's lease found by the next
-minute's tick: 2¼ minutes at worst.) An attempt whose workers were lost
+10 s, about 34 s after the death at worst and 29 s on average. An attempt whose workers were lost
 :data:`~scheduler_core.model.claim.MAX_TAKEOVERS` (3) times is not run again but recorded as failed by the
 worker that takes it over the last time (:mod:`scheduler_core.pipeline.execute`).
 
