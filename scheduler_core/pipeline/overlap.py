@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,81 @@ def gated(job: Job, message: ExecutionMessage) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Slot:
+    """A job's ``overlapPolicy`` state: the occurrence it names unfinished (of its generation; None: none) and
+    the message of the occurrence that waits for it (BufferOne; None: none)."""
+
+    running: datetime | None
+    waiting: ExecutionMessage | None
+
+    @classmethod
+    def of(cls, job: Job) -> Slot:
+        """The slot as ``job`` stores it (a waiting message of an older generation is no longer waiting)."""
+        waiting = ExecutionMessage.from_json(job.waiting) if job.waiting else None
+        if waiting is not None and waiting.generation != job.generation:
+            waiting = None
+        return cls(job.running_occurrence(), waiting)
+
+    def waits(self, occurrence: datetime) -> bool:
+        """Whether the occurrence ``occurrence`` is the one waiting."""
+        return self.waiting is not None and self.waiting.occurrence_time == occurrence
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide` decided for one attempt.
+
+    ``hold`` set: nothing is written, the attempt does not run now (``Outcome.DUPLICATE``, ``WAITING``), or
+    runs as the job already names it running (``None`` with ``write`` None). Otherwise ``write`` is the job's
+    new ``running`` and ``waiting`` (their stored spelling; None: unchanged) and whether the attempt is counted
+    (skipped); after the write, the skipped ``displaced`` occurrence is recorded, ``released`` is sent, and a
+    deadline copy of the waiting attempt is sent for ``deadline`` (the occurrence it waits for)."""
+
+    verdict: policies.OverlapVerdict
+    hold: Outcome | None = None
+    write: tuple[str | None, str | None, bool] | None = None
+    released: ExecutionMessage | None = None
+    displaced: ExecutionMessage | None = None
+    deadline: datetime | None = None
+
+
+def decide(policy: OverlapPolicy, slot: Slot, message: ExecutionMessage, lost: bool) -> Decision:
+    """``overlapPolicy`` for ``message``'s occurrence over the job's ``slot``; ``lost``: the unfinished
+    occurrence is taken as lost (:func:`policies.unfinished_until` has passed): it overlaps nothing any more,
+    and the one waiting for it (if not this one) is released. A last occurrence of the series is never
+    skipped: it waits in the place of the one waiting (which is skipped), so the job ends."""
+    occurrence = message.occurrence_time
+    if message.waits_for and slot.running != occurrence and not slot.waits(occurrence):
+        why = "no longer waiting: its turn came, or it was skipped"
+        return Decision(policies.OverlapVerdict(Start.SKIP, why), hold=Outcome.DUPLICATE)
+    running, waiting, released = slot.running, slot.waiting, None
+    if lost:
+        running = None
+        if waiting is not None and waiting.occurrence_time != occurrence:
+            released, running, waiting = waiting, waiting.occurrence_time, None
+    verdict = policies.on_overlap(policy, occurrence, running, waiting.occurrence_time if waiting else None)
+    displaced = None
+    if verdict.start is Start.SKIP and message.last:
+        displaced = waiting
+        verdict = policies.OverlapVerdict(Start.WAIT, "waits: the last occurrence of the series")
+    new_running, new_waiting = (released.running_key, "") if released is not None else (None, None)
+    if verdict.start is Start.RUN:
+        if running == occurrence and slot.running == occurrence:
+            return Decision(verdict)  # it runs as the job names it running (a redelivery)
+        new_running = message.running_key
+        if waiting is not None and waiting.occurrence_time == occurrence:
+            new_waiting = ""  # it waited (its deadline copy or a redelivery runs it now)
+    elif verdict.start is Start.WAIT:
+        if waiting is not None and waiting.occurrence_time == occurrence:  # it waits already
+            early_deadline = running if message.waits_for else None  # its deadline copy, early: come again
+            return Decision(verdict, hold=Outcome.WAITING, deadline=early_deadline)
+        new_waiting = attempts.waiting(message).to_json()
+    deadline = running if verdict.start is Start.WAIT else None
+    write = (new_running, new_waiting, verdict.start is Start.SKIP)
+    return Decision(verdict, write=write, released=released, displaced=displaced, deadline=deadline)
+
+
 class OverlapGate:
     """Decides ``overlapPolicy`` for the attempts of one executor (its stores, claims, attempts, clock and
     claim lease)."""
@@ -62,9 +137,8 @@ class OverlapGate:
     def admit(self, job: Job, message: ExecutionMessage) -> Job | ExecutionReport:
         """``overlapPolicy`` Skip or BufferOne, at the first attempt of a scheduled occurrence: run it (the
         job then names it as its unfinished occurrence), let it wait, or skip it (a ``Skipped`` history
-        entry with the reason). A last occurrence of the series is never skipped: it waits (so the job
-        ends). Decided over the job as read and written with its ETag (read again on a lost race)."""
-        occurrence = message.occurrence_time
+        entry with the reason), as :func:`decide` says over the job as read; written with its ETag (read
+        again on a lost race)."""
         current: Job | None = job
         for _ in range(COUNTER_ATTEMPTS):
             if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
@@ -77,79 +151,65 @@ class OverlapGate:
                 if state is not None and not state.done:
                     return current
                 return self.held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")
-            running = current.running_occurrence()
-            waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
-            if waiting is not None and waiting.generation != current.generation:
-                waiting = None
-            if (
-                message.waits_for
-                and running != occurrence
-                and (waiting is None or waiting.occurrence_time != occurrence)
-            ):
-                # A waiting occurrence's deadline copy, come after its turn: released (and run) already.
-                return self.held(
-                    current, message, Outcome.DUPLICATE, "no longer waiting: its turn came, or it was skipped"
-                )
-            released = None  # the waiting occurrence whose turn came (the unfinished one was lost)
+            slot = Slot.of(current)
             retry = current.definition.action.retry_policy
-            if running is not None and self.clock() > policies.unfinished_until(running, retry, self.lease):
-                log.warning("job %s: the occurrence of %s taken as lost", job.ref.identity, format_instant(running))
-                running = None  # its chain was lost (a message dropped as poison): it overlaps nothing any more
-                if waiting is not None and waiting.occurrence_time != occurrence:
-                    released, running, waiting = waiting, waiting.occurrence_time, None
-            verdict = policies.on_overlap(
-                current.definition.overlap_policy,
-                occurrence,
-                running,
-                waiting.occurrence_time if waiting is not None else None,
+            lost = slot.running is not None and self.clock() > policies.unfinished_until(
+                slot.running, retry, self.lease
             )
-            displaced = None
-            if verdict.start is Start.SKIP and message.last:
-                displaced = waiting
-                verdict = policies.OverlapVerdict(Start.WAIT, "waits: the last occurrence of the series")
-            changes: dict[str, Any] = {}
-            if released is not None:
-                changes.update(running=released.running_key, waiting="")
-            if verdict.start is Start.RUN:
-                if running == occurrence and current.running_occurrence() == occurrence:
-                    return current
-                changes["running"] = message.running_key
-                if waiting is not None and waiting.occurrence_time == occurrence:
-                    changes["waiting"] = ""  # it waited (its deadline copy or a redelivery runs it now)
-            elif verdict.start is Start.WAIT:
-                if waiting is not None and waiting.occurrence_time == occurrence:
-                    if message.waits_for and running is not None:  # its deadline copy, early: come again
-                        self.send_deadline(current, message, running)
-                    return self.held(current, message, Outcome.WAITING, verdict.reason)
-                changes["waiting"] = attempts.waiting(message).to_json()
-            else:
-                changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
-            try:
-                saved = durably(
-                    "overlap",
-                    functools.partial(
-                        self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag
-                    ),
+            decision = decide(current.definition.overlap_policy, slot, message, lost)
+            if lost and slot.running is not None and decision.hold is not Outcome.DUPLICATE:
+                log.warning(
+                    "job %s: the occurrence of %s taken as lost", job.ref.identity, format_instant(slot.running)
                 )
-            except EtagMismatchError:
+            if decision.write is None:
+                if decision.hold is None:
+                    return current
+                if decision.deadline is not None:
+                    self.send_deadline(current, message, decision.deadline)
+                return self.held(current, message, decision.hold, decision.verdict.reason)
+            saved = self._write(current, message, decision.write)
+            if saved is None:
                 current = durably(
                     "job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row)
                 )
                 continue
-            if verdict.start is Start.SKIP:
-                self.record_skip(saved, message, verdict.reason)
-            if displaced is not None:
-                self.record_skip(saved, displaced, "Skipped: the last occurrence of the series waits in its place")
-            if released is not None:  # its turn came: it runs now (and decides again, finding itself running)
-                self.send_watched(saved, released, self.clock(), self.clock())
-            if verdict.start is Start.WAIT and running is not None:
-                self.send_deadline(saved, message, running)
-            if verdict.start is Start.RUN:
-                return saved
-            return self.held(
-                saved, message, Outcome.WAITING if verdict.start is Start.WAIT else Outcome.SKIPPED, verdict.reason
-            )
+            return self._after(saved, message, decision)
         return self.held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
+
+    def _write(self, current: Job, message: ExecutionMessage, write: tuple[str | None, str | None, bool]) -> Job | None:
+        """Write the decided slot over the job as read (ETag-guarded); None: another writer got there first."""
+        running, waiting, counted = write
+        changes: dict[str, Any] = {}
+        if running is not None:
+            changes["running"] = running
+        if waiting is not None:
+            changes["waiting"] = waiting
+        if counted:
+            changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
+        try:
+            return durably(
+                "overlap",
+                functools.partial(self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag),
+            )
+        except EtagMismatchError:
+            return None
+
+    def _after(self, saved: Job, message: ExecutionMessage, decision: Decision) -> Job | ExecutionReport:
+        """What follows a written decision: the skipped entries, the released occurrence sent, the waiting
+        one's deadline copy; the job to run with (it runs), or why it does not."""
+        verdict = decision.verdict
+        if verdict.start is Start.SKIP:
+            self.record_skip(saved, message, verdict.reason)
+        if decision.displaced is not None:
+            self.record_skip(saved, decision.displaced, "Skipped: the last occurrence of the series waits in its place")
+        if decision.released is not None:  # its turn came: it runs now (and decides again, finding itself running)
+            self.send_watched(saved, decision.released, self.clock(), self.clock())
+        if decision.deadline is not None:
+            self.send_deadline(saved, message, decision.deadline)
+        if verdict.start is Start.RUN:
+            return saved
+        outcome = Outcome.WAITING if verdict.start is Start.WAIT else Outcome.SKIPPED
+        return self.held(saved, message, outcome, verdict.reason)
 
     def send_deadline(self, job: Job, message: ExecutionMessage, running: datetime) -> None:
         """BufferOne: a copy of the waiting occurrence's message, due just after ``running`` (the occurrence it

@@ -14,8 +14,9 @@ worker that takes it over the last time (:mod:`scheduler_core.pipeline.execute`)
 With each attempt it sends, a scan writes a *watch entry* (kind ``watch``, carrying the message) in the
 same shard batch that moves the fired entry, due when the attempt's claim lease would end (occurrence +
 lease + :data:`~.watches.WATCH_GRACE`), keyed after every occurrence's entry
-(:func:`~.watches.watch_key`), and sends the look of its slot (:meth:`~.watches.Watches.schedule`). A look reads the jobs of the shard's watch entries due by then (a
-collection at a time) and asks :meth:`Watchdog.check` of each:
+(:func:`~.watches.watch_key`), and sends the look of its slot (:meth:`~.watches.Watches.schedule`). A look
+reads the jobs of the shard's watch entries due by then (a collection at a time) and asks
+:meth:`Watchdog.check` of each:
 
 - the job counted the attempt (its ``counted`` list names it: the executor counts an attempt after sending
   what follows it): drop the entry, with no read of its own (the happy path);
