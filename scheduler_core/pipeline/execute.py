@@ -66,7 +66,7 @@ from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
-from scheduler_core.pipeline.overlap import OverlapGate, gated
+from scheduler_core.pipeline.overlap import OverlapGate, Slot, gated
 from scheduler_core.pipeline.reporting import NextStep, Stale
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.service.slots import JobSlots
@@ -403,8 +403,8 @@ class Executor:
             changes: dict[str, Any] = {}
             if end is not None and current.running == message.running_key:
                 changes["running"] = ""
-                waiting = ExecutionMessage.from_json(current.waiting) if current.waiting else None
-                if waiting is not None and waiting.generation == current.generation and not pause:
+                waiting = Slot.of(current).waiting  # its turn comes now (BufferOne)
+                if waiting is not None and not pause:
                     changes.update(running=waiting.running_key, waiting="")
                     released.append(waiting)
             if pause and current.state == JobState.ENABLED and current.generation == message.generation:
