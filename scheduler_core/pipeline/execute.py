@@ -146,6 +146,18 @@ def history_entry(
 
 
 @dataclass(frozen=True)
+class Next:
+    """What an attempt sent after it and decided: the next step (and when a retry runs), the job's final state
+    (None: it goes on), whether the occurrence faulted, and how the occurrence ended (None: it goes on)."""
+
+    step: NextStep
+    retry_at: datetime | None
+    final_state: JobState | None
+    faulted: bool
+    end: policies.End | None
+
+
+@dataclass(frozen=True)
 class FollowUp:
     """What follows an attempt: the next step (and when a retry runs), a note for its history entry (the
     job paused), and the job to remove once the entry is written (``deleteAfterCompletion``)."""
@@ -366,35 +378,8 @@ class Executor:
     ) -> FollowUp:
         """Send what follows the attempt and count it (with what the job's policies decide when the attempt
         ends its occurrence); returns what follows (and when a retry runs)."""
-        policy = action.retry_policy  # the main action's: its error action is retried under it too
-        final_state: JobState | None = None
-        faulted = False
-        step, retry_at = NextStep.CONTINUE, None
-        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
-        error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
-        if retry_follows:
-            retry = attempts.retry_of(message)
-            due = now + policy.delay(message.attempt)
-            self.gate.send_watched(job, retry, due, now)
-            step, retry_at = NextStep.RETRY, due
-            reporting.retry_sent(message.action)
-        elif message.is_main:
-            if not result.succeeded:
-                faulted = True
-                if action.error is not None:
-                    error = attempts.error_action_of(message)
-                    self.gate.send_watched(job, error, now, now)
-                    step = NextStep.ERROR_ACTION
-                    reporting.error_action_sent()
-                elif message.last:
-                    final_state = JobState.FAULTED
-            elif message.last:
-                final_state = JobState.COMPLETED
-        elif message.last:  # the error action's chain ended: the occurrence faulted
-            final_state = JobState.FAULTED
-        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
-            final_state = None  # an on-demand run or a backfill never ends the job's schedule
-        end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
+        after = self._send_next(job, message, result, action, now)
+        step, final_state, end = after.step, after.final_state, after.end
         pause = self._pause(job, message, end) if final_state is None else ""
         released: list[ExecutionMessage] = []
 
@@ -418,7 +403,9 @@ class Executor:
             next_due = durably("backfill ledger", lambda: backfill_ended(self.stores.due, job, message, now))
             if message.until:
                 self._next_backfill(job, message, now, next_due)
-        written = count_attempt(self.stores.jobs, job, message, result.succeeded, faulted, final_state, now, adjust)
+        written = count_attempt(
+            self.stores.jobs, job, message, result.succeeded, after.faulted, final_state, now, adjust
+        )
         for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
             self.gate.send_watched(job, waiting, now, now)
         if final_state is not None:
@@ -432,7 +419,41 @@ class Executor:
         ):
             delete = written
         paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
-        return FollowUp(step, retry_at, pause if pause and paused else "", delete)
+        return FollowUp(step, after.retry_at, pause if pause and paused else "", delete)
+
+    def _send_next(
+        self, job: Job, message: ExecutionMessage, result: ActionResult, action: JobAction, now: datetime
+    ) -> Next:
+        """Send the attempt that follows this one (a retry, or the error action) and decide whether the job ends
+        (its last occurrence completed or faulted; never for a run on demand or a backfill)."""
+        policy = action.retry_policy  # the main action's: its error action is retried under it too
+        final_state: JobState | None = None
+        faulted = False
+        step, retry_at = NextStep.CONTINUE, None
+        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
+        error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
+        if retry_follows:
+            due = now + policy.delay(message.attempt)
+            self.gate.send_watched(job, attempts.retry_of(message), due, now)
+            step, retry_at = NextStep.RETRY, due
+            reporting.retry_sent(message.action)
+        elif message.is_main:
+            if not result.succeeded:
+                faulted = True
+                if action.error is not None:
+                    self.gate.send_watched(job, attempts.error_action_of(message), now, now)
+                    step = NextStep.ERROR_ACTION
+                    reporting.error_action_sent()
+                elif message.last:
+                    final_state = JobState.FAULTED
+            elif message.last:
+                final_state = JobState.COMPLETED
+        elif message.last:  # the error action's chain ended: the occurrence faulted
+            final_state = JobState.FAULTED
+        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
+            final_state = None  # an on-demand run or a backfill never ends the job's schedule
+        end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
+        return Next(step, retry_at, final_state, faulted, end)
 
     def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
         """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
