@@ -85,6 +85,76 @@ def build(
     queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue.
     ``cleanup_queue`` is the cleanup's queue (default: the Storage queue ``config.cleanup_queue``, or an
     in-memory queue over another ``storage``)."""
+    wired = _queues(config, storage, clock, depths, execution_queues, cleanup_queue)
+    storage, queues = wired.storage, wired.executions
+    stores, claims, scans = storage.stores, storage.claims, storage.scans
+    send_execution = send_execution or ExecutionRouter(
+        [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
+    )
+    dispatcher = Dispatcher(
+        stores,
+        send_execution,
+        config.due_shards,
+        timedelta(seconds=config.lookahead_seconds),
+        claims=claims,
+        lease=claim_lease,
+        depths=wired.depths,
+        send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
+        send_look=scans.send,  # the watch looks of the watch entries it writes (delayed scan messages)
+        # The watchdog holds back the resend of an unclaimed attempt while its queue is behind.
+        behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
+    )
+    if runner is None:
+        # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
+        from scheduler_core.actions.registry import default_runner
+
+        runner = default_runner(config)
+    executor = Executor(stores, claims, runner, dispatcher.attempts, clock, sleep=sleep, lease=claim_lease)
+
+    service = _service(config, stores, dispatcher, clock, sleep)
+    gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
+    api = ApiServices(service, gate.keys, gate)
+    return Services(
+        config,
+        stores,
+        scans,
+        queues[0],
+        service,
+        dispatcher,
+        executor,
+        api,
+        clock,
+        execution_queues=queues,
+        send_execution=send_execution,
+        execution_depths=wired.execution_depths,
+        cleanups=wired.cleanups,
+        cleanup_depth=wired.cleanup_depth,
+        claims=claims,
+    )
+
+
+@dataclass(frozen=True)
+class _Queues:
+    """The storage and the queues :func:`build` wires: the execution queues' senders (queue 0 first), the
+    cleanup queue, and the probes of their depths (None: not available)."""
+
+    storage: Storage
+    executions: tuple[MessageSender, ...]
+    cleanups: MessageSender
+    depths: DepthProbe | None
+    execution_depths: ExecutionDepths | None
+    cleanup_depth: Callable[[], ExecutionQueueDepth] | None
+
+
+def _queues(
+    config: settings.Settings,
+    storage: Storage | None,
+    clock: Clock,
+    depths: DepthProbe | None,
+    execution_queues: Sequence[MessageSender] | None,
+    cleanup_queue: MessageSender | None,
+) -> _Queues:
+    """The Azure adapters and queues of ``config`` (no ``storage``), or the queues over ``storage``."""
     execution_depths: ExecutionDepths | None = None
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
     if storage is None:
@@ -111,34 +181,19 @@ def build(
         if depths is None and hasattr(storage.executions, "__len__"):
             memory_queue: Any = storage.executions
             depths = lambda: QueueDepths(len(memory_queue), None)  # noqa: E731
-    stores, claims, scans, executions = storage.stores, storage.claims, storage.scans, storage.executions
-    queues = tuple(execution_queues) if execution_queues else (executions,)
+    queues = tuple(execution_queues) if execution_queues else (storage.executions,)
     if depths is None and execution_depths is not None:
         probe = execution_depths
         depths = lambda: total_depths(probe())  # noqa: E731
-    send_execution = send_execution or ExecutionRouter(
-        [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
-    )
-    dispatcher = Dispatcher(
-        stores,
-        send_execution,
-        config.due_shards,
-        timedelta(seconds=config.lookahead_seconds),
-        claims=claims,
-        lease=claim_lease,
-        depths=depths,
-        send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
-        send_look=scans.send,  # the watch looks of the watch entries it writes (delayed scan messages)
-        # The watchdog holds back the resend of an unclaimed attempt while its queue is behind.
-        behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
-    )
-    if runner is None:
-        # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
-        from scheduler_core.actions.registry import default_runner
+    return _Queues(storage, queues, cleanup_queue, depths, execution_depths, cleanup_depth)
 
-        runner = default_runner(config)
+
+def _service(
+    config: settings.Settings, stores: Stores, dispatcher: Dispatcher, clock: Clock, sleep: Callable[[float], None]
+) -> SchedulerService:
+    """The management service, whose runs on demand and backfills go through the dispatcher's attempts and
+    whose jobs due within the lookahead are dispatched at once."""
     attempts = dispatcher.attempts
-    executor = Executor(stores, claims, runner, attempts, clock, sleep=sleep, lease=claim_lease)
 
     def request_run(job: Job) -> None:
         attempts.run_now(job, clock())
@@ -149,7 +204,7 @@ def build(
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())
 
-    service = SchedulerService(
+    return SchedulerService(
         stores,
         config.due_shards,
         clock=clock,
@@ -159,25 +214,6 @@ def build(
         lookahead=timedelta(seconds=config.lookahead_seconds),
         sleep=sleep,
         identity=IdentityScope.from_settings(config),
-    )
-    gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
-    api = ApiServices(service, gate.keys, gate)
-    return Services(
-        config,
-        stores,
-        scans,
-        queues[0],
-        service,
-        dispatcher,
-        executor,
-        api,
-        clock,
-        execution_queues=queues,
-        send_execution=send_execution,
-        execution_depths=execution_depths,
-        cleanups=cleanup_queue,
-        cleanup_depth=cleanup_depth,
-        claims=claims,
     )
 
 
