@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from scheduler_core.model import DueEntry, Job
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -47,43 +48,32 @@ def visibility_seconds(due: datetime, now: datetime) -> int:
 # ------------------------------------------------------------------------------------------------ builders
 
 
-def scheduled(job: Job, occurrence: datetime, missed: int = 0, last: bool = False) -> ExecutionMessage:
-    """The first attempt of a scheduled occurrence (``missed``: how many missed occurrences it stands for;
-    ``last``: the series ends with it)."""
+def _message(job: Job, occurrence: datetime, **fields: Any) -> ExecutionMessage:
+    """The first attempt of ``job``'s occurrence ``occurrence``, with ``fields`` (cause and the like)."""
     return ExecutionMessage(
         job_partition=job.ref.partition_key,
         job_row=job.ref.row_key,
         generation=job.generation,
         occurrence=format_instant(occurrence),
-        cause=Cause.SCHEDULE,
-        missed=missed,
-        last=last,
+        **fields,
     )
+
+
+def scheduled(job: Job, occurrence: datetime, missed: int = 0, last: bool = False) -> ExecutionMessage:
+    """The first attempt of a scheduled occurrence (``missed``: how many missed occurrences it stands for;
+    ``last``: the series ends with it)."""
+    return _message(job, occurrence, cause=Cause.SCHEDULE, missed=missed, last=last)
 
 
 def on_demand(job: Job, now: datetime) -> ExecutionMessage:
     """A run on demand (``POST .../run``), its occurrence the instant it was asked for."""
-    return ExecutionMessage(
-        job_partition=job.ref.partition_key,
-        job_row=job.ref.row_key,
-        generation=job.generation,
-        occurrence=format_instant(now),
-        cause=Cause.MANUAL,
-    )
+    return _message(job, now, cause=Cause.MANUAL)
 
 
 def backfill_run(job: Job, occurrence: datetime, backfill: str, until: str = "") -> ExecutionMessage:
     """An occurrence of backfill ``backfill``; ``until`` (the last occurrence of its window) when the backfill's
     occurrences run one after another, each sending the next."""
-    return ExecutionMessage(
-        job_partition=job.ref.partition_key,
-        job_row=job.ref.row_key,
-        generation=job.generation,
-        occurrence=format_instant(occurrence),
-        cause=Cause.BACKFILL,
-        until=until,
-        backfill=backfill,
-    )
+    return _message(job, occurrence, cause=Cause.BACKFILL, until=until, backfill=backfill)
 
 
 def next_backfill_run(message: ExecutionMessage, following: datetime) -> ExecutionMessage:
@@ -113,15 +103,9 @@ def error_action_of(message: ExecutionMessage) -> ExecutionMessage:
     return replace(message, action="error", attempt=0)
 
 
-def released(job: Job, message: ExecutionMessage, occurrence: datetime, last: bool) -> ExecutionMessage:
-    """The occurrence ``occurrence`` of ``job`` (BufferOne), released by ``message``'s: its first attempt."""
-    return ExecutionMessage(
-        job_partition=message.job_partition,
-        job_row=message.job_row,
-        generation=job.generation,
-        occurrence=format_instant(occurrence),
-        last=last,
-    )
+def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:
+    """The first attempt of ``job``'s occurrence ``occurrence``, released from waiting (BufferOne)."""
+    return _message(job, occurrence, last=last)
 
 
 def waiting(message: ExecutionMessage) -> ExecutionMessage:

@@ -193,10 +193,10 @@ class Dispatcher:
         jobs = self._jobs_of(rows, now)
         unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
         self._apply(report, now)
-        if unstarted and self.watches.send_look is not None:
+        if unstarted:
             report.deferred += len(unstarted)
             try:
-                self.watches.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), 0)
+                self.watches.look(shard, now)  # the rest, at once
             except Exception:
                 log.warning("shard %s: %d watch entries left for the next tick", shard, len(unstarted), exc_info=True)
         return len(rows)

@@ -233,7 +233,7 @@ class OverlapGate:
             return
         if running <= message.occurrence_time or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
             return
-        released = attempts.released(job, message, running, last=schedule_of(job).after(running) is None)
+        released = attempts.released(job, running, last=schedule_of(job).after(running) is None)
         now = self.clock()
         self.send_watched(job, released, now, now)
 

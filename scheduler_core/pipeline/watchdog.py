@@ -105,14 +105,7 @@ class Watchdog:
         self.claims = claims
         self.attempts = attempts
         self.watches = attempts.watches
-        self.lease = attempts.watches.lease
-        self.grace = attempts.watches.grace
         self.behind = behind
-
-    def row(
-        self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0, held: bool = False
-    ) -> DueEntry:
-        return self.watches.row(job, message, shard, due, checks, held)
 
     def check(self, row: DueEntry, now: datetime, job: Job | None) -> Look | None:
         """Look at a watch entry (see the module's rules); None: not due yet, leave it. ``job`` is the
@@ -132,7 +125,7 @@ class Watchdog:
             # Its queue is behind: the attempt most likely waits in that backlog, and whatever its claim says
             # could only send it again into the backlog. Look again later, without a claim read.
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
+                return Look(self.watches.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
             return Look(None)
         identity = f"{row.job_partition}{SEPARATOR}{row.job_row}"
         state = self.claims.state(identity, message.claim_row)
@@ -142,13 +135,17 @@ class Watchdog:
             if owed and not waiting:
                 reporting.resent_unclaimed(job, message, row.due)
                 self.attempts.resend(row.message)
-                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1), rescued=True)
+                return Look(
+                    self.watches.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1), rescued=True
+                )
             if row.checks + 1 < WATCH_UNCLAIMED_CHECKS:
-                return Look(self.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
+                return Look(self.watches.row(job, message, row.shard, now + WATCH_RECHECK, row.checks + 1, owed))
             return Look(None)
         if state.lease_until is not None and state.lease_until > now:  # still running: look again at its end
-            return Look(self.row(job, message, row.shard, state.lease_until + self.grace, row.checks))
+            return Look(self.watches.row(job, message, row.shard, state.lease_until + self.watches.grace, row.checks))
         # Claimed, not done, lease over: its worker died mid-call. Run it again, and watch the re-run.
         reporting.rescued(job, message, state.lease_until)
         self.attempts.resend(row.message)
-        return Look(self.row(job, message, row.shard, now + self.lease + self.grace), rescued=True)
+        return Look(
+            self.watches.row(job, message, row.shard, now + self.watches.lease + self.watches.grace), rescued=True
+        )

@@ -137,7 +137,7 @@ class Watches:
                     self._sent = {kept for kept in self._sent if kept[1] >= now}
             delay = max(0, math.ceil((slot - now).total_seconds()))
             try:
-                self.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), delay)
+                self.look(shard, now, delay)
             except Exception:
                 with self._sent_lock:
                     self._sent.discard((shard, slot))
@@ -145,3 +145,11 @@ class Watches:
                 continue
             sent += 1
         return sent
+
+    def look(self, shard: str, now: datetime, delay: int = 0) -> bool:
+        """Send a watch look of ``shard``, shown ``delay`` whole seconds after ``now``; whether there is a scan
+        queue to send it to (a send that fails raises)."""
+        if self.send_look is None:
+            return False
+        self.send_look(ScanMessage(shard=shard, tick=format_instant(now), watch=True).to_json(), delay)
+        return True

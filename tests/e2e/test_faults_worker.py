@@ -15,6 +15,7 @@ from __future__ import annotations
 import signal
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -36,22 +37,31 @@ LEASE_SECONDS = 6
 RERUN_BOUND = timedelta(minutes=3)
 
 
+def held_job(
+    storage_env: Settings, target: HttpTarget, collection_name: str, name: str, lease: timedelta
+) -> tuple[wiring.Services, JobRef, datetime, dict[str, Any]]:
+    """This process's services (claims of ``lease``) over the provisioned storage, a Standard collection, and
+    a one-shot job due 4 s from now (its reference, its start and its body) whose call the target holds until
+    the worker is gone."""
+    provision(storage_env)
+    services = wiring.build(storage_env, claim_lease=lease)
+    collection = CollectionRef("sub1", "rg", collection_name)
+    services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
+    target.answer([200], delay=600)
+    due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+    action = {"type": "Http", "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "ping"}}
+    return services, JobRef(collection, name), due, {"properties": {"startTime": format_instant(due), "action": action}}
+
+
 def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts_are_recorded(
     storage_env: Settings, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
-    provision(storage_env)
-    services = wiring.build(storage_env, claim_lease=timedelta(seconds=LEASE_SECONDS))
-    collection = CollectionRef("sub1", "rg", "jc")
-    services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
-    ref = JobRef(collection, "held")
-    due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-    target.answer([200], delay=600)  # the first call is held until the worker is gone
-    action = {"type": "Http", "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "ping"}}
+    services, ref, due, body = held_job(storage_env, target, "jc", "held", timedelta(seconds=LEASE_SECONDS))
     doomed = fault_host.spawn(LEASE_SECONDS)
     successor = None
     try:
-        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+        services.service.put_job(ref, body)
         [first] = target.wait_for(1, timeout=30)
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(timeout=10)
@@ -96,18 +106,11 @@ def test_a_worker_killed_after_renewing_its_lease_is_run_again_within_40_s_of_it
     """The deployed lease and timer (a tick a minute): the job is dispatched when it is written (it is due
     within the lookahead), so what runs it again is its watch look, not a tick."""
     lease = CLAIM_LEASE.total_seconds()
-    provision(storage_env)
-    services = wiring.build(storage_env)
-    collection = CollectionRef("sub1", "rg", "jc2")
-    services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
-    ref = JobRef(collection, "renewing")
-    due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-    target.answer([200], delay=600)  # the first call is held until the worker is gone
-    action = {"type": "Http", "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "ping"}}
+    services, ref, _due, body = held_job(storage_env, target, "jc2", "renewing", CLAIM_LEASE)
     doomed = fault_host.spawn(lease)
     successor = None
     try:
-        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+        services.service.put_job(ref, body)
         [first] = target.wait_for(1, timeout=30)
         time.sleep(heartbeat_every(CLAIM_LEASE).total_seconds() + 1)  # its lease renewed once
         doomed.send_signal(signal.SIGKILL)
