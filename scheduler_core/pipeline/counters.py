@@ -56,7 +56,7 @@ from scheduler_core.storage.keys import SEPARATOR, format_due
 
 log = logging.getLogger("scheduler_core.execute")
 
-#: Tries of the overlap decision's guarded write of a job (``execute.Executor._overlap``) before its message is
+#: Tries of the overlap decision's guarded write of a job (``overlap.OverlapGate.admit``) before its message is
 #: looked at again a second later. The counters write is bounded in time instead (:data:`COUNTER_BUDGET`).
 COUNTER_ATTEMPTS = 10
 #: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
