@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core import __version__
@@ -73,19 +73,38 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         body.update(status="unhealthy", storage="unreachable", reason="storage: the tables cannot be reached")
         return 503, body
     body["storage"] = "reachable"
-    if s.settings.history_storage is not None:
-        try:
-            # the history tables queried (a point read would take a missing table for a missing row)
-            next(iter(s.stores.history.list(PROBE_JOB)), None)  # both tables, one query each
-        except Exception as exc:
-            log.warning("health: history storage not reachable: %s", type(exc).__name__)
-            body.update(
-                status="unhealthy",
-                history_storage="unreachable",
-                reason="storage: the history tables (SchedulerHistoryStorage) cannot be reached",
-            )
-            return 503, body
-        body["history_storage"] = "reachable"
+    if not _history_reachable(s, body):
+        return 503, body
+    _report_tick(tick, now, body)
+    if not _report_queues(s, body):
+        return 503, body
+    if body["warnings"]:
+        body["status"] = "degraded"
+    return 200, body
+
+
+def _history_reachable(s: Services, body: dict[str, Any]) -> bool:
+    """False (and ``body`` marked unhealthy) when the history tables have an account of their own that
+    cannot be queried; True otherwise, with ``history_storage`` "reachable" when they have one."""
+    if s.settings.history_storage is None:
+        return True
+    try:
+        # the history tables queried (a point read would take a missing table for a missing row)
+        next(iter(s.stores.history.list(PROBE_JOB)), None)  # both tables, one query each
+    except Exception as exc:
+        log.warning("health: history storage not reachable: %s", type(exc).__name__)
+        body.update(
+            status="unhealthy",
+            history_storage="unreachable",
+            reason="storage: the history tables (SchedulerHistoryStorage) cannot be reached",
+        )
+        return False
+    body["history_storage"] = "reachable"
+    return True
+
+
+def _report_tick(tick: datetime | None, now: datetime, body: dict[str, Any]) -> None:
+    """``last_tick`` and ``tick_age_seconds`` in ``body``, and a warning when the tick is late or missing."""
     body["last_tick"] = format_instant(tick) if tick is not None else None
     age = (now - tick).total_seconds() if tick is not None else None
     body["tick_age_seconds"] = round(age, 1) if age is not None else None
@@ -93,6 +112,12 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         body["warnings"].append("dispatch tick: never recorded")
     elif age is not None and age > TICK_LATE_AFTER.total_seconds():
         body["warnings"].append(f"dispatch tick: last one {age:.0f} s ago (expected every 60 s)")
+
+
+def _report_queues(s: Services, body: dict[str, Any]) -> bool:
+    """The execution and cleanup queues in ``body``, with a warning per queue holding poison messages.
+    False (and ``body`` marked unhealthy) when the execution queues have an account of their own whose
+    depths cannot be read."""
     depths = _queue_depths(s, body)
     if s.settings.execution_storage is not None and (depths is None or depths.executions is None):
         log.warning("health: the execution queues' storage not reachable")
@@ -101,7 +126,7 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
             execution_storage="unreachable",
             reason="storage: the execution queues (SchedulerExecutionStorage) cannot be reached",
         )
-        return 503, body
+        return False
     body["execution_queue_depth"] = depths.executions if depths is not None else None
     body["poison_queue_length"] = depths.poison if depths is not None else None
     if depths is not None and depths.poison:
@@ -113,9 +138,7 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
             body["warnings"].append(
                 f"cleanup poison queue: {cleanup.poison} message(s): the cleanup of their collections failed"
             )
-    if body["warnings"]:
-        body["status"] = "degraded"
-    return 200, body
+    return True
 
 
 def _queue_depths(s: Services, body: dict[str, Any]) -> QueueDepths | None:

@@ -612,8 +612,8 @@ def _job_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--collection", help=f"job collection (default: ${ENV_COLLECTION})")
 
 
-def add_resource_commands(commands: Any) -> None:
-    """``collections`` and ``jobs`` with their subcommands."""
+def _add_collections_commands(commands: Any) -> None:
+    """``collections`` with its subcommands: list, show, create, delete, enable, disable."""
     top = commands.add_parser("collections", help="list, show, create, delete, enable, disable job collections")
     sub = top.add_subparsers(dest="action", metavar="ACTION", required=True)
     _command(sub, "list", "list the job collections of the subscription (or of -g)", collections_list)
@@ -638,6 +638,9 @@ def add_resource_commands(commands: Any) -> None:
     p = _command(sub, "disable", "disable a job collection and its jobs", collections_state(False))
     p.add_argument("name", metavar="COLLECTION")
 
+
+def _add_jobs_commands(commands: Any) -> None:
+    """``jobs`` with its subcommands: list, show, create, update, delete, pause, resume, run, history, preview."""
     top = commands.add_parser(
         "jobs", help="list, show, create, update, delete, pause, resume, run jobs; history; preview"
     )
@@ -679,3 +682,9 @@ def add_resource_commands(commands: Any) -> None:
     _job_argument(p)
     p.add_argument("--count", type=preview_count, default=10, help="how many occurrences (1 to 50, default 10)")
     p.add_argument("--after", type=instant_arg, help="occurrences at or after this instant (default: now), not yet run")
+
+
+def add_resource_commands(commands: Any) -> None:
+    """``collections`` and ``jobs`` with their subcommands."""
+    _add_collections_commands(commands)
+    _add_jobs_commands(commands)

@@ -309,94 +309,133 @@ class Source:
     warnings: list[str]
 
 
+@dataclass
+class _Resources:
+    """A file's resources before they are addressed: each collection and job with where the file holds it
+    (its ``source``: ``collections[0].jobs[1]``, ``#3``), the secret values the file fills in (job id in
+    lower case to (path under ``properties``, value) pairs) and the warnings about the file."""
+
+    collections: list[tuple[str, Any]] = field(default_factory=list)
+    jobs: list[tuple[str, Any]] = field(default_factory=list)
+    secrets: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _read_export(document: Mapping[str, Any], origin: str) -> _Resources:
+    """The collections, jobs and secrets of an export file (:func:`build_export`); refused when its version
+    is not :data:`FORMAT_VERSION` or its ``collections`` is no list. An optional secret without a value is
+    left out, with a warning."""
+    if document.get("version") != FORMAT_VERSION:
+        raise CliError(f"{origin}: export format version {document.get('version')!r} is not supported")
+    exported = document.get("collections")
+    if not isinstance(exported, list):
+        raise CliError(f"{origin}: 'collections' must be a list")
+    found = _Resources()
+    for number, entry in enumerate(exported):
+        found.collections.append((f"collections[{number}]", entry))
+        its_jobs = entry.get("jobs") if isinstance(entry, dict) else None
+        for index, job in enumerate(its_jobs if isinstance(its_jobs, list) else []):
+            found.jobs.append((f"collections[{number}].jobs[{index}]", job))
+    unfilled = 0
+    for slot in document.get("secretsToReenter") or []:
+        value = slot.get("value") if isinstance(slot, dict) else None
+        if isinstance(value, str) and value:
+            path = str(slot.get("path") or "").removeprefix("properties.")
+            found.secrets.setdefault(str(slot.get("job") or "").lower(), []).append((path, value))
+        elif isinstance(slot, dict) and not slot.get("required"):
+            unfilled += 1
+    if unfilled:
+        found.warnings.append(
+            f"{unfilled} optional secret(s) in secretsToReenter have no value: those jobs are imported without "
+            "them (a Storage queue or Service Bus action then sends with the function app's identity)"
+        )
+    return found
+
+
+def _read_listing(document: Any, origin: str) -> _Resources:
+    """The collections and jobs of an Azure Scheduler REST listing (a JSON list of jobs and/or collections,
+    or ``{"value": [...]}``), told apart by :func:`_type_of`; refused when it is neither or holds an item
+    that is no JSON object. One page of a longer listing (a ``nextLink``) is read, with a warning."""
+    listing = document.get("value") if isinstance(document, dict) else document
+    if not isinstance(listing, list):
+        raise CliError(f'{origin}: expected an export file, a JSON list of jobs or {{"value": [...]}}')
+    found = _Resources()
+    if isinstance(document, dict) and document.get("nextLink"):
+        found.warnings.append(
+            f"{origin} is one page of a longer listing: its nextLink names more, which are not in the file "
+            "(save every page and join their 'value' arrays into one JSON list)"
+        )
+    for number, resource in enumerate(listing):
+        if not isinstance(resource, dict):
+            raise CliError(f"{origin}: item #{number + 1} is not a JSON object")
+        bucket = found.collections if _type_of(resource) == COLLECTION_TYPE else found.jobs
+        bucket.append((f"#{number + 1}", resource))
+    return found
+
+
+def _collection_item(source: str, resource: Any, origin: str, options: Options) -> Item:
+    """The PUT of a collection of the file, addressed by its ``id`` and ``name`` as ``options`` retarget them
+    (an item with a problem when that leaves a part unknown); refused when it is no JSON object."""
+    if not isinstance(resource, dict):
+        raise CliError(f"{origin}: {source} is not a JSON object")
+    segments = id_segments(str(resource.get("id") or ""))
+    sub, group, name, missing = _retarget(segments, options, str(resource.get("name") or ""))
+    if missing:
+        return Item("collection", source, None, {}, "cannot tell the " + ", ".join(missing))
+    return Item("collection", source, Target(sub, group, name), _collection_body(resource))
+
+
+def _job_item(source: str, resource: Any, origin: str, options: Options, found: _Resources) -> Item:
+    """The PUT of a job of the file, addressed by its ``id`` and ``name`` (Azure Scheduler's
+    ``collection/job`` too) as ``options`` retarget them (an item with a problem when that leaves a part
+    unknown), with the secret values ``found`` holds for it put into its body (a warning in ``found`` for
+    each place the job does not have); refused when it is no JSON object."""
+    if not isinstance(resource, dict):
+        raise CliError(f"{origin}: {source} is not a JSON object")
+    segments = id_segments(str(resource.get("id") or ""))
+    raw_name = str(resource.get("name") or segments.get("jobs") or "")
+    name = raw_name.rsplit("/", 1)[-1]  # Azure Scheduler names jobs "collection/job"
+    hint = raw_name.split("/", 1)[0] if "/" in raw_name else ""
+    sub, group, collection, missing = _retarget(segments, options, hint)
+    if not name:
+        missing.insert(0, "job name")
+    body = _job_body(resource)
+    for path, value in found.secrets.get(str(resource.get("id") or "").lower(), []):
+        props = body.get("properties")
+        if not (isinstance(props, dict) and put_secret(props, path, value)):
+            found.warnings.append(f"{source}: secretsToReenter names {path}, which the job does not have")
+    if missing:
+        label = raw_name or source
+        return Item("job", source, None, body, f"{label}: cannot tell the " + ", ".join(missing))
+    return Item("job", source, Target(sub, group, collection, name), body)
+
+
+def _missing_collections(collections: list[Item], jobs: list[Item], location: str) -> list[Item]:
+    """A Standard collection in ``location`` (``--create-collection``) for each collection the ``jobs`` are
+    addressed to that none of ``collections`` is, in the order of the jobs."""
+    known = {item.target.key for item in collections if item.target is not None}
+    created: list[Item] = []
+    for item in jobs:
+        if item.target is not None and item.target.key not in known:
+            known.add(item.target.key)
+            target = replace(item.target, job=None)
+            body = {"location": location, "properties": {"sku": {"name": "Standard"}}}
+            created.append(Item("collection", f"--create-collection {location}", target, body))
+    return created
+
+
 def load_source(document: Any, origin: str, options: Options) -> Source:
     """The collections and jobs of an export file, or of an Azure Scheduler REST listing (a JSON list of
     jobs and/or collections, or ``{"value": [...]}``)."""
-    warnings: list[str] = []
-    raw_collections: list[tuple[str, Any]] = []
-    raw_jobs: list[tuple[str, Any]] = []
-    secrets: dict[str, list[tuple[str, str]]] = {}
     if isinstance(document, dict) and document.get("format") == FORMAT:
-        if document.get("version") != FORMAT_VERSION:
-            raise CliError(f"{origin}: export format version {document.get('version')!r} is not supported")
-        exported = document.get("collections")
-        if not isinstance(exported, list):
-            raise CliError(f"{origin}: 'collections' must be a list")
-        for number, entry in enumerate(exported):
-            raw_collections.append((f"collections[{number}]", entry))
-            its_jobs = entry.get("jobs") if isinstance(entry, dict) else None
-            for index, job in enumerate(its_jobs if isinstance(its_jobs, list) else []):
-                raw_jobs.append((f"collections[{number}].jobs[{index}]", job))
-        unfilled = 0
-        for slot in document.get("secretsToReenter") or []:
-            value = slot.get("value") if isinstance(slot, dict) else None
-            if isinstance(value, str) and value:
-                path = str(slot.get("path") or "").removeprefix("properties.")
-                secrets.setdefault(str(slot.get("job") or "").lower(), []).append((path, value))
-            elif isinstance(slot, dict) and not slot.get("required"):
-                unfilled += 1
-        if unfilled:
-            warnings.append(
-                f"{unfilled} optional secret(s) in secretsToReenter have no value: those jobs are imported without "
-                "them (a Storage queue or Service Bus action then sends with the function app's identity)"
-            )
+        found = _read_export(document, origin)
     else:
-        listing = document.get("value") if isinstance(document, dict) else document
-        if not isinstance(listing, list):
-            raise CliError(f'{origin}: expected an export file, a JSON list of jobs or {{"value": [...]}}')
-        if isinstance(document, dict) and document.get("nextLink"):
-            warnings.append(
-                f"{origin} is one page of a longer listing: its nextLink names more, which are not in the file "
-                "(save every page and join their 'value' arrays into one JSON list)"
-            )
-        for number, resource in enumerate(listing):
-            if not isinstance(resource, dict):
-                raise CliError(f"{origin}: item #{number + 1} is not a JSON object")
-            bucket = raw_collections if _type_of(resource) == COLLECTION_TYPE else raw_jobs
-            bucket.append((f"#{number + 1}", resource))
-
-    collections: list[Item] = []
-    for source, resource in raw_collections:
-        if not isinstance(resource, dict):
-            raise CliError(f"{origin}: {source} is not a JSON object")
-        segments = id_segments(str(resource.get("id") or ""))
-        sub, group, name, missing = _retarget(segments, options, str(resource.get("name") or ""))
-        if missing:
-            collections.append(Item("collection", source, None, {}, "cannot tell the " + ", ".join(missing)))
-            continue
-        collections.append(Item("collection", source, Target(sub, group, name), _collection_body(resource)))
-
-    jobs: list[Item] = []
-    for source, resource in raw_jobs:
-        if not isinstance(resource, dict):
-            raise CliError(f"{origin}: {source} is not a JSON object")
-        segments = id_segments(str(resource.get("id") or ""))
-        raw_name = str(resource.get("name") or segments.get("jobs") or "")
-        name = raw_name.rsplit("/", 1)[-1]  # Azure Scheduler names jobs "collection/job"
-        hint = raw_name.split("/", 1)[0] if "/" in raw_name else ""
-        sub, group, collection, missing = _retarget(segments, options, hint)
-        if not name:
-            missing.insert(0, "job name")
-        body = _job_body(resource)
-        for path, value in secrets.get(str(resource.get("id") or "").lower(), []):
-            props = body.get("properties")
-            if not (isinstance(props, dict) and put_secret(props, path, value)):
-                warnings.append(f"{source}: secretsToReenter names {path}, which the job does not have")
-        if missing:
-            label = raw_name or source
-            jobs.append(Item("job", source, None, body, f"{label}: cannot tell the " + ", ".join(missing)))
-            continue
-        jobs.append(Item("job", source, Target(sub, group, collection, name), body))
-
+        found = _read_listing(document, origin)
+    collections = [_collection_item(source, resource, origin, options) for source, resource in found.collections]
+    jobs = [_job_item(source, resource, origin, options, found) for source, resource in found.jobs]
     if options.create_collection:
-        known = {item.target.key for item in collections if item.target is not None}
-        for item in jobs:
-            if item.target is not None and item.target.key not in known:
-                known.add(item.target.key)
-                target = replace(item.target, job=None)
-                body = {"location": options.create_collection, "properties": {"sku": {"name": "Standard"}}}
-                collections.append(Item("collection", f"--create-collection {options.create_collection}", target, body))
-    return Source(collections, jobs, warnings)
+        collections.extend(_missing_collections(collections, jobs, options.create_collection))
+    return Source(collections, jobs, found.warnings)
 
 
 # ------------------------------------------------------------------------------------- the target

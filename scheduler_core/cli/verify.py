@@ -201,6 +201,84 @@ def _instant(value: Any) -> datetime | None:
         return None
 
 
+@dataclass
+class _Tally:
+    """What :func:`measure` counts over the occurrences of a scenario's jobs: the start and completion
+    latenesses (seconds) of the occurrences that ran, and the counts its result reports."""
+
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    ran: int = 0
+    failed: int = 0
+    duplicates: int = 0
+    misses: int = 0
+    unexpected: int = 0
+
+    def add_job(self, job: PlannedJob, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Count ``job``'s history entries (ARM JSON): an entry of its main action belongs to the occurrence
+        whose instant is its ``expectedExecutionTime`` and is unexpected when there is none; entries of any
+        other action are ignored. Then count each occurrence (:meth:`add_occurrence`)."""
+        by_occurrence: dict[datetime, list[Mapping[str, Any]]] = {due: [] for due in job.occurrences}
+        for entry in entries:
+            props = entry.get("properties") or {}
+            if not isinstance(props, Mapping) or props.get("actionName", "MainAction") != "MainAction":
+                continue
+            expected = _instant(props.get("expectedExecutionTime"))
+            if expected is None or expected not in by_occurrence:
+                self.unexpected += 1
+                continue
+            by_occurrence[expected].append(props)
+        for due, occurrence_entries in by_occurrence.items():
+            self.add_occurrence(due, occurrence_entries)
+
+    def add_occurrence(self, due: datetime, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Count the occurrence due at ``due`` from its entries' ``properties``: a miss without entries, else
+        ran; each entry of an attempt (``retryCount``) beyond its first a duplicate; failed without a
+        ``Completed`` entry; its latenesses those of its earliest-started entry (when one has a ``startTime``)."""
+        if not entries:
+            self.misses += 1
+            return
+        self.ran += 1
+        attempts: dict[Any, int] = {}
+        for props in entries:
+            attempts[props.get("retryCount", 0)] = attempts.get(props.get("retryCount", 0), 0) + 1
+        self.duplicates += sum(count - 1 for count in attempts.values())
+        if not any(props.get("status") == "Completed" for props in entries):
+            self.failed += 1
+        timed = [(start, props) for props in entries if (start := _instant(props.get("startTime"))) is not None]
+        if not timed:
+            return
+        first_start, first = min(timed, key=lambda pair: pair[0])
+        self.starts.append((first_start - due).total_seconds())
+        end = _instant(first.get("endTime"))
+        if end is not None:
+            self.ends.append((end - due).total_seconds())
+
+
+def _problems(result: ScenarioResult) -> list[str]:
+    """Why ``result`` did not meet its bound, one sentence each; empty when it did."""
+    problems: list[str] = []
+    if result.lead is not None and result.lead < 0:
+        problems.append(
+            f"a job was created {-result.lead:.1f} s after its due second (creating the jobs took longer than "
+            "planned: raise --lead)"
+        )
+    if result.start.max is not None and result.start.max > result.bound:
+        problems.append(
+            f"start lateness max {_exact(result.start.max)} s is above the bound {result.bound:g} s "
+            f"({result.bound_option})"
+        )
+    for count, what in (
+        (result.misses, "occurrence(s) with no history entry within the deadline (misses)"),
+        (result.duplicates, "duplicate execution(s)"),
+        (result.failed, "occurrence(s) whose call failed"),
+        (result.unexpected, "history entry(ies) of an instant that is no occurrence"),
+    ):
+        if count:
+            problems.append(f"{count} {what}")
+    return problems
+
+
 def measure(
     scenario: str,
     jobs: Sequence[PlannedJob],
@@ -218,74 +296,25 @@ def measure(
     (and not missed) failed; an entry of any other instant is unexpected. The bound is met when none of
     these happened, no job was created after its first due second, and the maximum start lateness is at
     most ``bound``."""
-    starts: list[float] = []
-    ends: list[float] = []
-    ran = failed = duplicates = misses = unexpected = 0
+    tally = _Tally()
     for job in jobs:
-        by_occurrence: dict[datetime, list[Mapping[str, Any]]] = {due: [] for due in job.occurrences}
-        for entry in histories.get(job.name, ()):
-            props = entry.get("properties") or {}
-            if not isinstance(props, Mapping) or props.get("actionName", "MainAction") != "MainAction":
-                continue
-            expected = _instant(props.get("expectedExecutionTime"))
-            if expected is None or expected not in by_occurrence:
-                unexpected += 1
-                continue
-            by_occurrence[expected].append(props)
-        for due, entries in by_occurrence.items():
-            if not entries:
-                misses += 1
-                continue
-            ran += 1
-            attempts: dict[Any, int] = {}
-            for props in entries:
-                attempts[props.get("retryCount", 0)] = attempts.get(props.get("retryCount", 0), 0) + 1
-            duplicates += sum(count - 1 for count in attempts.values())
-            if not any(props.get("status") == "Completed" for props in entries):
-                failed += 1
-            timed = [(start, props) for props in entries if (start := _instant(props.get("startTime"))) is not None]
-            if not timed:
-                continue
-            first_start, first = min(timed, key=lambda pair: pair[0])
-            starts.append((first_start - due).total_seconds())
-            end = _instant(first.get("endTime"))
-            if end is not None:
-                ends.append((end - due).total_seconds())
-    occurrences = sum(len(job.occurrences) for job in jobs)
-    lead = min((job.ahead_seconds for job in jobs), default=None)
-    lateness = Lateness.of(starts)
+        tally.add_job(job, histories.get(job.name, ()))
     result = ScenarioResult(
         name=scenario,
         jobs=len(jobs),
-        occurrences=occurrences,
-        ran=ran,
-        failed=failed,
-        duplicates=duplicates,
-        misses=misses,
-        unexpected=unexpected,
-        start=lateness,
-        done=Lateness.of(ends),
+        occurrences=sum(len(job.occurrences) for job in jobs),
+        ran=tally.ran,
+        failed=tally.failed,
+        duplicates=tally.duplicates,
+        misses=tally.misses,
+        unexpected=tally.unexpected,
+        start=Lateness.of(tally.starts),
+        done=Lateness.of(tally.ends),
         bound=bound,
         bound_option=bound_option,
-        lead=lead,
+        lead=min((job.ahead_seconds for job in jobs), default=None),
     )
-    if lead is not None and lead < 0:
-        result.problems.append(
-            f"a job was created {-lead:.1f} s after its due second (creating the jobs took longer than planned: "
-            "raise --lead)"
-        )
-    if lateness.max is not None and lateness.max > bound:
-        result.problems.append(
-            f"start lateness max {_exact(lateness.max)} s is above the bound {bound:g} s ({bound_option})"
-        )
-    for count, what in (
-        (misses, "occurrence(s) with no history entry within the deadline (misses)"),
-        (duplicates, "duplicate execution(s)"),
-        (failed, "occurrence(s) whose call failed"),
-        (unexpected, "history entry(ies) of an instant that is no occurrence"),
-    ):
-        if count:
-            result.problems.append(f"{count} {what}")
+    result.problems.extend(_problems(result))
     return result
 
 
@@ -665,14 +694,8 @@ def _idle(text: str) -> int:
     return value
 
 
-def add_verify_command(commands: Any) -> None:
-    p: argparse.ArgumentParser = commands.add_parser(
-        "verify",
-        help="measure a deployment's firing promises with throwaway jobs calling its own /health",
-        description="Create a throwaway job collection (verify-<random>), fire jobs whose action is a GET of "
-        "the deployment's own /health, measure lateness, duplicates and misses from their history, and delete "
-        "everything it made. Exit 0 when every scenario met its bound. See docs/verify.md.",
-    )
+def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """The size of each scenario (``--one-shot``, ``--idle``, ``--burst``, ``--recurring``; 0 skips it)."""
     p.add_argument(
         "--one-shot",
         type=_count(0, MAX_JOBS),
@@ -702,6 +725,10 @@ def add_verify_command(commands: Any) -> None:
         metavar="N",
         help=f"recurring scenario: one job every minute, N times (default {DEFAULT_RECURRING}: skipped)",
     )
+
+
+def _add_timing_arguments(p: argparse.ArgumentParser) -> None:
+    """When the jobs are created (``--lead``) and how long their history is waited for (``--deadline``)."""
     p.add_argument(
         "--lead",
         type=_seconds(1, 600),
@@ -716,6 +743,11 @@ def add_verify_command(commands: Any) -> None:
         metavar="SECONDS",
         help=f"an occurrence without history this long after its due second is a miss (default {DEFAULT_DEADLINE:g})",
     )
+
+
+def _add_bound_arguments(p: argparse.ArgumentParser) -> None:
+    """Each scenario's bound: its largest start lateness (``--max-late``, ``--max-late-idle``,
+    ``--max-late-burst``)."""
     p.add_argument(
         "--max-late",
         type=_seconds(0, 3600),
@@ -737,6 +769,20 @@ def add_verify_command(commands: Any) -> None:
         metavar="SECONDS",
         help=f"bound of the burst scenario (default {DEFAULT_MAX_LATE_BURST:g})",
     )
+
+
+def add_verify_command(commands: Any) -> None:
+    """``verify`` with its options (scenarios, timing, bounds, target, location, connection, output)."""
+    p: argparse.ArgumentParser = commands.add_parser(
+        "verify",
+        help="measure a deployment's firing promises with throwaway jobs calling its own /health",
+        description="Create a throwaway job collection (verify-<random>), fire jobs whose action is a GET of "
+        "the deployment's own /health, measure lateness, duplicates and misses from their history, and delete "
+        "everything it made. Exit 0 when every scenario met its bound. See docs/verify.md.",
+    )
+    _add_scenario_arguments(p)
+    _add_timing_arguments(p)
+    _add_bound_arguments(p)
     p.add_argument("--target", metavar="URL", help="the URL the jobs GET (default: the endpoint + /health; anonymous)")
     p.add_argument(
         "--location",

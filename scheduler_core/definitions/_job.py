@@ -62,6 +62,7 @@ from scheduler_core.definitions._versions import Wire
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import JobDefinition, JobState
+from scheduler_core.model.actions import JobAction
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL, Duration
 from scheduler_core.recurrence import (
     Recurrence,
@@ -201,6 +202,35 @@ def parse_job(
     ``default_retry_interval`` is the ``retryInterval`` of a retry policy (main or error action) that gives
     none, written in the job's style: 30 seconds, or a plan's default (Free: an hour).
     """
+    props = _job_properties(body, wire, validate_limits=validate_limits)
+    recurrence, extras = _parse_recurrence(props, wire)
+    start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
+    preview, jitter_where = _parse_preview(props, extras, wire)
+    state = _parse_state(props, validate_limits=validate_limits)
+    action, style = _parse_job_action(
+        props,
+        previous,
+        validate_limits=validate_limits,
+        identity=identity,
+        default_retry_interval=default_retry_interval,
+        wire=wire,
+    )
+
+    if validate_limits:
+        _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
+
+    definition = JobDefinition(action, start_time, recurrence, **preview)
+    if previous is not None and not wire.preview:
+        definition = keep_preview(definition, previous)
+    if validate_limits:
+        check_jitter(definition, jitter_where or f"{props.where('recurrence')}.jitter (kept from the stored job)")
+        check_placeholders(definition.action, props.where("action"))
+    return JobSpec(definition, state, style)
+
+
+def _job_properties(body: Mapping[str, Any], wire: Wire, *, validate_limits: bool) -> Fields:
+    """The job's ``properties``, after the size limit (when ``validate_limits``) and the top level are
+    checked; a field ``wire`` does not take is refused as unknown."""
     if validate_limits and isinstance(body, Mapping):
         size = _definition_size(body)
         if size > MAX_JOB_CHARS:
@@ -211,13 +241,21 @@ def parse_job(
     if "properties" not in top:
         raise ValidationError("properties", "is required (a JSON object with at least an action)")
     known = _PROPERTIES + (PREVIEW_PROPERTIES if wire.preview else ())
-    props = Fields(top.get("properties"), top.where("properties"), known, ignored=("status",))
+    return Fields(top.get("properties"), top.where("properties"), known, ignored=("status",))
 
+
+def _parse_recurrence(props: Fields, wire: Wire) -> tuple[Recurrence | None, dict[str, tuple[str, Any]]]:
+    """The job's ``recurrence`` and, on the preview wire, its preview fields (see :func:`split_recurrence`;
+    none on the classic wire, where they are unknown fields of the recurrence)."""
     recurrence_data, extras = (
         split_recurrence(props.get("recurrence")) if wire.preview else (props.get("recurrence"), {})
     )
-    recurrence = parse_recurrence(recurrence_data, props.where("recurrence"))
-    start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
+    return parse_recurrence(recurrence_data, props.where("recurrence")), extras
+
+
+def _parse_preview(props: Fields, extras: Mapping[str, tuple[str, Any]], wire: Wire) -> tuple[dict[str, Any], str]:
+    """The preview properties as JobDefinition fields (policies, then the recurrence's ``jitter`` and
+    ``exclusions``), and where the body wrote ``jitter`` ("" when it did not)."""
     preview: dict[str, Any] = parse_policies(props) if wire.preview else {}
     jitter_where = f"{props.where('recurrence')}.{extras['jitter'][0]}" if "jitter" in extras else ""
     if "jitter" in extras:
@@ -225,21 +263,38 @@ def parse_job(
     if "exclusions" in extras:
         key, value = extras["exclusions"]
         preview["exclusions"] = parse_exclusions(value, f"{props.where('recurrence')}.{key}")
+    return preview, jitter_where
 
-    state = JobState.ENABLED
-    if "state" in props:
-        state = JobState(enum_value(props.get("state"), props.where("state"), _ALL_STATES))
-        if validate_limits and state not in _CLIENT_STATES.values():
-            raise ValidationError(
-                props.where("state"),
-                f"'{state}' is set by the service when a job ends; a client may set only Enabled or Disabled",
-            )
 
+def _parse_state(props: Fields, *, validate_limits: bool) -> JobState:
+    """The job's ``state`` (default Enabled); Completed and Faulted only when not ``validate_limits``."""
+    if "state" not in props:
+        return JobState.ENABLED
+    state = JobState(enum_value(props.get("state"), props.where("state"), _ALL_STATES))
+    if validate_limits and state not in _CLIENT_STATES.values():
+        raise ValidationError(
+            props.where("state"),
+            f"'{state}' is set by the service when a job ends; a client may set only Enabled or Disabled",
+        )
+    return state
+
+
+def _parse_job_action(
+    props: Fields,
+    previous: JobDefinition | None,
+    *,
+    validate_limits: bool,
+    identity: IdentityScope | None,
+    default_retry_interval: timedelta,
+    wire: Wire,
+) -> tuple[JobAction, DurationStyle]:
+    """The job's (required) ``action`` and the job's duration style (:func:`written_style`); a secret the
+    body omits is kept from ``previous`` as :func:`parse_job` describes."""
     if "action" not in props:
         raise ValidationError(props.where("action"), "is required")
     prior = _prior_action(previous) if previous is not None else None
     style = written_style(props.get("action"))
-    action = parse_action(
+    parsed = parse_action(
         props.get("action"),
         props.where("action"),
         prior,
@@ -249,17 +304,7 @@ def parse_job(
         default_retry_interval=default_retry_interval,
         preview=wire.preview,
     )
-
-    if validate_limits:
-        _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
-
-    definition = JobDefinition(action.action, start_time, recurrence, **preview)
-    if previous is not None and not wire.preview:
-        definition = keep_preview(definition, previous)
-    if validate_limits:
-        check_jitter(definition, jitter_where or f"{props.where('recurrence')}.jitter (kept from the stored job)")
-        check_placeholders(definition.action, props.where("action"))
-    return JobSpec(definition, state, style)
+    return parsed.action, style
 
 
 def _properties(

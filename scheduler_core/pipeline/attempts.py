@@ -26,8 +26,8 @@ from typing import Any
 
 from scheduler_core.model import DueEntry, Job
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.policies import start_delay
 from scheduler_core.pipeline.watches import Watches
+from scheduler_core.policies import start_delay
 from scheduler_core.ports import ExecutionQueue
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key, shard_of

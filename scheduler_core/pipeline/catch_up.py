@@ -7,10 +7,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from scheduler_core import policies
 from scheduler_core.definitions import format_duration
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, Job
 from scheduler_core.model.job import MissedRunMode
-from scheduler_core.pipeline import policies
 from scheduler_core.pipeline.messages import EXECUTION_ID_NAMESPACE
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.storage.keys import history_row_key

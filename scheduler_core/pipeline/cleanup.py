@@ -23,7 +23,7 @@ back only by the call whose guarded delete removed its row (``Stores.remove_job`
 message, two workers on one message and a client's DELETE racing the cleanup give it back once. The slot
 is given back right after that delete: a worker killed between the two loses that one slot (the counter
 stays one too high, never too low), which the counter's repair corrects when the collection is full
-(``service/slots.py``).
+(``job_slots.py``).
 
 :func:`cleanup` runs a whole pass in the calling thread, messages and hand-ons included (tests, tools).
 """
@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.job_slots import subtract_jobs
 from scheduler_core.model import Job, JobCollection
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.recurrence import format_instant
-from scheduler_core.service.slots import subtract_jobs
 from scheduler_core.storage.keys import CollectionRef
 
 log = logging.getLogger("scheduler_core.cleanup")

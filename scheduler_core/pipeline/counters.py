@@ -20,45 +20,30 @@ and folded later would take the contention off the row, but every read of a job 
 and the ``counted`` key that makes a count idempotent could no longer be written in the same guarded write
 as the count.)
 
-**The backfill ledger.** A backfill's occurrences count towards their plan's limits
-(:class:`~scheduler_core.pipeline.policies.BackfillLimits`) from the moment it is accepted until their
-attempts are over. Each occurrence is one row of its collection's ledger (:func:`ledger_row`): a partition of
-the due-index table of its own (``backfills|<collection>``, which no scan reads), one row per occurrence
-plus one *tail* per backfill (the job's pace after it, for the rate). The service writes a backfill's rows
-before it sends a message (:mod:`scheduler_core.service.jobs`), and the executor deletes an occurrence's row
-when its attempts are over (:func:`backfill_ended`): a delete, so a repeated one does nothing. A row whose
-occurrence will never end that way (its message dropped as stale, or as poison, a worker lost for good) stops
-counting by itself (:func:`~scheduler_core.pipeline.policies.live_backfills`); the service removes such rows
-when it next accepts a backfill of the collection.
+The backfill ledger's rows are :mod:`scheduler_core.ledger`'s; :func:`backfill_ended` is where an attempt ends its
+occurrence's row.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import random
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler_core import policies, races
 from scheduler_core.errors import ContentionError, EtagMismatchError
-from scheduler_core.model import CLAIM_LEASE, DueEntry, Job, JobState
-from scheduler_core.pipeline import policies
+from scheduler_core.ledger import backfill_range, instant, ledger_entry, ledger_key, ledger_partition, ledger_row
+from scheduler_core.model import CLAIM_LEASE, Job, JobState
 from scheduler_core.pipeline.attempts import EARLY_MARGIN_SECONDS
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.pipeline.policies import LedgerEntry
 from scheduler_core.ports import DueIndex, JobStore
-from scheduler_core.storage.keys import SEPARATOR, format_due
 
 log = logging.getLogger("scheduler_core.execute")
 
-#: Tries of the overlap decision's guarded write of a job (``overlap.OverlapGate.admit``) before its message is
-#: looked at again a second later. The counters write is bounded in time instead (:data:`COUNTER_BUDGET`).
-COUNTER_ATTEMPTS = 10
 #: How many counted attempts a job remembers (far more than can be in flight, retrying, at once).
 COUNTED_KEEP = 16
 #: How long (seconds) one attempt's counters write may go on losing races before it gives up (raises): the
@@ -71,12 +56,10 @@ COUNTER_BACKOFF = 0.05
 COUNTER_BACKOFF_CAP = 2.0
 
 
-class Backoff:
-    """The waits between lost races of one guarded write: after the ``n``-th lost race a random time up to
-    ``first * 2**n`` seconds, at most ``cap`` ("full jitter", so that racers spread instead of meeting again),
-    for ``budget`` seconds in all from the first try (defaults: :data:`COUNTER_BUDGET`,
-    :data:`COUNTER_BACKOFF`, :data:`COUNTER_BACKOFF_CAP`, read when it is made). ``sleep``, ``timer`` and
-    ``jitter`` are seams for tests."""
+class Backoff(races.Backoff):
+    """The waits between the lost races of one counters write (:class:`scheduler_core.races.Backoff`): for
+    ``budget`` seconds in all, full jitter from ``first`` up to ``cap`` (defaults: :data:`COUNTER_BUDGET`,
+    :data:`COUNTER_BACKOFF`, :data:`COUNTER_BACKOFF_CAP`, read when it is made)."""
 
     def __init__(
         self,
@@ -88,30 +71,12 @@ class Backoff:
         cap: float | None = None,
         jitter: Callable[[float, float], float] | None = None,
     ) -> None:
-        self.budget = COUNTER_BUDGET if budget is None else budget
-        self.sleep = sleep or time.sleep
-        self.timer = timer or time.monotonic
-        self.first = COUNTER_BACKOFF if first is None else first
-        self.cap = COUNTER_BACKOFF_CAP if cap is None else cap
-        self.jitter = jitter or random.uniform
-        #: Races lost so far.
-        self.lost = 0
-        self.started = self.timer()
-
-    @property
-    def elapsed(self) -> float:
-        """Seconds since the first try."""
-        return self.timer() - self.started
-
-    def wait(self) -> bool:
-        """After a lost race: wait, and say whether to try again (False: the budget is spent; no wait)."""
-        bound = min(self.cap, self.first * 2 ** min(self.lost, 30))
-        self.lost += 1
-        pause = self.jitter(0, bound)
-        if self.elapsed + pause > self.budget:
-            return False
-        self.sleep(pause)
-        return True
+        bound = races.Bound(
+            budget=COUNTER_BUDGET if budget is None else budget,
+            first=COUNTER_BACKOFF if first is None else first,
+            cap=COUNTER_BACKOFF_CAP if cap is None else cap,
+        )
+        super().__init__(bound, sleep=sleep, timer=timer, jitter=jitter)
 
 
 def count_attempt(
@@ -136,135 +101,69 @@ def count_attempt(
     :class:`Backoff` of :data:`COUNTER_BUDGET`) from a fresh read, until it is written. When the budget is
     spent first, the attempt is not counted and :class:`~scheduler_core.errors.ContentionError` is raised,
     never swallowed: its caller fails the queue message, whose retry counts the attempt once."""
-    main = message.is_main
     key = message.attempt_key
     waits = backoff or Backoff()
-    current: Job | None = job
-    while True:
-        if current is None:
-            return None
-        if key in current.counted:
-            return None  # this attempt's counters are in (a write whose answer was lost, or a lost worker's)
-        changes: dict[str, Any] = {}
-        if main:
-            changes["execution_count"] = current.execution_count + 1
-            changes["failure_count"] = current.failure_count + (0 if succeeded else 1)
-            changes["last_execution_time"] = now
-        if faulted:
-            changes["faulted_count"] = current.faulted_count + 1
-        if final_state and current.generation == job.generation and current.state == JobState.ENABLED:
-            changes.update(
-                state=final_state,
-                ended_at=now,
-                next_execution_time=None,
-            )
+    unread = [job]  # the first try writes over the job as read before the action
+
+    def attempt() -> Job | None:
+        current = (
+            unread.pop()
+            if unread
+            else durably("job read", lambda: jobs.get_by_keys(job.ref.partition_key, job.ref.row_key))
+        )
+        if current is None or key in current.counted:
+            return None  # gone, or counted already (a write whose answer was lost, or a lost worker's)
+        changes = _counts(current, job.generation, message.is_main, succeeded, faulted, final_state, now)
         if adjust is not None:
             changes.update(adjust(current))
         if not changes:
             return None
         updated = replace(current, **changes, counted=(*current.counted, key)[-COUNTED_KEEP:])
-        try:
-            written = durably("counters", functools.partial(jobs.save, updated, create=False, etag=current.etag))
-        except EtagMismatchError:
-            pass  # changed meanwhile (or by this write, whose answer was lost): read and decide again
-        else:
-            if waits.lost:
-                log.debug("job %s: counters written after %d lost race(s)", job.ref.identity, waits.lost)
-            return written
-        if not waits.wait():
-            log.error(
-                "job %s: counters of attempt %s not written: %d races lost in %.1f s; the message is retried",
-                job.ref.identity,
-                key,
-                waits.lost,
-                waits.elapsed,
-            )
-            raise ContentionError(
-                f"job {job.ref.identity}: counters not written after {waits.lost} lost races in "
-                f"{waits.elapsed:.1f} s (other attempts of the job kept changing it)"
-            )
-        current = durably("job read", lambda: jobs.get_by_keys(job.ref.partition_key, job.ref.row_key))
+        return durably("counters", functools.partial(jobs.save, updated, create=False, etag=current.etag))
+
+    try:
+        written = races.race(attempt, waits, lambda error: isinstance(error, EtagMismatchError))
+    except races.RacesLost as spent:
+        log.error(
+            "job %s: counters of attempt %s not written: %d races lost in %.1f s; the message is retried",
+            job.ref.identity,
+            key,
+            spent.lost,
+            spent.elapsed,
+        )
+        raise ContentionError(
+            f"job {job.ref.identity}: counters not written after {spent.lost} lost races in "
+            f"{spent.elapsed:.1f} s (other attempts of the job kept changing it)"
+        ) from None
+    if waits.lost and written is not None:
+        log.debug("job %s: counters written after %d lost race(s)", job.ref.identity, waits.lost)
+    return written
+
+
+def _counts(
+    current: Job,
+    generation: int,
+    main: bool,
+    succeeded: bool,
+    faulted: bool,
+    final_state: JobState | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The changes an attempt makes to the job's counters (and final state, when the job as read is still the
+    generation it ran under and enabled)."""
+    changes: dict[str, Any] = {}
+    if main:
+        changes["execution_count"] = current.execution_count + 1
+        changes["failure_count"] = current.failure_count + (0 if succeeded else 1)
+        changes["last_execution_time"] = now
+    if faulted:
+        changes["faulted_count"] = current.faulted_count + 1
+    if final_state and current.generation == generation and current.state == JobState.ENABLED:
+        changes.update(state=final_state, ended_at=now, next_execution_time=None)
+    return changes
 
 
 # --------------------------------------------------------------------------------------- backfill ledger
-
-#: The due-index partition of a collection's backfill ledger: this, the separator, the collection's identity.
-LEDGER = "backfills"
-#: The kind of an occurrence row of the ledger, and of a backfill's tail row.
-OCCURRENCE_KIND = "backfill"
-TAIL_KIND = "backfill-tail"
-#: Every ledger row key starts with this and the separator (so the partition is one key range whatever the
-#: names: ``b|<job row key>|<backfill id>|<occurrence, sortable; "~" for the tail>``).
-_KEY_START = "b"
-
-
-def ledger_partition(collection_identity: str) -> str:
-    """The due-index partition of the ledger of the collection whose identity (its jobs' partition) is given."""
-    return f"{LEDGER}{SEPARATOR}{collection_identity}"
-
-
-def ledger_key(job_row: str, backfill: str, occurrence: datetime | None) -> str:
-    """The ledger row key of one occurrence of a backfill of a job (``occurrence`` None: the backfill's tail)."""
-    return SEPARATOR.join((_KEY_START, job_row, backfill, "~" if occurrence is None else format_due(occurrence)))
-
-
-def _range(prefix: str) -> tuple[str, str]:
-    """The ``(after, before)`` bounds of :meth:`DueIndex.due_before` that hold exactly the keys starting with
-    ``prefix`` (which ends with the separator: no key part holds one)."""
-    return prefix, prefix[:-1] + chr(ord(SEPARATOR) + 1)
-
-
-def ledger_row(job_partition: str, entry: LedgerEntry) -> DueEntry:
-    """The due-index row of a ledger entry of a job of the collection ``job_partition`` names."""
-    data: dict[str, Any] = {"backfill": entry.backfill, "deadline": format_due(entry.deadline)}
-    if entry.occurrence is not None:
-        data["occurrence"] = format_due(entry.occurrence)
-    if entry.chain:
-        data.update(chain=True, gap=entry.gap.total_seconds())
-    return DueEntry(
-        shard=ledger_partition(job_partition),
-        row_key=ledger_key(entry.job_row, entry.backfill, entry.occurrence),
-        job_partition=job_partition,
-        job_row=entry.job_row,
-        generation=entry.generation,
-        due=entry.slot,
-        message=json.dumps(data, separators=(",", ":")),
-        kind=OCCURRENCE_KIND if entry.occurrence is not None else TAIL_KIND,
-    )
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def ledger_entry(row: DueEntry) -> LedgerEntry | None:
-    """The ledger entry a due-index row of a ledger partition holds (None: not one, or unreadable)."""
-    if row.kind not in (OCCURRENCE_KIND, TAIL_KIND) or not row.message:
-        return None
-    try:
-        data = json.loads(row.message)
-        occurrence = data.get("occurrence")
-        return LedgerEntry(
-            job_row=row.job_row,
-            backfill=str(data.get("backfill") or ""),
-            occurrence=_instant(occurrence) if occurrence and row.kind == OCCURRENCE_KIND else None,
-            generation=row.generation,
-            slot=row.due,
-            deadline=_instant(str(data["deadline"])),
-            chain=bool(data.get("chain")),
-            gap=timedelta(seconds=float(data.get("gap") or 0)),
-            key=row.row_key,
-        )
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return None
-
-
-def read_ledger(due: DueIndex, collection_identity: str, job_row: str | None = None) -> list[LedgerEntry]:
-    """The ledger rows of a collection (of one of its jobs when ``job_row`` is given), in key order."""
-    after, before = _range(SEPARATOR.join((_KEY_START, job_row, "")) if job_row else _KEY_START + SEPARATOR)
-    partition = ledger_partition(collection_identity)
-    entries = (ledger_entry(row) for row in due.due_before(partition, before, after=after))
-    return [entry for entry in entries if entry is not None and (job_row is None or entry.job_row == job_row)]
 
 
 def send_due(start: datetime, now: datetime) -> datetime | None:
@@ -294,9 +193,9 @@ def backfill_ended(due: DueIndex, job: Job, message: ExecutionMessage, now: date
     if not message.until:
         return None
     following = policies.past_schedule(job, occurrence).after(occurrence)
-    if following is None or following > _instant(message.until):
+    if following is None or following > instant(message.until):
         return None
-    _, before = _range(SEPARATOR.join((_KEY_START, message.job_row, backfill, "")))
+    _, before = backfill_range(message.job_row, backfill)
     rows = list(due.due_before(partition, before, after=ledger_key(message.job_row, backfill, occurrence), limit=1))
     entry = ledger_entry(rows[0]) if rows else None
     if entry is None or entry.occurrence != following:

@@ -26,9 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from scheduler_core import policies
 from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job, JobState
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY
-from scheduler_core.pipeline import attempts, catch_up, policies, reporting
+from scheduler_core.pipeline import attempts, catch_up, reporting
 from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.messages import ScanMessage
 from scheduler_core.pipeline.ticks import Ticker

@@ -46,7 +46,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler_core import policies
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import (
     CLAIM_LEASE,
     ClaimOutcome,
@@ -59,7 +61,7 @@ from scheduler_core.model import (
 )
 from scheduler_core.model.actions import JobAction
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
-from scheduler_core.pipeline import attempts, policies, reporting
+from scheduler_core.pipeline import attempts, reporting
 from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.counters import backfill_ended, count_attempt
 from scheduler_core.pipeline.durable import durably
@@ -69,7 +71,6 @@ from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of
 from scheduler_core.pipeline.overlap import OverlapGate, Slot, gated
 from scheduler_core.pipeline.reporting import NextStep, Stale
 from scheduler_core.ports import Claims, Stores
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import history_row_key
 
 __all__ = [

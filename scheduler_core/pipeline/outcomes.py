@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from scheduler_core import policies
 from scheduler_core.model import Job
 from scheduler_core.model.actions import Action
 from scheduler_core.model.history import Trigger
-from scheduler_core.pipeline import policies, reporting
+from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.reporting import Stale
 from scheduler_core.schedules import schedule_of

@@ -12,17 +12,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler_core import policies, races
 from scheduler_core.errors import EtagMismatchError
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, Job, JobState
 from scheduler_core.model.job import OverlapPolicy
-from scheduler_core.pipeline import attempts, policies
+from scheduler_core.pipeline import attempts
 from scheduler_core.pipeline.attempts import Attempts
-from scheduler_core.pipeline.counters import COUNTED_KEEP, COUNTER_ATTEMPTS
+from scheduler_core.pipeline.counters import COUNTED_KEEP
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, log_skip, repeat_of, stale, trigger_of
-from scheduler_core.pipeline.policies import Start
 from scheduler_core.pipeline.reporting import Stale
+from scheduler_core.policies import Start
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
@@ -33,6 +34,8 @@ log = logging.getLogger("scheduler_core.execute")
 #: A waiting occurrence's deadline copy is due this long after the one it waits for would be taken as lost (a
 #: message shows a second or two before its instant).
 DEADLINE_MARGIN = timedelta(seconds=5)
+#: Tries of the overlap decision's guarded write of a job before its message is looked at again a second later.
+OVERLAP_TRIES = 10
 
 
 def gated(job: Job, message: ExecutionMessage) -> bool:
@@ -139,45 +142,54 @@ class OverlapGate:
         job then names it as its unfinished occurrence), let it wait, or skip it (a ``Skipped`` history
         entry with the reason), as :func:`decide` says over the job as read; written with its ETag (read
         again on a lost race)."""
-        current: Job | None = job
-        for _ in range(COUNTER_ATTEMPTS):
-            if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
-                return stale(message, Stale.EDITED, "job changed since dispatch")
-            if message.attempt_key in current.counted:
-                # A late copy (a redelivery, the watchdog's resend of an unclaimed attempt) of an occurrence
-                # that ran or was skipped: it must not name itself running again. Its claim decides: a holder
-                # lost after counting it is taken over there; done or never claimed (skipped), it is dropped.
-                state = durably("claim read", functools.partial(self.claims.state, job.ref.identity, message.claim_row))
-                if state is not None and not state.done:
-                    return current
-                return self.held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")
-            slot = Slot.of(current)
-            retry = current.definition.action.retry_policy
-            lost = slot.running is not None and self.clock() > policies.unfinished_until(
-                slot.running, retry, self.lease
-            )
-            decision = decide(current.definition.overlap_policy, slot, message, lost)
-            if lost and slot.running is not None and decision.hold is not Outcome.DUPLICATE:
-                log.warning(
-                    "job %s: the occurrence of %s taken as lost", job.ref.identity, format_instant(slot.running)
-                )
-            if decision.write is None:
-                if decision.hold is None:
-                    return current
-                if decision.deadline is not None:
-                    self.send_deadline(current, message, decision.deadline)
-                return self.held(current, message, decision.hold, decision.verdict.reason)
-            saved = self._write(current, message, decision.write)
-            if saved is None:
-                current = durably(
-                    "job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row)
-                )
-                continue
-            return self._after(saved, message, decision)
-        return self.held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
+        unread = [job]
 
-    def _write(self, current: Job, message: ExecutionMessage, write: tuple[str | None, str | None, bool]) -> Job | None:
-        """Write the decided slot over the job as read (ETag-guarded); None: another writer got there first."""
+        def attempt() -> Job | ExecutionReport:
+            current = unread.pop() if unread else self._read(message)
+            return self._decide(current, message)
+
+        try:
+            return races.race(
+                attempt, races.Bound(tries=OVERLAP_TRIES), lambda error: isinstance(error, EtagMismatchError)
+            )
+        except races.RacesLost:
+            return self.held(job, message, Outcome.BUSY, "the job was changed too often meanwhile; looked at again")
+
+    def _read(self, message: ExecutionMessage) -> Job | None:
+        return durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
+
+    def _decide(self, current: Job | None, message: ExecutionMessage) -> Job | ExecutionReport:
+        """One try of :meth:`admit` over the job as read (None: gone); a lost write race is raised."""
+        if current is None or current.state != JobState.ENABLED or current.generation != message.generation:
+            return stale(message, Stale.EDITED, "job changed since dispatch")
+        if message.attempt_key in current.counted:
+            # A late copy (a redelivery, the watchdog's resend of an unclaimed attempt) of an occurrence
+            # that ran or was skipped: it must not name itself running again. Its claim decides: a holder
+            # lost after counting it is taken over there; done or never claimed (skipped), it is dropped.
+            ref = current.ref
+            state = durably("claim read", functools.partial(self.claims.state, ref.identity, message.claim_row))
+            if state is not None and not state.done:
+                return current
+            return self.held(current, message, Outcome.DUPLICATE, "already ran, or was skipped")
+        slot = Slot.of(current)
+        retry = current.definition.action.retry_policy
+        lost = slot.running is not None and self.clock() > policies.unfinished_until(slot.running, retry, self.lease)
+        decision = decide(current.definition.overlap_policy, slot, message, lost)
+        if lost and slot.running is not None and decision.hold is not Outcome.DUPLICATE:
+            log.warning(
+                "job %s: the occurrence of %s taken as lost", current.ref.identity, format_instant(slot.running)
+            )
+        if decision.write is None:
+            if decision.hold is None:
+                return current
+            if decision.deadline is not None:
+                self.send_deadline(current, message, decision.deadline)
+            return self.held(current, message, decision.hold, decision.verdict.reason)
+        return self._after(self._write(current, message, decision.write), message, decision)
+
+    def _write(self, current: Job, message: ExecutionMessage, write: tuple[str | None, str | None, bool]) -> Job:
+        """Write the decided slot over the job as read (ETag-guarded: a lost race raises
+        :class:`~scheduler_core.errors.EtagMismatchError`)."""
         running, waiting, counted = write
         changes: dict[str, Any] = {}
         if running is not None:
@@ -186,13 +198,8 @@ class OverlapGate:
             changes["waiting"] = waiting
         if counted:
             changes["counted"] = (*current.counted, message.attempt_key)[-COUNTED_KEEP:]
-        try:
-            return durably(
-                "overlap",
-                functools.partial(self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag),
-            )
-        except EtagMismatchError:
-            return None
+        save = functools.partial(self.stores.jobs.save, replace(current, **changes), create=False, etag=current.etag)
+        return durably("overlap", save)
 
     def _after(self, saved: Job, message: ExecutionMessage, decision: Decision) -> Job | ExecutionReport:
         """What follows a written decision: the skipped entries, the released occurrence sent, the waiting

@@ -49,6 +49,19 @@ def _require_utc(value: datetime, name: str) -> datetime:
     return value.astimezone(UTC)
 
 
+def _check_end_time(end: datetime | None, start: datetime | None, created: datetime, path: str) -> None:
+    """Refuse an ``endTime`` (at ``path``.endTime) earlier than ``start`` or than ``created``, in that order."""
+    if end is None:
+        return
+    if start is not None and end < start:
+        raise ValidationError(
+            f"{path}.endTime",
+            f"must not be earlier than startTime ({format_instant(end)} < {format_instant(start)})",
+        )
+    if end < created:
+        raise ValidationError(f"{path}.endTime", f"must not be in the past ({format_instant(end)} is before now)")
+
+
 def _build_pattern(recurrence: Recurrence, base_wall: datetime) -> Pattern:
     """The wall-clock pattern of a recurrence whose base (start or creation time) is ``base_wall``."""
     base = us_from_naive(base_wall)
@@ -142,17 +155,13 @@ class CompiledSchedule:
             self._single = start if start is not None and start >= created else created
             self.first_occurrence: datetime | None = self._single
             return
-        end = recurrence.end_time
-        if end is not None:
-            if start is not None and end < start:
-                raise ValidationError(
-                    f"{path}.endTime",
-                    f"must not be earlier than startTime ({format_instant(end)} < {format_instant(start)})",
-                )
-            if end < created:
-                raise ValidationError(
-                    f"{path}.endTime", f"must not be in the past ({format_instant(end)} is before now)"
-                )
+        _check_end_time(recurrence.end_time, start, created, path)
+        self._compile_rule(recurrence, start, created, path)
+
+    def _compile_rule(self, recurrence: Recurrence, start: datetime | None, created: datetime, path: str) -> None:
+        """Set up the rule of a recurring series (zone, pattern, first rule occurrence, ordinal offset) and
+        :attr:`first_occurrence`. ``start`` and ``created`` are UTC. Raises ValidationError (at ``path``, or
+        its ``schedule`` when there is one) when the rule has no occurrence after the start."""
         absolute = recurrence.frequency in (Frequency.MINUTE, Frequency.HOUR) and not recurrence.has_schedule
         zone = recurrence.zone
         self._zone: tzinfo = UTC if absolute or zone is None else zone

@@ -20,6 +20,7 @@ from typing import Any
 
 from scheduler_core.definitions import Wire
 from scheduler_core.identity import IdentityScope
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import HistoryEntry, Job, JobCollection
 from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Clock, Stores
@@ -27,7 +28,6 @@ from scheduler_core.service.calendars import CalendarService
 from scheduler_core.service.collections import CollectionService
 from scheduler_core.service.jobs import BackfillRequest, JobService, RunRequest
 from scheduler_core.service.races import Races
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.service.writes import DueSoon
 from scheduler_core.storage.keys import CollectionRef, JobRef
 

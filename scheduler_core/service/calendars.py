@@ -23,13 +23,13 @@ from typing import Any
 
 from scheduler_core import definitions
 from scheduler_core.errors import ConflictError, NotFoundError, ValidationError
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import JobCollection
 from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Stores
 from scheduler_core.service.jobs import JobService
 from scheduler_core.service.races import Races
 from scheduler_core.service.reads import live_collection
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 

@@ -8,14 +8,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core import definitions
+from scheduler_core import job_slots as slots
 from scheduler_core.definitions import CollectionSpec
 from scheduler_core.errors import ConflictError, QuotaExceededError
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import CollectionState, JobCollection, JobState
 from scheduler_core.ports import Clock, Stores
-from scheduler_core.service import plans, slots
+from scheduler_core.service import plans
 from scheduler_core.service.races import Races, check_if_match
 from scheduler_core.service.reads import collection_not_found, live_collection
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import CollectionRef
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class CollectionService:
         The collection is first marked ``Deleted``: from then on it is not found, and its new ETag makes
         the next job-counter write of every instance fail, so no job can be reserved in it any more. Then
         its jobs are deleted. When its counter was written so recently that another instance may still
-        hold job slots reserved ahead (:mod:`scheduler_core.service.slots`), the jobs are listed and
+        hold job slots reserved ahead (:mod:`scheduler_core.job_slots`), the jobs are listed and
         deleted again once those slots have expired; then the collection row goes. A deletion stopped
         half-way (the process died) is finished by the next DELETE, or by the daily cleanup."""
 

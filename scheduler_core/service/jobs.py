@@ -2,7 +2,7 @@
 
 A backfill (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview, :class:`Backfills`) runs each
 occurrence the job's schedule has in a past window, in order, as the ``backfill`` cause, at most
-:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL` of them, within the limits of the collection's plan
+:data:`~scheduler_core.policies.MAX_BACKFILL` of them, within the limits of the collection's plan
 (:func:`~scheduler_core.service.plans.backfill_limits`): outstanding occurrences per job and per collection,
 and a rate at which the occurrences of one job start. The window is checked, its occurrences listed and
 their places under the limits taken (:meth:`Backfills.reserve`) before anything is sent, so a refused request
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from scheduler_core import definitions
+from scheduler_core import definitions, policies
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import (
     ConflictError,
@@ -39,17 +39,16 @@ from scheduler_core.errors import (
     WriteRaceError,
 )
 from scheduler_core.identity import IdentityScope
+from scheduler_core.job_slots import JobSlots
+from scheduler_core.ledger import ledger_partition, ledger_row, read_ledger
 from scheduler_core.model import CLAIM_LEASE, DueEntry, HistoryEntry, Job, JobCollection, JobDefinition, JobState
 from scheduler_core.model.job import OverlapPolicy
-from scheduler_core.pipeline import policies
-from scheduler_core.pipeline.counters import ledger_partition, ledger_row, read_ledger
-from scheduler_core.pipeline.policies import LedgerEntry, backfill_occurrences, past_schedule
+from scheduler_core.policies import LedgerEntry, backfill_occurrences, past_schedule
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
 from scheduler_core.service.reads import job_not_found, live_collection
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.service.writes import DueSoon, JobWriter
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -123,7 +122,7 @@ class Backfills:
     """Backfills of jobs. ``request`` sends the occurrences (None: this deployment cannot backfill); ``races``
     retries the reservation of their places under the plan's limits when another backfill of the
     collection took places at the same time; ``lease`` is the executor's claim lease (how long an attempt
-    may hold its occurrence: :func:`~scheduler_core.pipeline.policies.backfill_lifetime`)."""
+    may hold its occurrence: :func:`~scheduler_core.policies.backfill_lifetime`)."""
 
     def __init__(
         self,
@@ -168,9 +167,9 @@ class Backfills:
         (:func:`~scheduler_core.service.plans.backfill_limits`), and their start slots; nothing is sent.
 
         Exact across instances: the collection's ledger (:mod:`scheduler_core.pipeline.counters`) is read after
-        the collection row, the decision made over it (:func:`~scheduler_core.pipeline.policies.live_backfills`,
-        :func:`~scheduler_core.pipeline.policies.check_backfill_limits`,
-        :func:`~scheduler_core.pipeline.policies.backfill_slots`), the backfill's rows written, and then the
+        the collection row, the decision made over it (:func:`~scheduler_core.policies.live_backfills`,
+        :func:`~scheduler_core.policies.check_backfill_limits`,
+        :func:`~scheduler_core.policies.backfill_slots`), the backfill's rows written, and then the
         collection row written back unchanged, guarded by the ETag read first. Every reservation commits that
         way, and writes its rows before: so one that commits decided over a ledger holding the rows of every
         reservation that committed before it. One that finds the row changed (another backfill, or any write

@@ -14,7 +14,7 @@ from typing import Protocol
 from scheduler_core.errors import QuotaExceededError
 from scheduler_core.model import JobCollection, JobDefinition, Quota, Sku
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL
-from scheduler_core.pipeline.policies import MAX_BACKFILL, BackfillLimits
+from scheduler_core.policies import MAX_BACKFILL, BackfillLimits
 from scheduler_core.recurrence import validate_against_quota
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -30,7 +30,7 @@ MAX_FREE_COLLECTIONS = 1
 #:
 #: * Free: 10 outstanding (per job and per collection), 1 start a minute per job. A Free job runs at most
 #:   hourly; a backfill there re-runs the hours a target missed, a few at a time, at a pace no target notices.
-#: * Standard and P10Premium: one whole backfill (:data:`~scheduler_core.pipeline.policies.MAX_BACKFILL`)
+#: * Standard and P10Premium: one whole backfill (:data:`~scheduler_core.policies.MAX_BACKFILL`)
 #:   outstanding per job, two per collection, 10 starts a second per job.
 #: * P20Premium (1,000 jobs): as Standard per job, 5,000 per collection, 20 starts a second per job.
 BACKFILL_LIMITS: dict[Sku, BackfillLimits] = {

@@ -1,23 +1,21 @@
-"""Read, decide, write, and start over when another writer got there first: the one concurrency rule of
-the management operations.
+"""The management operations' races: :func:`scheduler_core.races.race` with their bound, and ``If-Match``.
 
-An operation reads what it needs, decides, and writes guarded by the ETags it read (or as a create). When
-it loses a write race (:class:`~scheduler_core.errors.WriteRaceError`: the row changed since it was read,
-or was created meanwhile) it starts over from a fresh read after a short random wait, so every decision is
-made on the state it changes. With the client's ``If-Match`` an ETag mismatch is the client's 412 instead.
-Every other error is final and raised as it is: a quota, a validation error or a conflict with the stored
-state is never retried or re-worded.
+With the client's ``If-Match`` an ETag mismatch is the client's 412, not a lost race. Every other error is
+final and raised as it is: a quota, a validation error or a conflict with the stored state is never retried
+or re-worded. After :data:`RACE_ATTEMPTS` lost races the operation answers 409.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from scheduler_core.errors import ConflictError, EtagMismatchError, PreconditionFailedError, WriteRaceError
+from scheduler_core.races import Backoff, Bound, RacesLost, StartOver, race
+
+__all__ = ["RACE_ATTEMPTS", "Races", "StartOver", "check_if_match"]
 
 T = TypeVar("T")
 
@@ -27,11 +25,6 @@ T = TypeVar("T")
 RACE_ATTEMPTS = 30
 RACE_BACKOFF = 0.005
 RACE_BACKOFF_CAP = 0.25
-
-
-class StartOver(Exception):
-    """Raised inside an attempt: start over at once from a fresh read (this process's view was stale;
-    not contention, so no wait)."""
 
 
 @dataclass
@@ -44,18 +37,15 @@ class Races:
     def retrying(self, what: str, if_match: str | None, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` (which reads, decides and writes) until no concurrent writer beats it; after
         :attr:`attempts` lost races, a 409 naming ``what``."""
-        for n in range(self.attempts):
-            try:
-                return attempt()
-            except StartOver:
-                continue
-            except EtagMismatchError:
-                if if_match is not None:
-                    raise
-            except WriteRaceError:
-                pass
-            self.sleep(random.uniform(0, min(RACE_BACKOFF * 2**n, RACE_BACKOFF_CAP)))
-        raise ConflictError(f"{what} is being changed by many requests at the same time; retry")
+
+        def lost(error: WriteRaceError) -> bool:
+            return if_match is None or not isinstance(error, EtagMismatchError)
+
+        bound = Bound(tries=self.attempts, first=RACE_BACKOFF, cap=RACE_BACKOFF_CAP)
+        try:
+            return race(attempt, Backoff(bound, sleep=self.sleep), lost)
+        except RacesLost:
+            raise ConflictError(f"{what} is being changed by many requests at the same time; retry") from None
 
 
 def check_if_match(etag: str | None, if_match: str | None, what: str) -> None:

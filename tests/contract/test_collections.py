@@ -12,10 +12,10 @@ import pytest
 from scheduler_core.api import views
 from scheduler_core.definitions import parse_collection
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError, WriteRaceError
+from scheduler_core.job_slots import subtract_jobs
 from scheduler_core.model import CollectionState, JobCollection, MaxRecurrence, Quota, Sku
 from scheduler_core.ports import Stores
 from scheduler_core.recurrence import Frequency
-from scheduler_core.service.slots import subtract_jobs
 from scheduler_core.storage.keys import CollectionRef
 from tests.contract.conftest import Backend
 from tests.contract.records import COLLECTION, T0, collection

@@ -11,8 +11,8 @@ import pytest
 
 from scheduler_core.adapters.memory import MemoryQueue, QueuedMessage, SimulatedClock, memory_storage
 from scheduler_core.errors import EtagMismatchError, StorageError
+from scheduler_core.job_slots import subtract_jobs
 from scheduler_core.ports import ExecutionQueue
-from scheduler_core.service.slots import subtract_jobs
 from tests.contract.records import COLLECTION, JOB, T0, collection, due_entry, history_entry, job
 
 START = datetime(2030, 1, 1, tzinfo=UTC)

@@ -21,16 +21,15 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import wiring
+from scheduler_core import policies, wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import QuotaExceededError
+from scheduler_core.ledger import OCCURRENCE_KIND, ledger_partition
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState, Sku
 from scheduler_core.model.history import Trigger
 from scheduler_core.model.retry import RetryPolicy
-from scheduler_core.pipeline import policies
-from scheduler_core.pipeline.counters import OCCURRENCE_KIND, ledger_partition
-from scheduler_core.pipeline.policies import BackfillLimits, LedgerEntry
+from scheduler_core.policies import BackfillLimits, LedgerEntry
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service.plans import BACKFILL_LIMITS
 from scheduler_core.settings import Settings

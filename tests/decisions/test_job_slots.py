@@ -1,4 +1,4 @@
-"""The job counter of collections (``service/slots.py``, :class:`JobSlots`): reservations, group commit,
+"""The job counter of collections (``job_slots.py``, :class:`JobSlots`): reservations, group commit,
 slots reserved ahead, "full" answered from a fresh read only, and the repair from an exact count.
 
 Two :class:`SchedulerService` objects over the same stores stand for two instances of the app (each with
@@ -14,13 +14,13 @@ from datetime import timedelta
 
 import pytest
 
+from scheduler_core import job_slots
 from scheduler_core.adapters.memory import MemoryCollections, MemoryStorage, SimulatedClock, memory_storage
 from scheduler_core.errors import QuotaExceededError, StorageError
+from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import JobCollection
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service import SchedulerService
-from scheduler_core.service import slots as job_slots
-from scheduler_core.service.slots import JobSlots
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.decisions.conftest import START, http_action, job_body
 

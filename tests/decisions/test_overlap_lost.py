@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import wiring
+from scheduler_core import policies, wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
 from scheduler_core.definitions import Wire
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
-from scheduler_core.pipeline import overlap, policies
+from scheduler_core.pipeline import overlap
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.overlap import OverlapGate

@@ -1,4 +1,4 @@
-"""The pipeline policies' decisions (``scheduler_core.pipeline.policies``): pure functions over the typed
+"""The pipeline policies' decisions (``scheduler_core.policies``): pure functions over the typed
 policy values and the facts, so each rule is shown here case by case; the pipeline acting on them is shown
 end to end in ``tests/e2e/test_policies*.py``."""
 
@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from scheduler_core import policies
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus, JobState
 from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.retry import Duration, RetryPolicy, RetryType
-from scheduler_core.pipeline import policies
-from scheduler_core.pipeline.policies import End, Start
+from scheduler_core.policies import End, Start
 from scheduler_core.recurrence import Frequency, Recurrence, compile_adjusted
 
 T0 = datetime(2030, 5, 1, 6, 0, tzinfo=UTC)

@@ -18,7 +18,7 @@ from scheduler_core import wiring
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.errors import QuotaExceededError
-from scheduler_core.pipeline.counters import OCCURRENCE_KIND, ledger_partition
+from scheduler_core.ledger import OCCURRENCE_KIND, ledger_partition
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core import job_slots
 from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.tables import TableCollections, table_stores
@@ -22,7 +23,6 @@ from scheduler_core.errors import ConflictError, NotFoundError, QuotaExceededErr
 from scheduler_core.model import CollectionState, JobCollection
 from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
-from scheduler_core.service import slots as job_slots
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 

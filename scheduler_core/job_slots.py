@@ -33,9 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_core.errors import ConflictError, EtagMismatchError
+from scheduler_core.errors import ConflictError, EtagMismatchError, WriteRaceError
 from scheduler_core.model import CollectionState, JobCollection, Quota, Sku
 from scheduler_core.ports import CollectionStore, Stores
+from scheduler_core.races import Bound, RacesLost, StartOver, race
 from scheduler_core.storage.keys import CollectionRef
 
 log = logging.getLogger("scheduler_core.job_slots")
@@ -68,16 +69,23 @@ def subtract_jobs(
     back) by ETag-guarded writes retried under contention. False when the counter could not be moved in
     ``attempts`` (it is repaired from an exact count when it next says the collection is full); True also
     when the collection or its counter does not exist."""
-    for _ in range(attempts):
+
+    def attempt() -> bool:
         current = collections.get(ref)
         if current is None or current.job_count is None:
             return True
-        try:
-            collections.set_job_count(current, max(0, current.job_count - count))
-            return True
-        except EtagMismatchError:
-            continue
-    return False
+        collections.set_job_count(current, max(0, current.job_count - count))
+        return True
+
+    try:
+        return race(attempt, Bound(tries=attempts), _etag_mismatch)
+    except RacesLost:
+        return False
+
+
+def _etag_mismatch(error: WriteRaceError) -> bool:
+    """A lost race of a counter write: the collection row changed since it was read."""
+    return isinstance(error, EtagMismatchError)
 
 
 @dataclass(eq=False)
@@ -191,7 +199,9 @@ class JobSlots:
         returned = stale.free if stale is not None else 0
         current: JobCollection | None = self._records.get(key, collection)
         fresh = False  # whether ``current`` was read just now (a cached row may be behind other instances)
-        for _ in range(COUNTER_ATTEMPTS):
+
+        def attempt() -> tuple[int, bool]:
+            nonlocal current, fresh, returned
             if current is None:
                 current, fresh = self.stores.collections.get(collection.ref), True
                 if current is None or _terms(current) != _terms(collection):  # the caller re-reads it
@@ -199,8 +209,8 @@ class JobSlots:
                     if returned:
                         self._give_back(collection.ref, returned)
                     return 0, True
-            count = current.job_count
             try:
+                count = current.job_count
                 taken = None if count is None else count - returned
                 if taken is None or taken + wanted > limit:
                     quiet = current.modified_at is None or self.clock() - current.modified_at > COUNTER_SETTLE
@@ -212,25 +222,29 @@ class JobSlots:
                         taken, count, returned = exact, exact, 0
                 room = limit - taken
                 granted = min(wanted, room)
-                ahead = 0
-                if room - granted >= PREFETCH_MIN_ROOM:
-                    ahead = min(PREFETCH, (room - granted) // 4)
                 if granted <= 0 and count == taken:
                     if not fresh:  # "full" is only ever answered from the row as it is now
                         current = None
-                        continue
+                        raise StartOver
                     return 0, False
-                written = self.stores.collections.set_job_count(current, taken + max(granted, 0) + ahead)
-                self._records[key] = written
-                returned = 0
-                if ahead:
-                    with self._guard:
-                        self._prefetched[key] = _Prefetched(_terms(collection), ahead, time.monotonic() + PREFETCH_TTL)
-                    self._expire_later(collection.ref)
-                return max(granted, 0), False
+                ahead = min(PREFETCH, (room - granted) // 4) if room - granted >= PREFETCH_MIN_ROOM else 0
+                self._records[key] = self.stores.collections.set_job_count(current, taken + max(granted, 0) + ahead)
             except EtagMismatchError:
                 current = None
-        raise ConflictError(f"job collection '{collection.ref.name}' is being changed by many requests; retry")
+                raise
+            returned = 0
+            if ahead:
+                with self._guard:
+                    self._prefetched[key] = _Prefetched(_terms(collection), ahead, time.monotonic() + PREFETCH_TTL)
+                self._expire_later(collection.ref)
+            return max(granted, 0), False
+
+        try:
+            return race(attempt, Bound(tries=COUNTER_ATTEMPTS), _etag_mismatch)
+        except RacesLost:
+            raise ConflictError(
+                f"job collection '{collection.ref.name}' is being changed by many requests; retry"
+            ) from None
 
     def _expire_later(self, ref: CollectionRef) -> None:
         timer = threading.Timer(PREFETCH_TTL, self._expire, args=(ref,))
