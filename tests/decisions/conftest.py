@@ -22,11 +22,13 @@ from scheduler_core.model import WATCH, DueEntry, Job
 from scheduler_core.pipeline.dispatch import Dispatcher, ScanReport
 from scheduler_core.pipeline.execute import ExecutionReport, Executor
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
-from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.jobs import NO_RETRY, fixed_retries, http_action, job_body
+
+__all__ = ["NO_RETRY", "fixed_retries", "http_action", "job_body"]
 
 #: Where simulated time starts: a whole hour near the real time (job definitions are validated against the
 #: real clock: a start time may be at most 18 months ahead of it).
@@ -35,25 +37,6 @@ COLLECTION = CollectionRef("sub1", "rg1", "jc1")
 #: The collection of a deployment: Standard, with a quota small enough that no job slots are reserved ahead
 #: (``service/slots.py``), so its job counter is the number of its jobs.
 STANDARD = {"location": "westus", "properties": {"sku": {"name": "Standard"}, "quota": {"maxJobCount": 8}}}
-
-
-def http_action(url: str, **extra: Any) -> dict[str, Any]:
-    """An ``Http`` POST action to ``url``; ``extra`` adds ``retryPolicy``, ``errorAction``..."""
-    return {"type": "Http", "request": {"uri": url, "method": "POST", "body": "ping"}, **extra}
-
-
-def fixed_retries(count: int, interval: str = "PT20S") -> dict[str, Any]:
-    return {"retryType": "Fixed", "retryInterval": interval, "retryCount": count}
-
-
-NO_RETRY = {"retryType": "None"}
-
-
-def job_body(start: datetime, action: dict[str, Any], recurrence: dict[str, Any] | None = None) -> dict[str, Any]:
-    properties: dict[str, Any] = {"startTime": format_instant(start), "action": action}
-    if recurrence is not None:
-        properties["recurrence"] = recurrence
-    return {"properties": properties}
 
 
 def parsed(messages: list[QueuedMessage]) -> list[ExecutionMessage]:
