@@ -91,19 +91,7 @@ def build(
     send_execution = send_execution or ExecutionRouter(
         [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
     )
-    dispatcher = Dispatcher(
-        stores,
-        send_execution,
-        config.due_shards,
-        timedelta(seconds=config.lookahead_seconds),
-        claims=claims,
-        lease=claim_lease,
-        depths=wired.depths,
-        send_scan=scans.send,  # a scan that finds more rows than one worker should send hands the rest on
-        send_look=scans.send,  # the watch looks of the watch entries it writes (delayed scan messages)
-        # The watchdog holds back the resend of an unclaimed attempt while its queue is behind.
-        behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
-    )
+    dispatcher = _dispatcher(config, storage, send_execution, wired.depths, claim_lease)
     if runner is None:
         # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
         from scheduler_core.actions.registry import default_runner
@@ -130,6 +118,30 @@ def build(
         cleanups=wired.cleanups,
         cleanup_depth=wired.cleanup_depth,
         claims=claims,
+    )
+
+
+def _dispatcher(
+    config: settings.Settings,
+    storage: Storage,
+    send_execution: ExecutionQueue,
+    depths: DepthProbe | None,
+    claim_lease: timedelta,
+) -> Dispatcher:
+    """The dispatcher: it sends attempts through ``send_execution``, hands a large scan's rest on and sends the
+    watch looks of the watch entries it writes on the scan queue, and holds back the resend of an unclaimed
+    attempt while its execution queue is behind."""
+    return Dispatcher(
+        storage.stores,
+        send_execution,
+        config.due_shards,
+        timedelta(seconds=config.lookahead_seconds),
+        claims=storage.claims,
+        lease=claim_lease,
+        depths=depths,
+        send_scan=storage.scans.send,
+        send_look=storage.scans.send,
+        behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
     )
 
 

@@ -42,13 +42,9 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from scheduler_core import policies
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
-from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import (
     CLAIM_LEASE,
     ClaimOutcome,
@@ -59,17 +55,17 @@ from scheduler_core.model import (
     JobState,
     LostAttempt,
 )
-from scheduler_core.model.actions import JobAction
+from scheduler_core.model.actions import Action
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
-from scheduler_core.pipeline import attempts, reporting
+from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
-from scheduler_core.pipeline.counters import backfill_ended, count_attempt
 from scheduler_core.pipeline.durable import durably
+from scheduler_core.pipeline.follow_ups import FollowUp, FollowUps
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
-from scheduler_core.pipeline.overlap import OverlapGate, Slot, gated
-from scheduler_core.pipeline.reporting import NextStep, Stale
+from scheduler_core.pipeline.overlap import OverlapGate, gated
+from scheduler_core.pipeline.reporting import Stale
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.storage.keys import history_row_key
 
@@ -146,29 +142,6 @@ def history_entry(
     )
 
 
-@dataclass(frozen=True)
-class Next:
-    """What an attempt sent after it and decided: the next step (and when a retry runs), the job's final state
-    (None: it goes on), whether the occurrence faulted, and how the occurrence ended (None: it goes on)."""
-
-    step: NextStep
-    retry_at: datetime | None
-    final_state: JobState | None
-    faulted: bool
-    end: policies.End | None
-
-
-@dataclass(frozen=True)
-class FollowUp:
-    """What follows an attempt: the next step (and when a retry runs), a note for its history entry (the
-    job paused), and the job to remove once the entry is written (``deleteAfterCompletion``)."""
-
-    step: NextStep
-    retry_at: datetime | None = None
-    note: str = ""
-    delete: Job | None = None
-
-
 class Executor:
     def __init__(
         self,
@@ -187,6 +160,7 @@ class Executor:
         self.runner = runner
         self.attempts = attempts  # every attempt this one sends (retries, error actions, released ones) goes there
         self.gate = OverlapGate(stores, claims, attempts, clock, lease)
+        self.follow_ups = FollowUps(stores, self.gate, clock)
         self.clock = clock
         self.worker = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
         self.sleep = sleep
@@ -270,65 +244,74 @@ class Executor:
         given_up = False
         if lost is not None:
             if message.attempt_key in job.counted:
-                # The lost holder ran the attempt (or gave it up), sent what follows and counted it; only its
-                # record (which completes the claim) was left to write: its entry, if it wrote one, is kept.
-                if lost.takeovers > MAX_TAKEOVERS:
-                    self._record_given_up(job, message, execution_id, lost)
-                else:
-                    self._record_lost(job, message, execution_id, lost, counted=True)
-                self.gate.resend_released(job, message)
-                claim = keeper.stop()
-                durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
-                log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
-                return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
+                return self._counted_by_lost(job, message, execution_id, lost, keeper)
             if lost.takeovers <= MAX_TAKEOVERS:  # it made the call (one beyond gave the attempt up: no call)
                 self._record_lost(job, message, execution_id, lost)
             given_up = lost.takeovers >= MAX_TAKEOVERS
-
-        occurrence = message.occurrence_time
         job_action = job.definition.action
         action = action_of(job, message)
-        if given_up:
-            # Its workers were lost running it MAX_TAKEOVERS times: most likely its action stops them. Not
-            # run again: recorded as failed, it goes on to its retries or error action as any failed attempt.
-            started = ended = self.clock()
-            outcome = given_up_result()
-            reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
-        else:
-            early = occurrence - self.clock()
-            if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.is_main:
-                self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
-            started = self.clock()
-            context = ActionContext(
-                job_id=job.ref.resource_id,
-                collection_id=job.ref.collection.resource_id,
-                expected_time=occurrence,
-                execution_id=execution_id,
-                retry_count=message.attempt,
-                started_at=started,
-                expand_placeholders=job_action.expand_placeholders,
-                message_id=message.message_id(),
-            )
-            # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
-            with reporting.attempt_span(job, message, action) as span:
-                outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)
-            ended = self.clock()
+        outcome, started, ended = self._call(job, message, execution_id, action, given_up)
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
         # that completes the claim, so a done claim always has its entry and everything that follows.
-        follow = self._follow_up(job, message, outcome, job_action, ended)
+        follow = self.follow_ups.after(job, message, outcome, job_action, ended)
         step, retry_at = follow.step, follow.retry_at
         claim = keeper.stop()  # its latest version: the record is guarded by it
         record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended, follow.note)
         durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
         if follow.delete is not None:
-            self._delete_completed(follow.delete)
+            self.follow_ups.delete_completed(follow.delete)
         done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
         policy = job_action.retry_policy
         reporting.attempt_ran(
             job, message, action, policy, done.value, execution_id, outcome, started, ended, step, retry_at
         )
         return ExecutionReport(done, outcome.message, execution_id, step.value)
+
+    def _counted_by_lost(
+        self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt, keeper: LeaseKeeper
+    ) -> ExecutionReport:
+        """A takeover of an attempt its lost holder ran (or gave up), sent what follows and counted: only its
+        record, which completes the claim, was left to write (its entry, if it wrote one, is kept)."""
+        if lost.takeovers > MAX_TAKEOVERS:
+            self._record_given_up(job, message, execution_id, lost)
+        else:
+            self._record_lost(job, message, execution_id, lost, counted=True)
+        self.gate.resend_released(job, message)
+        claim = keeper.stop()
+        durably("claim completion", lambda: self.claims.complete(claim, self.clock()))
+        log_skip(job, message, Outcome.DUPLICATE, "recorded by a worker lost after it")
+        return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
+
+    def _call(
+        self, job: Job, message: ExecutionMessage, execution_id: str, action: Action | None, given_up: bool
+    ) -> tuple[ActionResult, datetime, datetime]:
+        """Run the attempt's action (the result, when it started and ended); ``given_up``: its workers were lost
+        :data:`MAX_TAKEOVERS` times, most likely its action stops them: not run again, recorded as failed (it
+        goes on to its retries or error action as any failed attempt)."""
+        if given_up:
+            now = self.clock()
+            reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
+            return given_up_result(), now, now
+        occurrence = message.occurrence_time
+        early = occurrence - self.clock()
+        if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.is_main:
+            self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
+        started = self.clock()
+        context = ActionContext(
+            job_id=job.ref.resource_id,
+            collection_id=job.ref.collection.resource_id,
+            expected_time=occurrence,
+            execution_id=execution_id,
+            retry_count=message.attempt,
+            started_at=started,
+            expand_placeholders=job.definition.action.expand_placeholders,
+            message_id=message.message_id(),
+        )
+        # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
+        with reporting.attempt_span(job, message, action) as span:
+            outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)
+        return outcome, started, self.clock()
 
     def _record_lost(
         self, job: Job, message: ExecutionMessage, execution_id: str, lost: LostAttempt, counted: bool = False
@@ -366,120 +349,3 @@ class Executor:
             job, message, execution_id, given_up_result(), lost.claimed_at, lost.claimed_at, self.clock()
         )
         durably("history of a given-up attempt", lambda: self.stores.history.add_if_absent(job.ref, record))
-
-    # -------------------------------------------------------------------------------------- follow-ups
-
-    def _follow_up(
-        self,
-        job: Job,
-        message: ExecutionMessage,
-        result: ActionResult,
-        action: JobAction,
-        now: datetime,
-    ) -> FollowUp:
-        """Send what follows the attempt and count it (with what the job's policies decide when the attempt
-        ends its occurrence); returns what follows (and when a retry runs)."""
-        after = self._send_next(job, message, result, action, now)
-        step, final_state, end = after.step, after.final_state, after.end
-        pause = self._pause(job, message, end) if final_state is None else ""
-        released: list[ExecutionMessage] = []
-
-        def adjust(current: Job) -> dict[str, Any]:
-            released.clear()
-            changes: dict[str, Any] = {}
-            if end is not None and current.running == message.running_key:
-                changes["running"] = ""
-                waiting = Slot.of(current).waiting  # its turn comes now (BufferOne)
-                if waiting is not None and not pause:
-                    changes.update(running=waiting.running_key, waiting="")
-                    released.append(waiting)
-            if pause and current.state == JobState.ENABLED and current.generation == message.generation:
-                changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")
-            return changes
-
-        if end is not None and message.cause == Cause.BACKFILL:
-            # Before the count, as every follow-up: a worker lost after counting must not end the backfill
-            # (the watchdog drops a counted attempt's watch; a copy sent twice runs once, by its claim). The
-            # occurrence leaves the backfill limits' count; the next one starts at its slot (the plan's rate).
-            next_due = durably("backfill ledger", lambda: backfill_ended(self.stores.due, job, message, now))
-            if message.until:
-                self._next_backfill(job, message, now, next_due)
-        written = count_attempt(
-            self.stores.jobs, job, message, result.succeeded, after.faulted, final_state, now, adjust
-        )
-        for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
-            self.gate.send_watched(job, waiting, now, now)
-        if final_state is not None:
-            step = NextStep.COMPLETED if final_state == JobState.COMPLETED else NextStep.FAULTED
-            reporting.job_finished(final_state)
-        delete = None
-        if (
-            written is not None
-            and written.state == JobState.COMPLETED
-            and policies.deletes(job.definition.delete_after_completion, final_state)
-        ):
-            delete = written
-        paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
-        return FollowUp(step, after.retry_at, pause if pause and paused else "", delete)
-
-    def _send_next(
-        self, job: Job, message: ExecutionMessage, result: ActionResult, action: JobAction, now: datetime
-    ) -> Next:
-        """Send the attempt that follows this one (a retry, or the error action) and decide whether the job ends
-        (its last occurrence completed or faulted; never for a run on demand or a backfill)."""
-        policy = action.retry_policy  # the main action's: its error action is retried under it too
-        final_state: JobState | None = None
-        faulted = False
-        step, retry_at = NextStep.CONTINUE, None
-        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
-        error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
-        if retry_follows:
-            due = now + policy.delay(message.attempt)
-            self.gate.send_watched(job, attempts.retry_of(message), due, now)
-            step, retry_at = NextStep.RETRY, due
-            reporting.retry_sent(message.action)
-        elif message.is_main:
-            if not result.succeeded:
-                faulted = True
-                if action.error is not None:
-                    self.gate.send_watched(job, attempts.error_action_of(message), now, now)
-                    step = NextStep.ERROR_ACTION
-                    reporting.error_action_sent()
-                elif message.last:
-                    final_state = JobState.FAULTED
-            elif message.last:
-                final_state = JobState.COMPLETED
-        elif message.last:  # the error action's chain ended: the occurrence faulted
-            final_state = JobState.FAULTED
-        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
-            final_state = None  # an on-demand run or a backfill never ends the job's schedule
-        end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
-        return Next(step, retry_at, final_state, faulted, end)
-
-    def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
-        """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
-        ended faulted counts, with those before it: one read of the job's history)."""
-        limit = job.definition.pause_after_failures
-        if limit is None or end is not policies.End.FAULTED or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
-            return ""
-        rows = durably("history read", lambda: self.stores.history.list(job.ref))
-        before = policies.consecutive_faults(rows, before=message.occurrence_time)
-        return policies.pause_reason(limit) if policies.pauses(limit, end, before) else ""
-
-    def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime, due: datetime | None = None) -> None:
-        """A backfill run one occurrence after another: send the next occurrence of its window (for ``due``:
-        its start slot, :func:`~scheduler_core.pipeline.counters.backfill_ended`; None: now)."""
-        occurrence = message.occurrence_time
-        following = policies.past_schedule(job, occurrence).after(occurrence)
-        until = datetime.fromisoformat(message.until.replace("Z", "+00:00"))
-        if following is None or following > until:
-            return
-        follow = attempts.next_backfill_run(message, following)
-        self.gate.send_watched(job, follow, due or now, now)
-
-    def _delete_completed(self, job: Job) -> None:
-        """``deleteAfterCompletion``: remove the job that just completed (unless written again meanwhile)
-        and give its place under the collection's ``maxJobCount`` back."""
-        if durably("job removal", lambda: self.stores.remove_job(job)):
-            JobSlots(self.stores, self.clock).release(job.ref.collection)
-            log.info("job %s: completed and removed (deleteAfterCompletion)", job.ref.identity)

@@ -22,11 +22,12 @@ import pytest
 from scheduler_core.definitions import Wire
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
 from scheduler_core.model.history import Trigger
-from scheduler_core.pipeline import counters, execute
+from scheduler_core.pipeline import counters, follow_ups
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.settings import Settings
-from tests.decisions.conftest import START, Deployment, fixed_retries
+from tests.support.harness import START, Deployment
+from tests.support.jobs import fixed_retries
 from tests.e2e.test_backfill_api import HOUR, _ref, backfill_deployment, post, window
 from tests.support.http_target import HttpTarget
 
@@ -142,7 +143,7 @@ def test_a_worker_dying_after_counting_a_backfill_occurrence_does_not_end_the_ba
             raise WorkerDied
         return written
 
-    monkeypatch.setattr(execute, "count_attempt", count_then_die)
+    monkeypatch.setattr(follow_ups, "count_attempt", count_then_die)
     with pytest.raises(WorkerDied):
         settle(deployment, timedelta(minutes=1))
     settle(deployment, CLAIM_LEASE + timedelta(minutes=2))

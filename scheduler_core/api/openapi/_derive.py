@@ -212,16 +212,23 @@ def _parameters(*path: dict[str, Any], extra: tuple[dict[str, Any], ...] = ()) -
     ]
 
 
-def _paths() -> dict[str, Any]:
-    calendar = _path_parameter("calendarName", "The calendar name.")
-    job = _path_parameter("jobName", "The job name.")
-    backfill = {
-        "name": "backfill",
-        "in": "body",
-        "required": True,
-        "schema": _ref("JobBackfillRequest"),
-        "description": "The window.",
+def _calendars_path() -> dict[str, Any]:
+    """The operations of ``.../calendars``: the list of a job collection's calendars (pageable)."""
+    return {
+        "get": {
+            "tags": ["Calendars"],
+            "operationId": "Calendars_List",
+            "description": "Lists the calendars of a job collection.",
+            "parameters": _parameters(),
+            "responses": {"200": {"description": "The calendars.", "schema": _ref("CalendarListResult")}},
+            "x-ms-pageable": {"nextLinkName": "nextLink"},
+        }
     }
+
+
+def _calendar_path() -> dict[str, Any]:
+    """The operations of ``.../calendars/{calendarName}``: get, create or replace, and delete one calendar."""
+    calendar = _path_parameter("calendarName", "The calendar name.")
     returned = {"description": "The calendar has been returned.", "schema": _ref("Calendar")}
     body = {
         "name": "calendar",
@@ -230,6 +237,68 @@ def _paths() -> dict[str, Any]:
         "schema": _ref("Calendar"),
         "description": "The calendar.",
     }
+    return {
+        "get": {
+            "tags": ["Calendars"],
+            "operationId": "Calendars_Get",
+            "description": "Gets a calendar.",
+            "parameters": _parameters(calendar),
+            "responses": {"200": returned},
+        },
+        "put": {
+            "tags": ["Calendars"],
+            "operationId": "Calendars_CreateOrUpdate",
+            "description": "Creates or replaces a calendar; the jobs naming it are written again with its dates.",
+            "parameters": _parameters(calendar, extra=(body,)),
+            "responses": {
+                "200": {"description": "The calendar has been replaced.", "schema": _ref("Calendar")},
+                "201": {"description": "The calendar has been created.", "schema": _ref("Calendar")},
+            },
+        },
+        "delete": {
+            "tags": ["Calendars"],
+            "operationId": "Calendars_Delete",
+            "description": "Deletes a calendar that no unfinished job names.",
+            "parameters": _parameters(calendar),
+            "responses": {"200": {"description": "The calendar has been deleted."}},
+        },
+    }
+
+
+def _job_backfill_path() -> dict[str, Any]:
+    """The operations of ``.../jobs/{jobName}/backfill``: running a past window's occurrences now."""
+    job = _path_parameter("jobName", "The job name.")
+    backfill = {
+        "name": "backfill",
+        "in": "body",
+        "required": True,
+        "schema": _ref("JobBackfillRequest"),
+        "description": "The window.",
+    }
+    return {
+        "post": {
+            "tags": ["Jobs"],
+            "operationId": "Jobs_Backfill",
+            "description": (
+                "Runs each occurrence the job's schedule has in a past window, in order (history: trigger "
+                "Backfill); more than 1,000 is a 400. Each backfill is its own: two over one window each run "
+                "every occurrence once (each run with its own execution id), and a repeated request backfills "
+                "again. A backfill keeps to its plan's limits on outstanding occurrences (per job and per "
+                "collection) and starts one job's occurrences at the plan's pace; one that would exceed a limit "
+                "is refused whole with 409 QuotaExceeded naming the limit."
+            ),
+            "parameters": _parameters(job, extra=(backfill,)),
+            "responses": {
+                "202": {"description": "The occurrences have been sent.", "schema": _ref("JobBackfillResult")},
+                "409": {"description": "A backfill limit of the plan would be exceeded (QuotaExceeded)."},
+            },
+        }
+    }
+
+
+def _job_occurrences_path() -> dict[str, Any]:
+    """The operations of ``.../jobs/{jobName}/occurrences``: the job's next occurrences (pageable)."""
+    job = _path_parameter("jobName", "The job name.")
     top = {
         "name": "$top",
         "in": "query",
@@ -248,71 +317,24 @@ def _paths() -> dict[str, Any]:
         "description": "Occurrences firing after this instant (default: from the first not yet run).",
     }
     return {
-        f"{_JC}/calendars": {
-            "get": {
-                "tags": ["Calendars"],
-                "operationId": "Calendars_List",
-                "description": "Lists the calendars of a job collection.",
-                "parameters": _parameters(),
-                "responses": {"200": {"description": "The calendars.", "schema": _ref("CalendarListResult")}},
-                "x-ms-pageable": {"nextLinkName": "nextLink"},
-            }
-        },
-        f"{_JC}/calendars/{{calendarName}}": {
-            "get": {
-                "tags": ["Calendars"],
-                "operationId": "Calendars_Get",
-                "description": "Gets a calendar.",
-                "parameters": _parameters(calendar),
-                "responses": {"200": returned},
-            },
-            "put": {
-                "tags": ["Calendars"],
-                "operationId": "Calendars_CreateOrUpdate",
-                "description": "Creates or replaces a calendar; the jobs naming it are written again with its dates.",
-                "parameters": _parameters(calendar, extra=(body,)),
-                "responses": {
-                    "200": {"description": "The calendar has been replaced.", "schema": _ref("Calendar")},
-                    "201": {"description": "The calendar has been created.", "schema": _ref("Calendar")},
-                },
-            },
-            "delete": {
-                "tags": ["Calendars"],
-                "operationId": "Calendars_Delete",
-                "description": "Deletes a calendar that no unfinished job names.",
-                "parameters": _parameters(calendar),
-                "responses": {"200": {"description": "The calendar has been deleted."}},
-            },
-        },
-        f"{_JC}/jobs/{{jobName}}/backfill": {
-            "post": {
-                "tags": ["Jobs"],
-                "operationId": "Jobs_Backfill",
-                "description": (
-                    "Runs each occurrence the job's schedule has in a past window, in order (history: trigger "
-                    "Backfill); more than 1,000 is a 400. Each backfill is its own: two over one window each run "
-                    "every occurrence once (each run with its own execution id), and a repeated request backfills "
-                    "again. A backfill keeps to its plan's limits on outstanding occurrences (per job and per "
-                    "collection) and starts one job's occurrences at the plan's pace; one that would exceed a limit "
-                    "is refused whole with 409 QuotaExceeded naming the limit."
-                ),
-                "parameters": _parameters(job, extra=(backfill,)),
-                "responses": {
-                    "202": {"description": "The occurrences have been sent.", "schema": _ref("JobBackfillResult")},
-                    "409": {"description": "A backfill limit of the plan would be exceeded (QuotaExceeded)."},
-                },
-            }
-        },
-        f"{_JC}/jobs/{{jobName}}/occurrences": {
-            "get": {
-                "tags": ["Jobs"],
-                "operationId": "Jobs_ListOccurrences",
-                "description": "Lists the job's next occurrences, with its jitter and exclusions applied.",
-                "parameters": _parameters(job, extra=(top, after)),
-                "responses": {"200": {"description": "The occurrences.", "schema": _ref("JobOccurrenceListResult")}},
-                "x-ms-pageable": {"nextLinkName": "nextLink"},
-            }
-        },
+        "get": {
+            "tags": ["Jobs"],
+            "operationId": "Jobs_ListOccurrences",
+            "description": "Lists the job's next occurrences, with its jitter and exclusions applied.",
+            "parameters": _parameters(job, extra=(top, after)),
+            "responses": {"200": {"description": "The occurrences.", "schema": _ref("JobOccurrenceListResult")}},
+            "x-ms-pageable": {"nextLinkName": "nextLink"},
+        }
+    }
+
+
+def _paths() -> dict[str, Any]:
+    """The paths the preview adds to the 2016-03-01 ones, in the document's order (calendars, then jobs)."""
+    return {
+        f"{_JC}/calendars": _calendars_path(),
+        f"{_JC}/calendars/{{calendarName}}": _calendar_path(),
+        f"{_JC}/jobs/{{jobName}}/backfill": _job_backfill_path(),
+        f"{_JC}/jobs/{{jobName}}/occurrences": _job_occurrences_path(),
     }
 
 

@@ -1,0 +1,188 @@
+"""What follows an attempt: the attempt that comes next (a retry, the error action, a backfill's next
+occurrence, an occurrence released by ``BufferOne``), the job's counters and final state, the policies an
+occurrence's end decides (``pauseAfterFailures``, ``deleteAfterCompletion``).
+
+Every message goes out through the overlap gate's :meth:`~scheduler_core.pipeline.overlap.OverlapGate.send_watched`
+(so each has its watch entry) before the attempt is counted; the counters write
+(:func:`~scheduler_core.pipeline.counters.count_attempt`) records the attempt in the job, so what follows is
+sent again, never counted again, when a worker lost after it repeats it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from scheduler_core import policies
+from scheduler_core.actions import ActionResult
+from scheduler_core.job_slots import JobSlots
+from scheduler_core.model import Job, JobState
+from scheduler_core.model.actions import JobAction
+from scheduler_core.pipeline import attempts, reporting
+from scheduler_core.pipeline.counters import backfill_ended, count_attempt
+from scheduler_core.pipeline.durable import durably
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.overlap import OverlapGate, Slot
+from scheduler_core.pipeline.reporting import NextStep
+from scheduler_core.ports import Stores
+
+log = logging.getLogger("scheduler_core.execute")
+
+
+@dataclass(frozen=True)
+class Next:
+    """What an attempt sent after it and decided: the next step (and when a retry runs), the job's final state
+    (None: it goes on), whether the occurrence faulted, and how the occurrence ended (None: it goes on)."""
+
+    step: NextStep
+    retry_at: datetime | None
+    final_state: JobState | None
+    faulted: bool
+    end: policies.End | None
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What follows an attempt: the next step (and when a retry runs), a note for its history entry (the
+    job paused), and the job to remove once the entry is written (``deleteAfterCompletion``)."""
+
+    step: NextStep
+    retry_at: datetime | None = None
+    note: str = ""
+    delete: Job | None = None
+
+
+def _slot_changes(
+    current: Job, message: ExecutionMessage, end: policies.End | None, pause: str, released: list[ExecutionMessage]
+) -> dict[str, Any]:
+    """The changes of the job's overlap slot (and state) that the attempt's end makes, over the job as read:
+    the occurrence that ended leaves the slot, and one that waited (``BufferOne``) takes it (appended to
+    ``released``: it is sent once the write is in), unless the job is paused now (``pause``)."""
+    changes: dict[str, Any] = {}
+    if end is not None and current.running == message.running_key:
+        changes["running"] = ""
+        waiting = Slot.of(current).waiting  # its turn comes now (BufferOne)
+        if waiting is not None and not pause:
+            changes.update(running=waiting.running_key, waiting="")
+            released.append(waiting)
+    if pause and current.state == JobState.ENABLED and current.generation == message.generation:
+        changes.update(state=JobState.DISABLED, paused=pause, next_execution_time=None, running="", waiting="")
+    return changes
+
+
+class FollowUps:
+    """Sends and writes what follows the attempts of one executor (its stores, overlap gate and clock)."""
+
+    def __init__(self, stores: Stores, gate: OverlapGate, clock: Callable[[], datetime]) -> None:
+        self.stores = stores
+        self.gate = gate
+        self.clock = clock
+
+    def after(
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        result: ActionResult,
+        action: JobAction,
+        now: datetime,
+    ) -> FollowUp:
+        """Send what follows the attempt and count it (with what the job's policies decide when the attempt
+        ends its occurrence); returns what follows (and when a retry runs)."""
+        after = self._send_next(job, message, result, action, now)
+        step, final_state, end = after.step, after.final_state, after.end
+        pause = self._pause(job, message, end) if final_state is None else ""
+        released: list[ExecutionMessage] = []
+
+        def adjust(current: Job) -> dict[str, Any]:
+            released.clear()
+            return _slot_changes(current, message, end, pause, released)
+
+        if end is not None and message.cause == Cause.BACKFILL:
+            # Before the count, as every follow-up: a worker lost after counting must not end the backfill
+            # (the watchdog drops a counted attempt's watch; a copy sent twice runs once, by its claim). The
+            # occurrence leaves the backfill limits' count; the next one starts at its slot (the plan's rate).
+            next_due = durably("backfill ledger", lambda: backfill_ended(self.stores.due, job, message, now))
+            if message.until:
+                self._next_backfill(job, message, now, next_due)
+        written = count_attempt(
+            self.stores.jobs, job, message, result.succeeded, after.faulted, final_state, now, adjust
+        )
+        for waiting in released:  # BufferOne: the occurrence that waited for this one runs now
+            self.gate.send_watched(job, waiting, now, now)
+        if final_state is not None:
+            step = NextStep.COMPLETED if final_state == JobState.COMPLETED else NextStep.FAULTED
+            reporting.job_finished(final_state)
+        delete = None
+        if (
+            written is not None
+            and written.state == JobState.COMPLETED
+            and policies.deletes(job.definition.delete_after_completion, final_state)
+        ):
+            delete = written
+        paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
+        return FollowUp(step, after.retry_at, pause if pause and paused else "", delete)
+
+    def _send_next(
+        self, job: Job, message: ExecutionMessage, result: ActionResult, action: JobAction, now: datetime
+    ) -> Next:
+        """Send the attempt that follows this one (a retry, or the error action) and decide whether the job ends
+        (its last occurrence completed or faulted; never for a run on demand or a backfill)."""
+        policy = action.retry_policy  # the main action's: its error action is retried under it too
+        final_state: JobState | None = None
+        faulted = False
+        step, retry_at = NextStep.CONTINUE, None
+        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
+        error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
+        if retry_follows:
+            due = now + policy.delay(message.attempt)
+            self.gate.send_watched(job, attempts.retry_of(message), due, now)
+            step, retry_at = NextStep.RETRY, due
+            reporting.retry_sent(message.action)
+        elif message.is_main:
+            if not result.succeeded:
+                faulted = True
+                if action.error is not None:
+                    self.gate.send_watched(job, attempts.error_action_of(message), now, now)
+                    step = NextStep.ERROR_ACTION
+                    reporting.error_action_sent()
+                elif message.last:
+                    final_state = JobState.FAULTED
+            elif message.last:
+                final_state = JobState.COMPLETED
+        elif message.last:  # the error action's chain ended: the occurrence faulted
+            final_state = JobState.FAULTED
+        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
+            final_state = None  # an on-demand run or a backfill never ends the job's schedule
+        end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
+        return Next(step, retry_at, final_state, faulted, end)
+
+    def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
+        """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
+        ended faulted counts, with those before it: one read of the job's history)."""
+        limit = job.definition.pause_after_failures
+        if limit is None or end is not policies.End.FAULTED or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
+            return ""
+        rows = durably("history read", lambda: self.stores.history.list(job.ref))
+        before = policies.consecutive_faults(rows, before=message.occurrence_time)
+        return policies.pause_reason(limit) if policies.pauses(limit, end, before) else ""
+
+    def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime, due: datetime | None = None) -> None:
+        """A backfill run one occurrence after another: send the next occurrence of its window (for ``due``:
+        its start slot, :func:`~scheduler_core.pipeline.counters.backfill_ended`; None: now)."""
+        occurrence = message.occurrence_time
+        following = policies.past_schedule(job, occurrence).after(occurrence)
+        until = datetime.fromisoformat(message.until.replace("Z", "+00:00"))
+        if following is None or following > until:
+            return
+        follow = attempts.next_backfill_run(message, following)
+        self.gate.send_watched(job, follow, due or now, now)
+
+    def delete_completed(self, job: Job) -> None:
+        """``deleteAfterCompletion``: remove the job that just completed (unless written again meanwhile)
+        and give its place under the collection's ``maxJobCount`` back."""
+        if durably("job removal", lambda: self.stores.remove_job(job)):
+            JobSlots(self.stores, self.clock).release(job.ref.collection)
+            log.info("job %s: completed and removed (deleteAfterCompletion)", job.ref.identity)
