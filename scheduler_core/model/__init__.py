@@ -14,7 +14,17 @@ from scheduler_core.model.claim import (
     claim_key,
 )
 from scheduler_core.model.collection import JobCollection, MaxRecurrence, Quota, Sku
-from scheduler_core.model.due import WATCH, DueEntry
+from scheduler_core.model.due import (
+    WATCH,
+    DueEntry,
+    HeartbeatEntry,
+    OccurrenceEntry,
+    ParkedEntry,
+    ShardsEntry,
+    TypedEntry,
+    WatchEntry,
+    typed,
+)
 from scheduler_core.model.history import HistoryEntry
 from scheduler_core.model.job import DueSlot, Job, JobDefinition
 from scheduler_core.model.states import ActionName, CollectionState, HistoryStatus, JobState
@@ -30,6 +40,7 @@ __all__ = [
     "CollectionState",
     "DueEntry",
     "DueSlot",
+    "HeartbeatEntry",
     "HistoryEntry",
     "HistoryStatus",
     "Job",
@@ -38,7 +49,13 @@ __all__ = [
     "JobState",
     "LostAttempt",
     "MaxRecurrence",
+    "OccurrenceEntry",
+    "ParkedEntry",
     "Quota",
+    "ShardsEntry",
     "Sku",
+    "TypedEntry",
+    "WatchEntry",
     "claim_key",
+    "typed",
 ]

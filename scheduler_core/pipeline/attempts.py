@@ -24,7 +24,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler_core.model import DueEntry, Job
+from scheduler_core.model import Job, ParkedEntry, WatchEntry
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.watches import Watches
 from scheduler_core.policies import start_delay
@@ -130,7 +130,7 @@ class Attempts:
         self.send = send
         self.watches = watches
 
-    def dispatch(self, job: Job, message: ExecutionMessage, shard: str, now: datetime) -> DueEntry:
+    def dispatch(self, job: Job, message: ExecutionMessage, shard: str, now: datetime) -> WatchEntry:
         """Send a scheduled occurrence to show at its second (at once when it is late); its watch entry, for the
         scan to write in its shard batch."""
         occurrence = message.occurrence_time
@@ -153,14 +153,11 @@ class Attempts:
         """Keep an attempt due later than a queue can hold it in the due index (one write) until it is near."""
         shard = shard_of(job.ref.identity, self.watches.shards)
         key = due_row_key(due, job.ref.identity, job.generation) + f"|retry{message.attempt}{message.action}"
-        row = DueEntry(
-            shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message=message.to_json()
-        )
-        self.watches.stores.due.put(row)
+        row = ParkedEntry(shard, key, job.ref.partition_key, job.ref.row_key, job.generation, due, message.to_json())
+        self.watches.stores.due.put(row.entry())
 
-    def unpark(self, row: DueEntry, now: datetime) -> None:
+    def unpark(self, row: ParkedEntry, now: datetime) -> None:
         """Send a parked attempt (its row is near) to show at its instant."""
-        assert row.message is not None
         self.send(row.message, visibility_seconds(row.due, now))
 
     def run_now(self, job: Job, now: datetime) -> None:

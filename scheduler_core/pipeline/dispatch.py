@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
-from scheduler_core.model import CLAIM_LEASE, WATCH, DueEntry, Job
+from scheduler_core.model import CLAIM_LEASE, DueEntry, Job, OccurrenceEntry, ParkedEntry, TypedEntry, WatchEntry, typed
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.messages import ScanMessage
@@ -153,9 +153,9 @@ class Dispatcher:
         (:func:`~scheduler_core.pipeline.watches.watch_key`), so a scan never reads them. Returns how many it
         read."""
         deadline = self.monotonic() + self.budget
-        rows = list(self.stores.due.due_before(shard, watch_keys_before(due_by), after=WATCH_KEYS))
-        jobs = jobs_of(self.stores, rows, now, self._threads)
-        unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
+        entries = [typed(row) for row in self.stores.due.due_before(shard, watch_keys_before(due_by), after=WATCH_KEYS)]
+        jobs = jobs_of(self.stores, entries, now, self._threads)
+        unstarted = self._dispatch_rows(entries, now, report, jobs, deadline)
         self._apply(report, now)
         if unstarted:
             report.deferred += len(unstarted)
@@ -163,7 +163,7 @@ class Dispatcher:
                 self.watches.look(shard, now)  # the rest, at once
             except Exception:
                 log.warning("shard %s: %d watch entries left for the next tick", shard, len(unstarted), exc_info=True)
-        return len(rows)
+        return len(entries)
 
     def scan(self, shard: str, now: datetime, after: str = "", tick: str = "") -> ScanReport:
         """Dispatch the rows of ``shard`` due before ``now`` + the lookahead (those after the row key
@@ -178,8 +178,9 @@ class Dispatcher:
         if limit is not None and len(rows) > self.chunk:
             rows = rows[: self.chunk]
             self._hand_on(shard, rows[-1].row_key, tick or format_instant(now), report)
-        jobs = jobs_of(self.stores, rows, now, self._threads)
-        unstarted = self._dispatch_rows(rows, now, report, jobs, deadline)
+        entries = [typed(row) for row in rows]
+        jobs = jobs_of(self.stores, entries, now, self._threads)
+        unstarted = self._dispatch_rows(entries, now, report, jobs, deadline)
         self._apply(report, now)
         if unstarted:
             self._out_of_time(shard, rows, unstarted, tick or format_instant(now), report)
@@ -230,7 +231,7 @@ class Dispatcher:
 
     def _dispatch_rows(
         self,
-        rows: list[DueEntry],
+        entries: list[TypedEntry | None],
         now: datetime,
         report: ScanReport,
         jobs: dict[tuple[str, str], Job],
@@ -241,24 +242,26 @@ class Dispatcher:
         not started are returned (they stay in the index)."""
         unstarted: list[int] = []
 
-        def one(index: int, row: DueEntry) -> ScanReport:
+        def one(index: int, entry: TypedEntry | None) -> ScanReport:
             mine = ScanReport(report.shard)
             if deadline is not None and index and self.monotonic() > deadline:
                 unstarted.append(index)
                 return mine
+            if not isinstance(entry, (OccurrenceEntry, ParkedEntry, WatchEntry)):
+                return mine  # not a kind a scan handles: left alone
             try:
-                self.rows.dispatch(row, now, mine, jobs.get((row.job_partition, row.job_row)))
+                self.rows.dispatch(entry, now, mine, jobs.get((entry.job_partition, entry.job_row)))
             except Exception:
                 # One bad row must not stop the shard; it stays in the index and is retried next tick.
-                log.exception("shard %s: row %s could not be dispatched", report.shard, row.row_key)
+                log.exception("shard %s: row %s could not be dispatched", report.shard, entry.row_key)
                 return ScanReport(report.shard)  # none of its sends, moves or watches counts
             return mine
 
-        if len(rows) <= SERIAL_ROWS:
-            for index, row in enumerate(rows):
-                report.add(one(index, row))
+        if len(entries) <= SERIAL_ROWS:
+            for index, entry in enumerate(entries):
+                report.add(one(index, entry))
         else:
-            for part in self._threads().map(one, range(len(rows)), rows):
+            for part in self._threads().map(one, range(len(entries)), entries):
                 report.add(part)
         return sorted(unstarted)
 
@@ -268,13 +271,9 @@ class Dispatcher:
         report = ScanReport(job.due.shard if job.due else "")
         if job.due is None or job.next_execution_time is None:
             return report
-        row = DueEntry(
-            job.due.shard,
-            job.due.row_key,
-            job.ref.partition_key,
-            job.ref.row_key,
-            job.generation,
-            job.next_execution_time,
+        ref = job.ref
+        row = OccurrenceEntry(
+            job.due.shard, job.due.row_key, ref.partition_key, ref.row_key, job.generation, job.next_execution_time
         )
         self.rows.dispatch(row, now, report, job)
         self._apply(report, now)
@@ -284,7 +283,8 @@ class Dispatcher:
         """Write what a scan decided (its moves and new watch entries in the shard's batches, its deletes),
         then send the watch looks of the watch entries it wrote."""
         if report.moves or report.watches:
-            self.stores.due.advance(report.shard, report.moves, report.watches)
+            moves = [(key, new.entry() if new is not None else None) for key, new in report.moves]
+            self.stores.due.advance(report.shard, moves, [watch.entry() for watch in report.watches])
         self.stores.due.delete_many(report.deleted)
-        written = report.watches + [new for _, new in report.moves if new is not None and new.kind == WATCH]
+        written = report.watches + [new for _, new in report.moves if isinstance(new, WatchEntry)]
         self.watches.schedule(written, now)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scheduler_core import telemetry
 from scheduler_core.actions import ActionResult
-from scheduler_core.model import DueEntry, Job, JobState
+from scheduler_core.model import Job, JobState, OccurrenceEntry
 from scheduler_core.model.actions import Action, HttpAction, ServiceBusAction, StorageQueueAction
 from scheduler_core.model.retry import RetryPolicy
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -113,7 +113,7 @@ def scan(
     )
 
 
-def row_dropped(row: DueEntry, reason: str, job: Job | None = None) -> None:
+def row_dropped(row: OccurrenceEntry, reason: str, job: Job | None = None) -> None:
     """A due-index row dropped without firing, and why (deleted, edited, disabled, abandoned write)."""
     collection = job.ref.collection.name if job is not None else row.job_partition
     name = job.ref.name if job is not None else row.job_row

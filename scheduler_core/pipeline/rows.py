@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_core import policies
-from scheduler_core.model import WATCH, DueEntry, Job, JobState
+from scheduler_core.model import Job, JobState, OccurrenceEntry, ParkedEntry, TypedEntry, WatchEntry
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY
 from scheduler_core.pipeline import attempts, catch_up, reporting
 from scheduler_core.pipeline.attempts import Attempts
@@ -53,8 +53,10 @@ class ScanReport:
     handed_on: str = ""  # the row key after which the rest of the shard was handed on ("": none)
     deferred: int = 0  # rows not started within the scan's budget (handed on, or left for the next tick)
     deleted: list[tuple[str, str]] = field(default_factory=list)
-    moves: list[tuple[str, DueEntry | None]] = field(default_factory=list)
-    watches: list[DueEntry] = field(default_factory=list)
+    #: Each fired or looked-at entry's key, and the entry that replaces it (None: none).
+    moves: list[tuple[str, OccurrenceEntry | WatchEntry | None]] = field(default_factory=list)
+    #: The watch entries of the attempts the scan sent.
+    watches: list[WatchEntry] = field(default_factory=list)
 
     def add(self, other: ScanReport) -> None:
         """Add what ``other`` (the report of some rows of the same scan) found and decided."""
@@ -69,14 +71,14 @@ class ScanReport:
 
 
 def jobs_of(
-    stores: Stores, rows: list[DueEntry], now: datetime, threads: Callable[[], Executor]
+    stores: Stores, entries: list[TypedEntry | None], now: datetime, threads: Callable[[], Executor]
 ) -> dict[tuple[str, str], Job]:
     """The jobs the rows name, read a partition (collection) at a time, :data:`JOBS_PER_READ` keys a call
     (concurrently for a large scan; a watch entry's job only when the entry is due: it is looked at then)."""
     wanted: dict[str, set[str]] = {}
-    for row in rows:
-        if row.kind != WATCH or row.due <= now:
-            wanted.setdefault(row.job_partition, set()).add(row.job_row)
+    for entry in entries:
+        if isinstance(entry, (OccurrenceEntry, ParkedEntry)) or (isinstance(entry, WatchEntry) and entry.due <= now):
+            wanted.setdefault(entry.job_partition, set()).add(entry.job_row)
     reads = [
         (partition, ordered[start : start + JOBS_PER_READ])
         for partition, keys in wanted.items()
@@ -104,20 +106,26 @@ class Rows:
         self.watchdog = watchdog
         self.lookahead = lookahead
 
-    def dispatch(self, row: DueEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
-        """Fire, re-send or drop one row; ``job`` is the row's job as read by the caller (None: gone)."""
-        if row.kind == WATCH:
-            look = self.watchdog.check(row, now, job)
-            if look is not None:
-                report.moves.append((row.row_key, look.again))
-                report.rescued += look.rescued
-            return
-        if row.message is not None:  # a long-delayed retry parked in the index
-            if job is not None and job.generation == row.generation and job.state == JobState.ENABLED:
-                self.attempts.unpark(row, now)
-                report.retries += 1
-            report.deleted.append((row.shard, row.row_key))
-            return
+    def dispatch(self, entry: TypedEntry | None, now: datetime, report: ScanReport, job: Job | None) -> None:
+        """Fire, re-send, look at or drop one entry; ``job`` is its job as read by the caller (None: gone). An
+        entry of a kind a scan does not handle (None: unknown) is left alone."""
+        match entry:
+            case WatchEntry():
+                look = self.watchdog.check(entry, now, job)
+                if look is not None:
+                    report.moves.append((entry.row_key, look.again))
+                    report.rescued += look.rescued
+            case ParkedEntry():  # a long-delayed retry parked in the index
+                if job is not None and job.generation == entry.generation and job.state == JobState.ENABLED:
+                    self.attempts.unpark(entry, now)
+                    report.retries += 1
+                report.deleted.append((entry.shard, entry.row_key))
+            case OccurrenceEntry():
+                self._occurrence(entry, now, report, job)
+
+    def _occurrence(self, row: OccurrenceEntry, now: datetime, report: ScanReport, job: Job | None) -> None:
+        """Fire a live occurrence entry; drop a stale one (its job deleted, edited or disabled, or a write
+        abandoned)."""
         if job is None or row.generation > job.generation:
             written = row.written_at or now
             if now - written > ABANDONED_AFTER:
@@ -132,7 +140,7 @@ class Rows:
             return
         self._fire(job, row, now, report)
 
-    def _fire(self, job: Job, row: DueEntry, now: datetime, report: ScanReport) -> None:
+    def _fire(self, job: Job, row: OccurrenceEntry, now: datetime, report: ScanReport) -> None:
         """Send the row's occurrence, and any following ones that fall inside this scan's window (after a
         late or coalesced run the next occurrence may be near), then move the row past them."""
         schedule = schedule_of(job)
@@ -166,18 +174,18 @@ class Rows:
         self._move(job, row, following, report)
 
     @staticmethod
-    def _move(job: Job, row: DueEntry, following: datetime | None, report: ScanReport) -> None:
+    def _move(job: Job, row: OccurrenceEntry, following: datetime | None, report: ScanReport) -> None:
         """Replace the fired row by the row of ``following`` (None: the series is over)."""
         new_row = None
         if following is not None:
             key = due_row_key(following, job.ref.identity, job.generation)
-            new_row = DueEntry(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
+            new_row = OccurrenceEntry(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
         report.moves.append((row.row_key, new_row))
 
     def _catch_up(
         self,
         job: Job,
-        row: DueEntry,
+        row: OccurrenceEntry,
         occurrence: datetime,
         now: datetime,
         report: ScanReport,

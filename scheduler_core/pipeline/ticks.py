@@ -9,7 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
-from scheduler_core.model import DueEntry
+from scheduler_core.model import DueEntry, HeartbeatEntry, ShardsEntry, typed
+from scheduler_core.model.due import SHARDS
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import ScanMessage
 from scheduler_core.ports import Stores
@@ -25,14 +26,14 @@ HEARTBEAT_ROW = "dispatch-tick"
 #: The kind (and row-key prefix) of the rows of the heartbeat's partition that record the shard counts ticks
 #: have scanned (``DueEntry.shards``): one row per count (``shards|0016``), so that ticks recording different
 #: counts at once never lower the most.
-SHARDS_KIND = "shards"
+SHARDS_KIND = SHARDS
 #: The most due-index shards a deployment may have (``SCHEDULER_DUE_SHARDS``' largest value).
 MAX_SHARDS = 1000
 
 
 def heartbeat_row(now: datetime) -> DueEntry:
     """The heartbeat row saying the dispatch timer ticked at ``now``."""
-    return DueEntry(HEARTBEAT_SHARD, HEARTBEAT_ROW, "", "", 0, now, kind="heartbeat")
+    return HeartbeatEntry(HEARTBEAT_SHARD, HEARTBEAT_ROW, now).entry()
 
 
 def last_tick(stores: Stores) -> datetime | None:
@@ -46,7 +47,7 @@ def last_tick(stores: Stores) -> datetime | None:
 def shards_row(shards: int, now: datetime) -> DueEntry:
     """The row recording that a tick at ``now`` scanned ``shards`` due-index shards."""
     key = f"{SHARDS_KIND}|{shards:04d}"
-    return DueEntry(HEARTBEAT_SHARD, key, "", "", 0, now, kind=SHARDS_KIND, shards=shards)
+    return ShardsEntry(HEARTBEAT_SHARD, key, now, shards).entry()
 
 
 def recorded_shards(stores: Stores) -> int | None:
@@ -56,7 +57,7 @@ def recorded_shards(stores: Stores) -> int | None:
 
 
 def _most_shards(health_rows: list[DueEntry]) -> int | None:
-    counts = [row.shards for row in health_rows if row.kind == SHARDS_KIND]
+    counts = [entry.shards for entry in map(typed, health_rows) if isinstance(entry, ShardsEntry)]
     return min(max(counts), MAX_SHARDS) if counts else None
 
 

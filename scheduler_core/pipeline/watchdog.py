@@ -33,14 +33,14 @@ reads the jobs of the shard's watch entries due by then (a collection at a time)
   done and is dropped), and look again :data:`WATCH_RECHECK` later, :data:`WATCH_UNCLAIMED_CHECKS` times at
   most (by then the queue has shown the message again by itself). An occurrence that waits its turn
   (``overlapPolicy`` BufferOne: the job holds it) is only looked at again, and the resend it owes is kept
-  (``DueEntry.held``) for a look that finds it no longer waiting but still unclaimed (the worker that
+  (``WatchEntry.held``) for a look that finds it no longer waiting but still unclaimed (the worker that
   released it died before sending it).
 
 While the attempt's queue is behind (it shows a message sent more than :data:`WATCH_RECHECK` ago, not yet taken:
 :meth:`ExecutionRouter.behind <scheduler_core.queue_router.ExecutionRouter.behind>`), a look that finds the
 attempt not counted reads no claim and sends nothing: the attempt most likely waits in that backlog, and a
 copy would only add to it. The entry is looked at again :data:`WATCH_RECHECK` later (its looks counted as an unclaimed
-attempt's are), and a resend it still owes is kept (``DueEntry.held``) for the first look that finds the
+attempt's are), and a resend it still owes is kept (``WatchEntry.held``) for the first look that finds the
 queue keeping up. Without this, every attempt of a burst that drained for longer than a minute was sent twice
 (and its claim read), doubling the queue's load just when it was overloaded; a worker that died in such a
 backlog is sent again once the queue keeps up, or its message is shown again by the queue after 10 minutes.
@@ -56,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_core.model import DueEntry, Job, JobState
+from scheduler_core.model import Job, JobState, WatchEntry
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -89,7 +89,7 @@ class Look:
     """What a look at a due watch entry decided: the entry that replaces it (None: it goes), and whether
     the attempt was sent again (its worker died)."""
 
-    again: DueEntry | None
+    again: WatchEntry | None
     rescued: bool = False
 
 
@@ -107,10 +107,10 @@ class Watchdog:
         self.watches = attempts.watches
         self.behind = behind
 
-    def check(self, row: DueEntry, now: datetime, job: Job | None) -> Look | None:
+    def check(self, row: WatchEntry, now: datetime, job: Job | None) -> Look | None:
         """Look at a watch entry (see the module's rules); None: not due yet, leave it. ``job`` is the
         entry's job as the scan read it (None: gone)."""
-        if row.due > now or row.message is None:
+        if row.due > now:
             return None  # not yet: the entry is inside the lookahead window only
         message = ExecutionMessage.from_json(row.message)
         if job is not None and message.attempt_key in job.counted:

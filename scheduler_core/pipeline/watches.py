@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from scheduler_core.model import WATCH, DueEntry, Job
+from scheduler_core.model import WATCH, Job, WatchEntry
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
 from scheduler_core.ports import Stores
@@ -81,25 +81,17 @@ class Watches:
 
     def row(
         self, job: Job, message: ExecutionMessage, shard: str, due: datetime, checks: int = 0, held: bool = False
-    ) -> DueEntry:
+    ) -> WatchEntry:
         """The watch entry of ``message``'s attempt, due at ``due`` (keyed by :func:`watch_key`)."""
         key = watch_key(due, job.ref.identity, job.generation, message.attempt_key)
-        return DueEntry(
-            shard,
-            key,
-            job.ref.partition_key,
-            job.ref.row_key,
-            job.generation,
-            due,
-            message=message.to_json(),
-            kind=WATCH,
-            checks=checks,
-            held=held,
+        ref = job.ref
+        return WatchEntry(
+            shard, key, ref.partition_key, ref.row_key, job.generation, due, message.to_json(), checks, held
         )
 
     def row_after_lease(
         self, job: Job, message: ExecutionMessage, shard: str, due: datetime, now: datetime
-    ) -> DueEntry:
+    ) -> WatchEntry:
         """The watch entry of an attempt due at ``due`` and sent at ``now``: due when its claim's lease would
         end, plus the grace, counted from when it can first be claimed (its due time, or ``now`` for one sent
         late: a catch-up's run; dated from its occurrence, its first look would come before any worker could
@@ -110,7 +102,7 @@ class Watches:
         """Watch an attempt due at ``due`` that was sent outside a scan: one due-index write (and the look of
         its slot, unless this process sent that one already)."""
         row = self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due, now)
-        self.stores.due.put(row)
+        self.stores.due.put(row.entry())
         self.schedule([row], now)
 
     def slot_of(self, due: datetime) -> datetime:
@@ -120,13 +112,13 @@ class Watches:
         step = self.slot.total_seconds()
         return epoch + timedelta(seconds=math.ceil((due - epoch).total_seconds() / step) * step)
 
-    def schedule(self, written: Iterable[DueEntry], now: datetime) -> int:
+    def schedule(self, written: Iterable[WatchEntry], now: datetime) -> int:
         """Send the watch looks of the watch entries just ``written``: one per shard and slot, delayed to the
         slot's end, unless this process sent it already. A look that cannot be sent is logged and left to the
         tick's scans. Returns how many were sent."""
         if self.send_look is None:
             return 0
-        wanted = sorted({(row.shard, self.slot_of(row.due)) for row in written if row.kind == WATCH})
+        wanted = sorted({(row.shard, self.slot_of(row.due)) for row in written})
         sent = 0
         for shard, slot in wanted:
             with self._sent_lock:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from scheduler_core.errors import StorageError, WriteRaceError
-from scheduler_core.model import DueEntry, DueSlot, Job, JobDefinition, JobState
+from scheduler_core.model import DueSlot, Job, JobDefinition, JobState, OccurrenceEntry
 from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import definition_schedule, next_unrun
@@ -136,7 +136,9 @@ class JobWriter:
         ref, when = record.ref, record.next_execution_time
         shard = shard_of(ref.identity, self.shards)
         row_key = due_row_key(when, ref.identity, record.generation)
-        self.stores.due.put(DueEntry(shard, row_key, ref.partition_key, ref.row_key, record.generation, when))
+        self.stores.due.put(
+            OccurrenceEntry(shard, row_key, ref.partition_key, ref.row_key, record.generation, when).entry()
+        )
         return DueSlot(shard, row_key)
 
     def _landed(self, record: Job) -> bool | None:

@@ -1,5 +1,6 @@
-"""Each new action type end to end through the executor (Azurite tables, simulated time), with the runner
-that production uses (``default_runner``) pointed at the local peers, and error actions of another type."""
+"""Each new action type end to end through the executor (the memory adapter's stores, simulated time), with
+the runner that production uses (``default_runner``) pointed at the local peers (a queue on Azurite, an AMQP
+broker, HTTPS peers), and error actions of another type."""
 
 from __future__ import annotations
 
@@ -12,15 +13,13 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import wiring
+from scheduler_core.actions import ActionRunner
 from scheduler_core.actions.registry import default_runner
-from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from scheduler_core.storage.keys import CollectionRef
 from tests.actions.conftest import AzuriteQueue, TestCredential
-from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
 from tests.support.amqp_broker import AmqpBroker
+from tests.support.harness import JC, STANDARD_PLAN, Deployment, ticking
+from tests.support.jobs import job_body
 from tests.support.tls import HttpsPeer, Seen, TestCa, https_peer, token_endpoint
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -30,28 +29,24 @@ OAUTH_SECRET = "pipeline-oauth-secret-value"
 ONE_RETRY = {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 1}
 
 
-class ActionPipeline(Pipeline):
+class ActionPipeline(Deployment):
     """The pipeline harness with the production runner (``default_runner``) instead of HTTP only."""
 
-    def __init__(self, settings: Settings, start: datetime, credential: TestCredential) -> None:
-        provision(settings)
-        self.clock = FakeClock(start)
-        self.queue = CapturedQueue(self.clock)
-        self.runner = default_runner(settings, credential=credential)
-        self.services = wiring.build(
-            settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, runner=self.runner
-        )
-        wiring.install(self.services)
-        self.collection = CollectionRef("sub1", "rg", "jc")
-        self.services.service.put_collection(
-            self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
-        )
+    @classmethod
+    def near(cls, settings: Settings, start: datetime, credential: TestCredential) -> ActionPipeline:
+        """On the memory adapter (these tests are about the actions, not the stores), from ``start``."""
+        runner = default_runner(settings, credential=credential)
+        return cls.on_memory(settings, ticking(start), collection=JC, collection_body=STANDARD_PLAN, runner=runner)
+
+    @property
+    def runner(self) -> ActionRunner:
+        return self.executor.runner
 
     def run_once(self, name: str, action: dict[str, Any]) -> list[Any]:
         due = self.clock.now + timedelta(seconds=20)
-        self.put_job(name, {"startTime": format_instant(due), "action": action})
+        self.put_job(name, job_body(due, action))
         self.run_until(due + timedelta(minutes=2))
-        return list(reversed(self.services.service.list_history(self.job_ref(name))))
+        return list(reversed(self.services.service.list_history(self.ref(name))))
 
 
 def mailbox(queue: AzuriteQueue, message: str, token: str | None = None) -> dict[str, Any]:
@@ -97,7 +92,7 @@ def pipeline(
         entra_authority_host=idp.base_url,
     )
     start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    built = ActionPipeline(settings, start, TestCredential())
+    built = ActionPipeline.near(settings, start, TestCredential())
     yield built
     built.runner.close()
 
@@ -133,7 +128,7 @@ def test_storage_queue_action_and_its_service_bus_error_action(
     [error_message] = broker.wait_for(1, "orders")
     assert error_message.body == b"sq failed" and error_message.message.subject == "from-pipeline"
     assert azurite_queue.messages() == []
-    job = pipeline.services.service.get_job(pipeline.job_ref("sq-bad"))
+    job = pipeline.services.service.get_job(pipeline.ref("sq-bad"))
     assert (job.state, job.faulted_count) == ("Faulted", 1)
 
 
@@ -221,7 +216,7 @@ def test_stored_message_is_base64_of_the_envelope_by_default(
 ) -> None:
     settings = dataclasses.replace(storage_env, storage_queue_endpoint=azurite_queue.endpoint)
     start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    built = ActionPipeline(settings, start, TestCredential())
+    built = ActionPipeline.near(settings, start, TestCredential())
     history = built.run_once("env", {"type": "StorageQueue", "queueMessage": mailbox(azurite_queue, "x<y")})
     assert history[0].status == "Completed"
     [content] = azurite_queue.messages()

@@ -8,24 +8,21 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler_core import wiring
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
 from scheduler_core.actions.registry import default_runner
-from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.model.actions import ActiveDirectoryOAuthAuthentication, HttpAction, HttpAuthentication, Secret
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from scheduler_core.storage.keys import CollectionRef
 from tests.actions.conftest import action_context, client_certificate
-from tests.e2e.pipeline_harness import CapturedQueue, FakeClock, Pipeline
+from tests.support.harness import near_now
+from tests.support.jobs import job_body
 from tests.support.outbound_net import (
     FakeDns,
     Request,
@@ -395,39 +392,20 @@ def test_the_opt_out_setting_lets_actions_call_metadata_endpoints(
     assert len(target.requests()) == 1
 
 
-class GuardedPipeline(Pipeline):
-    """The pipeline harness with the production runner built with the test DNS."""
-
-    def __init__(self, settings: Settings, start: datetime, dns: FakeDns) -> None:
-        provision(settings)
-        self.clock = FakeClock(start)
-        self.queue = CapturedQueue(self.clock)
-        runner = default_runner(settings, resolver=dns.resolve)
-        self.services = wiring.build(
-            settings, clock=self.clock, send_execution=self.queue.send, sleep=self.clock.advance, runner=runner
-        )
-        wiring.install(self.services)
-        self.collection = CollectionRef("sub1", "rg", "jc")
-        self.services.service.put_collection(
-            self.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
-        )
-
-
-@pytest.mark.azurite
 def test_a_refused_redirect_hop_is_a_failed_attempt_in_history_with_its_reason(
-    storage_env: Settings, dns: FakeDns, tripwire: Tripwire
+    memory_env: Settings, dns: FakeDns, tripwire: Tripwire
 ) -> None:
     dns.add("imds.test", ["169.254.169.254"])
-    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    pipeline = GuardedPipeline(storage_env, start, dns)
+    # the pipeline on the memory adapter, with the production runner built with the test DNS
+    pipeline = near_now(memory_env, runner=default_runner(memory_env, resolver=dns.resolve))
     with scripted_server(redirect_to("http://imds.test/metadata/identity/oauth2/token", 302)) as allowed:
         due = pipeline.clock.now + timedelta(seconds=20)
         request = {"uri": allowed.base_url + "/hook", "method": "GET"}
         action = {"type": "Http", "request": request, "retryPolicy": {"retryType": "None"}}
-        pipeline.put_job("ssrf", {"startTime": format_instant(due), "action": action})
+        pipeline.put_job("ssrf", job_body(due, action))
         pipeline.run_until(due + timedelta(minutes=2))
         assert len(allowed.requests()) == 1
-    history = list(reversed(pipeline.services.service.list_history(pipeline.job_ref("ssrf"))))
+    history = list(reversed(pipeline.services.service.list_history(pipeline.ref("ssrf"))))
     assert [(h.action_name, h.status) for h in history] == [("MainAction", "Failed")]
     assert REFUSED in history[0].message and "a redirect to 'imds.test'" in history[0].message
     assert "169.254.169.254, a cloud metadata or link-local address" in history[0].message

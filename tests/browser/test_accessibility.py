@@ -12,6 +12,7 @@ import pytest
 
 from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_scenario
 from tests.support.http_target import http_target
+from tests.support.jobs import NO_RETRY, every, http_action
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -21,12 +22,8 @@ VIEWS = ["sign-in", "sign-in with a token", "collections", "jobs", "failing", "j
 def test_every_view_passes_the_wcag_rules(dashboard: Dashboard) -> None:
     dashboard.put_collection()
     with http_target([500]) as target:
-        action = {
-            "type": "Http",
-            "request": {"uri": target.base_url, "method": "GET"},
-            "retryPolicy": {"retryType": "None"},
-        }
-        dashboard.put_job("audited", {"action": action, "recurrence": {"frequency": "Hour", "interval": 1}})
+        action = http_action(target.base_url, method="GET", body=None, retryPolicy=NO_RETRY)
+        dashboard.put_job("audited", {"action": action, "recurrence": every("Hour")})
         deadline = time.monotonic() + 30
         while not dashboard.history("audited") and time.monotonic() < deadline:
             time.sleep(0.2)

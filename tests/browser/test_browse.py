@@ -16,6 +16,7 @@ import pytest
 from scheduler_core.recurrence import format_instant
 from tests.browser.conftest import COLLECTION, GROUP, Dashboard, keep_screenshot, run_scenario
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.jobs import NO_RETRY, http_action
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -24,10 +25,8 @@ FLAKY_STATUSES = [200, 500, 200, 200, 500, 200]
 
 
 def http(target: HttpTarget, path: str, retry: bool = False) -> dict[str, Any]:
-    action: dict[str, Any] = {"type": "Http", "request": {"uri": f"{target.base_url}{path}", "method": "GET"}}
-    if not retry:
-        action["retryPolicy"] = {"retryType": "None"}
-    return action
+    policy = {} if retry else {"retryPolicy": NO_RETRY}
+    return http_action(f"{target.base_url}{path}", method="GET", body=None, **policy)
 
 
 def wait_for_history(

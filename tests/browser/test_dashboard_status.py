@@ -23,6 +23,7 @@ from tests.browser.test_dashboard_http import assert_arm_error, assert_secured
 from tests.e2e.conftest import ROOT, Api
 from tests.support.fault_proxy import FaultProxy, fault_proxy
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -94,15 +95,8 @@ def target() -> Iterator[HttpTarget]:
         yield server
 
 
-def job(uri: str, start: datetime | None, **extra: Any) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "action": {"type": "Http", "request": {"uri": uri, "method": "POST"}},
-        "recurrence": {"frequency": "Hour", "interval": 1},
-        **extra,
-    }
-    if start is not None:
-        properties["startTime"] = format_instant(start)
-    return {"properties": properties}
+def job(uri: str, start: datetime | None, recurrence: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return job_body(start, http_action(uri, body=None), recurrence or every("Hour"), **extra)
 
 
 def test_status_reports_health_and_live_counts(proxied: Proxied, target: HttpTarget) -> None:

@@ -10,6 +10,7 @@ import pytest
 from scheduler_core.recurrence import format_instant
 from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_scenario
 from tests.support.http_target import http_target
+from tests.support.jobs import every, http_action
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -23,8 +24,8 @@ def test_run_now_disable_and_delete_from_the_job_page(dashboard: Dashboard) -> N
                 name,
                 {
                     "startTime": format_instant(tomorrow),
-                    "action": {"type": "Http", "request": {"uri": f"{target.base_url}/{name}", "method": "GET"}},
-                    "recurrence": {"frequency": "Day", "interval": 1},
+                    "action": http_action(f"{target.base_url}/{name}", method="GET", body=None),
+                    "recurrence": every("Day"),
                 },
             )
         seen = run_scenario(

@@ -27,6 +27,7 @@ from tests.browser.conftest import COLLECTION, ROOT, Dashboard, chromium_path, n
 from tests.e2e.conftest import Api
 from tests.e2e.test_entra_api import provider, test_ca
 from tests.support.http_target import http_target
+from tests.support.jobs import http_action
 from tests.support.oidc import OidcProvider
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -41,7 +42,7 @@ def test_status_panel_shows_health_and_live_counts(dashboard: Dashboard) -> None
     dashboard.put_collection()
     with http_target() as target:
         due = (datetime.now(UTC) + LEAD).replace(microsecond=0)
-        action = {"type": "Http", "request": {"uri": f"{target.base_url}/go", "method": "POST"}}
+        action = http_action(f"{target.base_url}/go", body=None)
         dashboard.put_job("soon", {"startTime": format_instant(due), "action": action})
         dashboard.put_job("off", {"action": action, "state": "Disabled"})
         seen = run_scenario(dashboard, "serviceStatus", executions=1)
@@ -125,10 +126,7 @@ def test_token_sign_in_sends_the_token_as_a_bearer(entra_dashboard: Dashboard, p
 
     # The dashboard's own API checks a token as the management API does: a Reader may read, no role may not.
     later = format_instant(datetime.now(UTC) + timedelta(days=1))
-    dashboard.put_job(
-        "j",
-        {"startTime": later, "action": {"type": "Http", "request": {"uri": "https://example.org", "method": "GET"}}},
-    )
+    dashboard.put_job("j", {"startTime": later, "action": http_action("https://example.org", method="GET", body=None)})
     nobody = provider.mint(provider.claims_for(provider.register("nobody"), provider.app_id_uri))
     base = f"{dashboard.api.base_url}/dashboard/api"
     status_url = f"{base}/status/{dashboard.collection_path().split('/resourceGroups/')[0]}"

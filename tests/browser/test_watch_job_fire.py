@@ -12,6 +12,7 @@ import pytest
 from scheduler_core.recurrence import format_instant
 from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_scenario
 from tests.support.http_target import http_target
+from tests.support.jobs import every, http_action
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -27,16 +28,13 @@ def test_a_person_watches_a_job_fire(dashboard: Dashboard) -> None:
             "nightly-report",
             {
                 "startTime": format_instant(due),
-                "action": {
-                    "type": "Http",
-                    "request": {"uri": f"{target.base_url}/report", "method": "POST", "body": "go"},
-                },
-                "recurrence": {"frequency": "Minute", "interval": 1},
+                "action": http_action(f"{target.base_url}/report", body="go"),
+                "recurrence": every("Minute"),
             },
         )
         dashboard.put_job(
             "other",
-            {"action": {"type": "Http", "request": {"uri": target.base_url, "method": "GET"}}, "state": "Disabled"},
+            {"action": http_action(target.base_url, method="GET", body=None), "state": "Disabled"},
         )
         seen = run_scenario(dashboard, "watchJobFire", job="nightly-report", group=GROUP, collection=COLLECTION)
         received = list(target.received)

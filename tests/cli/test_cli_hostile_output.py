@@ -19,6 +19,7 @@ import pytest
 from scheduler_core.cli.common import MAX_FILE_DEPTH
 from scheduler_core.definitions._json import MAX_DEPTH
 from tests.cli.conftest import CLI_VARIABLES, RG, ROOT, SUB, Cli, Ran
+from tests.support.jobs import http_action, job_body
 
 #: Escape sequences that retitle the terminal, recolour and clear it, a C1 CSI, DEL, a right-to-left
 #: override, an isolate, a line separator, a carriage return and a newline that forge a line.
@@ -57,7 +58,7 @@ def assert_nothing_hidden(ran: Ran) -> None:
 
 def listing() -> list[dict[str, Any]]:
     """An Azure Scheduler listing whose names, property names and values are hostile."""
-    action = {"type": "Http", "request": {"uri": "http://example.org/", "method": "GET"}}
+    action = http_action("http://example.org/", method="GET", body=None)
     base = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc/jobs"
     return [
         {"id": f"/subscriptions/s/resourceGroups/rg{HOSTILE}/providers/Microsoft.Scheduler/jobCollections/jc/jobs/a"},
@@ -146,7 +147,7 @@ def test_what_the_service_stores_and_answers_is_printed_escaped(cli: Cli, tmp_pa
     }
     job = {
         "id": f"{collection['id']}/jobs/j",
-        "properties": {"action": {"type": "Http", "request": {"uri": "http://example.org/", "method": "GET"}}},
+        **job_body(None, http_action("http://example.org/", method="GET", body=None)),
     }
     job["properties"][HOSTILE] = True  # the service refuses it, naming the field in its answer
     path = tmp_path / "listing.json"

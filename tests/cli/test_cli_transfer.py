@@ -17,6 +17,7 @@ import pytest
 from scheduler_core.recurrence import format_instant
 from tests.cli.conftest import RG, ROOT, SUB, Cli
 from tests.support.http_target import http_target
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -68,7 +69,7 @@ def test_export_then_import_into_a_fresh_collection_round_trips(cli: Cli, tmp_pa
         "basic": basic,
         "zoned": {
             "startTime": (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT06:30:00"),
-            "action": {"type": "Http", "request": {"uri": "http://example.org/a", "method": "GET"}},
+            "action": http_action("http://example.org/a", method="GET", body=None),
             "recurrence": {
                 "frequency": "Week",
                 "schedule": {"weekDays": ["Monday"], "hours": [6], "minutes": [30]},
@@ -216,8 +217,8 @@ def test_dry_run_predicts_exactly_what_the_real_run_does(running_cli: Cli, tmp_p
     stored["action"]["request"]["authentication"] = {"type": "Basic", "username": "svc", "password": PASSWORD}
     put(cli, "small/jobs/stored", {"properties": stored})
     with http_target([200]) as target:
-        once = {"action": {"type": "Http", "request": {"uri": target.base_url, "method": "GET"}}}
-        put(cli, "small/jobs/finished", {"properties": once})  # no recurrence and no start: runs now, then Completed
+        once = job_body(None, http_action(target.base_url, method="GET", body=None))
+        put(cli, "small/jobs/finished", once)  # no recurrence and no start: runs now, then Completed
         _wait_for_state(cli, "small/finished", "Completed")
 
     keep_secret = http_job(recurrence={"frequency": "Hour", "interval": 2})

@@ -39,6 +39,7 @@ from scheduler_core.pipeline.execute import MAX_EARLY_WAIT
 from scheduler_core.settings import Settings
 from tests.e2e.conftest import Api
 from tests.support.http_target import http_target
+from tests.support.jobs import http_action
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -190,7 +191,7 @@ def _offset(instant: datetime) -> float:
 def test_no_start_time_means_now_to_the_second(host: Api) -> None:
     _collection(host)
     with http_target() as target:
-        action = {"type": "Http", "request": {"uri": f"{target.base_url}/once", "method": "GET"}}
+        action = http_action(f"{target.base_url}/once", method="GET", body=None)
         created = time.monotonic()
         assert _put(host, "once", {"action": action}).status_code == 201
         target.wait_for(1, timeout=10)  # a one-time job without startTime runs at once

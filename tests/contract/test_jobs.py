@@ -17,6 +17,7 @@ from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.contract.records import COLLECTION, DEFINITION_JSON, JOB, T0, definition, due_entry, history_entry, job
+from tests.support.jobs import http_action, job_body
 
 
 def test_a_created_job_reads_back_whole_with_its_etag(stores: Stores) -> None:
@@ -27,7 +28,7 @@ def test_a_created_job_reads_back_whole_with_its_etag(stores: Stores) -> None:
 
 
 def test_optional_fields_read_back_as_absent(stores: Stores) -> None:
-    minimal = {"properties": {"action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}}}
+    minimal = job_body(None, http_action("https://example.org/", method="GET", body=None))
     plain = parse_job(minimal, validate_limits=False).definition  # no start, no recurrence, no secret
     bare = job(
         last_execution_time=None, next_execution_time=None, due=None, counted=(), definition=plain, ended_at=None

@@ -11,6 +11,7 @@ import pytest
 
 from scheduler_core import wiring
 from tests.e2e.conftest import Api
+from tests.support.jobs import http_action, job_body
 from tests.support.loopback_guard import resolved
 
 __all__ = ["resolved"]  # a fixture
@@ -32,16 +33,7 @@ def start() -> str:
 
 
 def http_job(policy: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "properties": {
-            "startTime": start(),
-            "action": {
-                "type": "Http",
-                "request": {"uri": "http://example.org/x", "method": "GET"},
-                "retryPolicy": policy,
-            },
-        }
-    }
+    return job_body(start(), http_action("http://example.org/x", method="GET", body=None, retryPolicy=policy))
 
 
 def sb_job(namespace: str, key: str | None = None, ttl: str | None = None) -> dict[str, Any]:

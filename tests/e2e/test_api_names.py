@@ -15,6 +15,7 @@ from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.storage.keys import MAX_NAME_UNITS
 from scheduler_core.storage.names import TABLES
 from tests.e2e.conftest import API_VERSION, Api
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -42,15 +43,9 @@ def send(api: Api, method: str, target: str, body: Any = None) -> tuple[int, dic
     return response.status, json.loads(data) if data else {}
 
 
-def job_body() -> dict[str, Any]:
+def hourly_job() -> dict[str, Any]:
     start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "properties": {
-            "startTime": start,
-            "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/x", "method": "GET"}},
-            "recurrence": {"frequency": "Hour", "interval": 1},
-        }
-    }
+    return job_body(start, http_action("http://127.0.0.1:9/x", method="GET", body=None), every("Hour"))
 
 
 COLLECTION_BODY = {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
@@ -69,7 +64,7 @@ def stored(api: Api) -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture
 def payroll(api: Api) -> dict[str, Any]:
     assert send(api, "PUT", JC, COLLECTION_BODY)[0] == 201
-    status, job = send(api, "PUT", f"{JC}/jobs/payroll", job_body())
+    status, job = send(api, "PUT", f"{JC}/jobs/payroll", hourly_job())
     assert status == 201, job
     return job
 
@@ -109,7 +104,7 @@ REFUSED_JOB_NAMES = [
 def test_a_bad_job_name_is_a_400_naming_it_and_changes_nothing(api: Api, payroll: dict[str, Any], name: str) -> None:
     before = stored(api)
     for method, suffix, body in (
-        ("PUT", "", job_body()),
+        ("PUT", "", hourly_job()),
         ("PATCH", "", {"properties": {"state": "Disabled"}}),
         ("DELETE", "", None),
         ("POST", "/run", None),
@@ -127,7 +122,7 @@ def test_a_bad_job_name_is_a_400_naming_it_and_changes_nothing(api: Api, payroll
 
 def test_payroll_is_untouched_by_names_that_once_reached_it(api: Api, payroll: dict[str, Any]) -> None:
     # Before the fix, the first replaced 'payroll', the second deleted it and the third ran it.
-    assert send(api, "PUT", f"{JC}/jobs/payroll%3Fcopy", {**job_body(), "properties": {}})[0] == 400
+    assert send(api, "PUT", f"{JC}/jobs/payroll%3Fcopy", {**hourly_job(), "properties": {}})[0] == 400
     assert send(api, "DELETE", f"{JC}/jobs/payroll%3Fother")[0] == 400
     assert send(api, "POST", f"{JC}/jobs/payroll%2Frun")[0] == 400
     assert send(api, "GET", f"{JC}/jobs/payroll") == (200, payroll)
@@ -157,7 +152,7 @@ def test_dot_segments_do_not_reach_the_collection(api: Api, payroll: dict[str, A
 )
 def test_a_valid_name_addresses_exactly_the_resource_it_spells(api: Api, raw: str, name: str) -> None:
     assert send(api, "PUT", JC, COLLECTION_BODY)[0] == 201
-    status, job = send(api, "PUT", f"{JC}/jobs/{raw}", job_body())
+    status, job = send(api, "PUT", f"{JC}/jobs/{raw}", hourly_job())
     assert status == 201, job
     assert job["name"] == f"jc/{name}"
     assert job["id"].endswith(f"/jobs/{name}")
@@ -195,10 +190,10 @@ def test_the_longest_names_of_every_kind_are_stored_and_found(api: Api) -> None:
         f"{quote(jc)}"
     )
     assert send(api, "PUT", collection, COLLECTION_BODY)[0] == 201
-    status, created = send(api, "PUT", f"{collection}/jobs/{quote(job)}", job_body())
+    status, created = send(api, "PUT", f"{collection}/jobs/{quote(job)}", hourly_job())
     assert status == 201, created
     longest = "d" * MAX_NAME_UNITS["jobName"]
-    assert send(api, "PUT", f"{collection}/jobs/{longest}", job_body())[0] == 201
+    assert send(api, "PUT", f"{collection}/jobs/{longest}", hourly_job())[0] == 201
     assert send(api, "POST", f"{collection}/jobs/{longest}/run")[0] == 200
     assert len(send(api, "GET", f"{collection}/jobs")[1]["value"]) == 2
     rows = stored(api)
@@ -209,8 +204,8 @@ def test_the_longest_names_of_every_kind_are_stored_and_found(api: Api) -> None:
 def test_a_name_is_one_name_in_any_case_even_with_a_final_sigma(api: Api) -> None:
     # str.lower folds a word-final 'Σ' to 'ς' but a lone one to 'σ': 'ΟΔΟΣ' and 'οδοσ' once had two keys.
     assert send(api, "PUT", JC, COLLECTION_BODY)[0] == 201
-    assert send(api, "PUT", f"{JC}/jobs/{quote('ΟΔΟΣ')}", job_body())[0] == 201
+    assert send(api, "PUT", f"{JC}/jobs/{quote('ΟΔΟΣ')}", hourly_job())[0] == 201
     status, job = send(api, "GET", f"{JC}/jobs/{quote('οδοσ')}")
     assert status == 200 and job["name"] == "jc/ΟΔΟΣ"
-    assert send(api, "PUT", f"{JC}/jobs/{quote('ΟδΟσ')}", job_body())[0] == 200  # the same job, updated
+    assert send(api, "PUT", f"{JC}/jobs/{quote('ΟδΟσ')}", hourly_job())[0] == 200  # the same job, updated
     assert len(send(api, "GET", f"{JC}/jobs")[1]["value"]) == 1

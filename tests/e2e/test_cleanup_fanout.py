@@ -12,7 +12,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -39,7 +39,7 @@ from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
 from tests.e2e.conftest import ROOT
-from tests.e2e.pipeline_harness import Pipeline
+from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -48,18 +48,18 @@ HOURLY = {"frequency": "Hour", "interval": 1}
 
 
 @pytest.fixture
-def fanout(storage_env: Settings) -> Pipeline:
-    """The pipeline over Azurite with a cleanup queue of this test's own."""
+def fanout(storage_env: Settings) -> Deployment:
+    """The pipeline over Azurite with a cleanup queue of this test's own, in simulated time from just past a
+    whole minute of the real clock."""
     settings = replace(storage_env, cleanup_queue=f"cleanup-{uuid.uuid4().hex[:8]}")
-    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    return Pipeline(settings, start)
+    return near_now(settings, azurite=True)
 
 
-def put_collection(pipeline: Pipeline, ref: CollectionRef, sku: str = "Standard") -> None:
+def put_collection(pipeline: Deployment, ref: CollectionRef, sku: str = "Standard") -> None:
     pipeline.services.service.put_collection(ref, {"location": "westus", "properties": {"sku": {"name": sku}}})
 
 
-def put_job(pipeline: Pipeline, ref: JobRef, url: str, *, once: bool = False) -> None:
+def put_job(pipeline: Deployment, ref: JobRef, url: str, *, once: bool = False) -> None:
     """A one-shot job due in 20 s (``once``), or an hourly one starting in an hour."""
     action = {"type": "Http", "request": {"uri": url, "method": "GET"}}
     if once:
@@ -69,7 +69,7 @@ def put_job(pipeline: Pipeline, ref: JobRef, url: str, *, once: bool = False) ->
     pipeline.services.service.put_job(ref, {"properties": {**properties, "action": action}})
 
 
-def add_old_history(pipeline: Pipeline, ref: JobRef, recent: int = 2, old: int = 3) -> None:
+def add_old_history(pipeline: Deployment, ref: JobRef, recent: int = 2, old: int = 3) -> None:
     """``recent`` history rows of the last days and ``old`` ones older than the 60 days kept."""
     now = pipeline.clock.now
     starts = [now - timedelta(days=i) for i in range(recent)]
@@ -85,11 +85,11 @@ def add_old_history(pipeline: Pipeline, ref: JobRef, recent: int = 2, old: int =
         history.table.submit_transaction(operations[begin : begin + MAX_BATCH])
 
 
-def history_count(pipeline: Pipeline, ref: JobRef) -> int:
+def history_count(pipeline: Deployment, ref: JobRef) -> int:
     return len(list(pipeline.services.stores.history.list(ref)))
 
 
-def counter(pipeline: Pipeline, ref: CollectionRef) -> int | None:
+def counter(pipeline: Deployment, ref: CollectionRef) -> int | None:
     record = pipeline.services.stores.collections.get(ref)
     assert record is not None
     return record.job_count
@@ -104,7 +104,7 @@ class Jobs:
     live: list[JobRef]
 
 
-def seed(pipeline: Pipeline, target: HttpTarget, collection: CollectionRef, finished: int, live: int) -> Jobs:
+def seed(pipeline: Deployment, target: HttpTarget, collection: CollectionRef, finished: int, live: int) -> Jobs:
     """The jobs, named so that finished and live ones alternate by row key."""
     if collection != pipeline.collection:
         put_collection(pipeline, collection)
@@ -126,11 +126,11 @@ def seed(pipeline: Pipeline, target: HttpTarget, collection: CollectionRef, fini
     return Jobs(collection, done, kept)
 
 
-def after_retention(pipeline: Pipeline) -> datetime:
+def after_retention(pipeline: Deployment) -> datetime:
     return pipeline.clock.now + FINISHED_JOB_RETENTION + timedelta(hours=1)
 
 
-def assert_cleaned(pipeline: Pipeline, jobs: Jobs) -> None:
+def assert_cleaned(pipeline: Deployment, jobs: Jobs) -> None:
     """Every finished job gone with its history, every live one trimmed to its recent rows, the counter
     exactly the jobs left (each slot given back once)."""
     names = {job.ref.name for job in pipeline.services.service.list_jobs(jobs.collection)}
@@ -179,7 +179,7 @@ def collection_message(jobs: Jobs, run: datetime) -> str:
 
 
 def test_the_timer_sends_a_message_per_subscription_and_those_one_per_collection(
-    fanout: Pipeline, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+    fanout: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the real cleanup queue on Azurite and the triggers the function app calls."""
     refs = [
@@ -224,7 +224,7 @@ def test_the_timer_sends_a_message_per_subscription_and_those_one_per_collection
         assert_cleaned(fanout, jobs)
 
 
-def test_a_subscription_with_many_collections_hands_the_rest_on(fanout: Pipeline, target: HttpTarget) -> None:
+def test_a_subscription_with_many_collections_hands_the_rest_on(fanout: Deployment, target: HttpTarget) -> None:
     refs = [fanout.collection] + [CollectionRef("sub1", "rg", f"c{i}") for i in range(6)]
     for ref in refs[1:]:
         put_collection(fanout, ref)
@@ -242,7 +242,7 @@ def test_a_subscription_with_many_collections_hands_the_rest_on(fanout: Pipeline
     assert report.messages_sent == 2 + len(refs)
 
 
-def test_a_collection_split_into_messages_covers_every_job_once(fanout: Pipeline, target: HttpTarget) -> None:
+def test_a_collection_split_into_messages_covers_every_job_once(fanout: Deployment, target: HttpTarget) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=5, live=6)
     run = after_retention(fanout)
     report, ran = run_messages(
@@ -257,7 +257,7 @@ def test_a_collection_split_into_messages_covers_every_job_once(fanout: Pipeline
     assert_cleaned(fanout, jobs)
 
 
-def test_a_message_out_of_time_hands_the_rest_of_its_range_on(fanout: Pipeline, target: HttpTarget) -> None:
+def test_a_message_out_of_time_hands_the_rest_of_its_range_on(fanout: Deployment, target: HttpTarget) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=4, live=5)
     ticks = itertools.count()  # a clock that runs 1 s per reading: 3 jobs fit a budget of 2.5 s
 
@@ -320,7 +320,7 @@ def redelivering(stores_for_attempt: Callable[[int], Stores], **options: Any) ->
 
 
 def test_a_worker_killed_half_way_and_its_message_redelivered_give_each_slot_back_once(
-    fanout: Pipeline, target: HttpTarget
+    fanout: Deployment, target: HttpTarget
 ) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=5, live=5)
     stores = fanout.services.stores
@@ -343,7 +343,7 @@ def test_a_worker_killed_half_way_and_its_message_redelivered_give_each_slot_bac
 
 
 def test_a_kill_between_a_removal_and_its_give_back_leaves_the_counter_high_never_low(
-    fanout: Pipeline, target: HttpTarget
+    fanout: Deployment, target: HttpTarget
 ) -> None:
     """The one window the cleanup cannot close without a transaction across tables: the job row is gone and
     the worker dies before the counter moves. The slot stays taken (the counter's repair counts the jobs
@@ -360,7 +360,7 @@ def test_a_kill_between_a_removal_and_its_give_back_leaves_the_counter_high_neve
     assert counter(fanout, jobs.collection) == len(jobs.live) + 1
 
 
-def test_two_workers_on_one_message_give_each_slot_back_once(fanout: Pipeline, target: HttpTarget) -> None:
+def test_two_workers_on_one_message_give_each_slot_back_once(fanout: Deployment, target: HttpTarget) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=6, live=3)
     stores, claims = fanout.services.stores, fanout.services.executor.claims
     message = CleanupMessage.from_json(collection_message(jobs, after_retention(fanout)))
@@ -381,7 +381,7 @@ def test_two_workers_on_one_message_give_each_slot_back_once(fanout: Pipeline, t
     assert_cleaned(fanout, jobs)
 
 
-def test_a_client_delete_racing_a_message_gives_the_slot_back_once(fanout: Pipeline, target: HttpTarget) -> None:
+def test_a_client_delete_racing_a_message_gives_the_slot_back_once(fanout: Deployment, target: HttpTarget) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=3, live=1)
     stores = fanout.services.stores
     raced = jobs.finished[1]
@@ -406,7 +406,7 @@ def test_a_client_delete_racing_a_message_gives_the_slot_back_once(fanout: Pipel
     assert_cleaned(fanout, jobs)
 
 
-def test_an_abandoned_deletion_is_finished_across_messages(fanout: Pipeline, target: HttpTarget) -> None:
+def test_an_abandoned_deletion_is_finished_across_messages(fanout: Deployment, target: HttpTarget) -> None:
     jobs = seed(fanout, target, fanout.collection, finished=2, live=4)
     stores = fanout.services.stores
     existing = stores.collections.get(jobs.collection)
@@ -425,7 +425,7 @@ def test_an_abandoned_deletion_is_finished_across_messages(fanout: Pipeline, tar
         assert history_count(fanout, ref) == 0
 
 
-def test_the_whole_pass_still_runs_in_one_call(fanout: Pipeline, target: HttpTarget) -> None:
+def test_the_whole_pass_still_runs_in_one_call(fanout: Deployment, target: HttpTarget) -> None:
     """``cleanup()``: the timer's messages and all they send, in the calling thread, small messages too."""
     jobs = seed(fanout, target, fanout.collection, finished=3, live=4)
     other = seed(fanout, target, CollectionRef("sub9", "rg", "other"), finished=2, live=1)
@@ -453,7 +453,7 @@ def test_collection_messages_are_spread_evenly_over_the_window() -> None:
 
 
 def test_the_local_host_runs_the_cleanup_from_the_timer_to_the_last_collection(
-    fanout: Pipeline, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+    fanout: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """function_app's cleanup_collections on the local host (the Functions host's queue semantics, 16 at a
     time) takes every message the timer's message fans out to, until every collection is clean."""

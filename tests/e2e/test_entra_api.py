@@ -41,6 +41,7 @@ from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.auth.entra import REFRESH_INTERVAL_SECONDS
 from scheduler_core.storage.names import table_names
+from tests.support.jobs import every, http_action, job_body
 from tests.support.oidc import Client, OidcProvider, SigningKey, oidc_provider
 from tests.support.oidc_tls_front import tls_front
 from tests.support.tls import TestCa
@@ -197,13 +198,11 @@ def job(uri: str = "https://example.org/hook") -> m.JobDefinition:
     )
 
 
-JOB_BODY = {
-    "properties": {
-        "startTime": (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "action": {"type": "Http", "request": {"uri": "https://example.org/x", "method": "GET"}},
-        "recurrence": {"frequency": "Hour", "interval": 1},
-    }
-}
+JOB_BODY = job_body(
+    (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    http_action("https://example.org/x", method="GET", body=None),
+    every("Hour"),
+)
 
 
 def refused(principal: str, action: str, scope: str) -> str:

@@ -23,10 +23,10 @@ from scheduler_core import auth, settings, triggers, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.queue_router import queue_index
-from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e.conftest import ROOT
 from tests.support.http_target import http_target
+from tests.support.jobs import fixed_retries, http_action, job_body
 from tests.unit.test_execution_queues import load_function_app
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -131,12 +131,11 @@ def test_jobs_fire_through_their_queues_and_a_retry_stays_on_its_queue(running: 
     with http_target() as target, http_target([500, 200]) as flaky_target:
         for names in per_queue.values():
             for name in names:
-                action = {"type": "Http", "request": {"uri": f"{target.base_url}/{name}", "method": "GET"}}
-                _put_job(running, name, {"properties": {"startTime": format_instant(due), "action": action}})
-        retry = {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 2}
-        request = {"uri": f"{flaky_target.base_url}/{flaky}", "method": "GET"}
-        action = {"type": "Http", "request": request, "retryPolicy": retry}
-        _put_job(running, flaky, {"properties": {"startTime": format_instant(due), "action": action}})
+                action = http_action(f"{target.base_url}/{name}", method="GET", body=None)
+                _put_job(running, name, job_body(due, action))
+        retry = fixed_retries(2, "PT15S")
+        action = http_action(f"{flaky_target.base_url}/{flaky}", method="GET", body=None, retryPolicy=retry)
+        _put_job(running, flaky, job_body(due, action))
 
         received = target.wait_for(2 * K, timeout=40)
         assert sorted(r.path.strip("/") for r in received) == sorted(n for names in per_queue.values() for n in names)

@@ -1,8 +1,8 @@
 """Faults: the answer to one of an attempt's own storage writes is lost (the write landed; the connection
 broke before its answer came back). The real executor over Azurite's tables reached through
 :mod:`tests.support.answer_loss_proxy`, a real TCP proxy that lets the chosen request reach Azurite and then
-resets the connection instead of passing its answer on; simulated time (``tests/e2e/pipeline_harness.py``)
-and a real HTTP target on 127.0.0.1.
+resets the connection instead of passing its answer on; simulated time (``tests/support/harness.py``) and a
+real HTTP target on 127.0.0.1.
 
 The promise: a lost answer costs no lease and no second count. The claim's insert is retried (by the
 storage client, then :mod:`scheduler_core.pipeline.durable`) and answered "already exists": the executor
@@ -21,12 +21,12 @@ import pytest
 
 from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core.pipeline.execute import Outcome
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.names import CLAIMS_TABLE, JOBS_TABLE
-from tests.e2e.pipeline_harness import Pipeline
 from tests.support.answer_loss_proxy import answer_loss_proxy
+from tests.support.harness import near_now
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -63,12 +63,12 @@ def test_a_lost_answer_to_an_attempts_own_write_costs_no_lease_and_no_second_cou
         ports = AzuritePorts(blob=azurite.ports.blob, queue=azurite.ports.queue, table=proxy.port)
         settings = dataclasses.replace(storage_env, storage_connection_string=ports.connection_string())
         start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-        pipeline = Pipeline(settings, start)
+        pipeline = near_now(settings, azurite=True, start=start)
         due = start + timedelta(seconds=20)
         action = {"type": "Http", "request": {"uri": target.base_url, "method": "POST", "body": "ping"}}
-        pipeline.put_job("once", {"startTime": format_instant(due), "action": action})
+        pipeline.put_job("once", job_body(due, action))
         pipeline.clock.set(due)
-        [(_, message)] = pipeline.queue.take_visible()
+        [message] = pipeline.take()
 
         proxy.lose(writes_to(settings.table_name(table), methods), times=1)
         report = pipeline.services.executor.execute(message)
@@ -78,7 +78,7 @@ def test_a_lost_answer_to_an_attempts_own_write_costs_no_lease_and_no_second_cou
         assert report.outcome is Outcome.SUCCEEDED, (write, report)  # not BUSY: no lease to wait out
         assert len(target.received) == 1
         assert pipeline.services.executor.execute(message).outcome is Outcome.STALE  # the one-shot job ended
-        ref = pipeline.job_ref("once")
+        ref = pipeline.ref("once")
         job = pipeline.services.service.get_job(ref)
         assert (job.state, job.execution_count, job.failure_count) == ("Completed", 1, 0), write
         history = pipeline.services.service.list_history(ref)

@@ -24,12 +24,12 @@ from local_host.azurite import Azurite, AzuritePorts
 from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.watches import WATCH_GRACE
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e import fault_host
 from tests.support.answer_loss_proxy import answer_loss_proxy
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -72,8 +72,7 @@ def test_an_attempt_whose_receive_answer_is_lost_runs_once_within_a_tick_of_its_
         host = fault_host.spawn(LEASE_SECONDS, log=log)
         try:
             due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-            action = {"type": "Http", "request": {"uri": f"{target.base_url}/hook", "method": "POST"}}
-            services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+            services.service.put_job(ref, job_body(due, http_action(f"{target.base_url}/hook", body=None)))
             deadline = time.monotonic() + (due - datetime.now(UTC) + RERUN_BOUND).total_seconds()
             while time.monotonic() < deadline and not target.received:
                 time.sleep(0.2)

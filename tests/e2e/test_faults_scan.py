@@ -29,10 +29,10 @@ from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -89,8 +89,7 @@ def test_a_scan_worker_killed_mid_shard_loses_no_row_and_fires_none_twice(
     due = (created + timedelta(seconds=LOOKAHEAD_SECONDS + 8)).replace(microsecond=0)
     refs = [JobRef(collection, f"j{i:02d}") for i in range(JOBS)]
     for ref in refs:  # beyond the lookahead when written: left to the scans
-        action = {"type": "Http", "request": {"uri": f"{target.base_url}/{ref.name}", "method": "POST"}}
-        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+        services.service.put_job(ref, job_body(due, http_action(f"{target.base_url}/{ref.name}", body=None)))
     time.sleep(max(0.0, (due - timedelta(seconds=LOOKAHEAD_SECONDS - 2) - datetime.now(UTC)).total_seconds()))
 
     worker = subprocess.Popen(

@@ -28,6 +28,7 @@ from scheduler_core.storage.names import CLAIMS_TABLE
 from tests.e2e import fault_host
 from tests.support.fault_proxy import FaultProxy, fault_proxy
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -85,8 +86,7 @@ def jobs_one_a_second(
     refs = [JobRef(collection, f"j{i}") for i in range(JOBS)]
     for index, ref in enumerate(refs):
         due = first_due + timedelta(seconds=index)
-        action = {"type": "Http", "request": {"uri": f"{target.base_url}/{ref.name}", "method": "POST"}}
-        services.service.put_job(ref, {"properties": {"startTime": format_instant(due), "action": action}})
+        services.service.put_job(ref, job_body(due, http_action(f"{target.base_url}/{ref.name}", body=None)))
     mark(log, f"jobs j0..j{JOBS - 1} due from {format_instant(first_due)}, one a second")
     target.wait_for(2, timeout=30)
     return refs

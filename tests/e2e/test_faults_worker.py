@@ -28,6 +28,7 @@ from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e import fault_host
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -49,8 +50,7 @@ def held_job(
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     target.answer([200], delay=600)
     due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-    action = {"type": "Http", "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "ping"}}
-    return services, JobRef(collection, name), due, {"properties": {"startTime": format_instant(due), "action": action}}
+    return services, JobRef(collection, name), due, job_body(due, http_action(target.base_url + "/hook"))
 
 
 def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts_are_recorded(

@@ -38,12 +38,12 @@ from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.pipeline.execute import WORKER_LOST
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.e2e.host_process import HostProcess
 from tests.e2e.worker_init import LEASE_SETTING
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -239,9 +239,8 @@ def held_jobs(services: wiring.Services, target: HttpTarget, names: dict[str, fl
     refs = {}
     for name, after in names.items():
         due = (now + timedelta(seconds=after)).replace(microsecond=0)
-        action = {"type": "Http", "request": {"uri": f"{target.base_url}/{name}", "method": "POST", "body": name}}
         refs[name] = JobRef(collection, name)
-        services.service.put_job(refs[name], {"properties": {"startTime": format_instant(due), "action": action}})
+        services.service.put_job(refs[name], job_body(due, http_action(f"{target.base_url}/{name}", body=name)))
     return refs
 
 
@@ -336,12 +335,7 @@ def test_the_command_runs_the_app_in_a_worker_process_on_one_pool_and_takes_it_d
         created = requests.put(f"{jc}?api-version=2016-03-01", json={"location": "westus"}, headers=headers, timeout=30)
         assert created.status_code == 201, created.text
         due = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
-        job = {
-            "properties": {
-                "startTime": format_instant(due),
-                "action": {"type": "Http", "request": {"uri": target.base_url + "/fired", "method": "POST"}},
-            }
-        }
+        job = job_body(due, http_action(target.base_url + "/fired", body=None))
         put = requests.put(f"{jc}/jobs/j?api-version=2016-03-01", json=job, headers=headers, timeout=30)
         assert put.status_code == 201, put.text
         target.wait_for(1, timeout=30)

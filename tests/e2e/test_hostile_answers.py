@@ -30,6 +30,7 @@ from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.definitions._json import MAX_DEPTH
 from scheduler_core.settings import Settings
 from tests.e2e.conftest import Api
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -39,14 +40,12 @@ PREVIEW = "2026-12-01-preview"
 SUB = "sub-hostile"
 OTHER_SUB = "sub-elsewhere"
 JC = f"subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc"
-JOB = {
-    "properties": {
-        "startTime": (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT06:00:00Z"),
-        "action": {"type": "Http", "request": {"uri": "http://example.org/x", "method": "GET"}},
-        "recurrence": {"frequency": "Day", "interval": 1},
-        "state": "Disabled",
-    }
-}
+JOB = job_body(
+    (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT06:00:00Z"),
+    http_action("http://example.org/x", method="GET", body=None),
+    every("Day"),
+    state="Disabled",
+)
 
 
 @pytest.fixture

@@ -16,15 +16,13 @@ import pytest
 from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import every, http_action
 
 pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
 
 
 def every_minute(url: str, body: str = "v1", **recurrence: Any) -> dict[str, Any]:
-    return {
-        "action": {"type": "Http", "request": {"uri": url, "method": "POST", "body": body}},
-        "recurrence": {"frequency": "Minute", "interval": 1, **recurrence},
-    }
+    return {"action": http_action(url, body=body), "recurrence": every("Minute", **recurrence)}
 
 
 def patch(pipeline: Pipeline, name: str, properties: dict[str, Any]) -> None:

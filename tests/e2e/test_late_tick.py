@@ -39,6 +39,7 @@ from scheduler_core.definitions import Wire
 from scheduler_core.recurrence import format_instant
 from tests.e2e.pipeline_harness import Pipeline
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
 
@@ -94,13 +95,8 @@ def run(pipeline: Pipeline, target: HttpTarget, ticks: list[datetime], end: date
 def minutely_job(
     pipeline: Pipeline, target: HttpTarget, first: datetime, wire: Wire = Wire.CLASSIC, **extra: object
 ) -> None:
-    properties = {
-        "startTime": format_instant(first),
-        "action": {"type": "Http", "request": {"uri": target.base_url, "method": "POST", "body": "ping"}},
-        "recurrence": {"frequency": "Minute", "interval": 1},
-        **extra,
-    }
-    pipeline.services.service.put_job(pipeline.job_ref("minutely"), {"properties": properties}, wire=wire)
+    body = job_body(first, http_action(target.base_url), every("Minute"), **extra)
+    pipeline.services.service.put_job(pipeline.job_ref("minutely"), body, wire=wire)
 
 
 def scenario(pipeline: Pipeline, late_by: timedelta, second: int = 0) -> tuple[datetime, list[datetime], datetime]:

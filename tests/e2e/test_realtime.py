@@ -15,9 +15,9 @@ from local_host.azurite import free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, wiring
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from tests.support.http_target import http_target
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -44,12 +44,7 @@ def test_job_fires_at_its_second_and_history_shows_it(running: tuple[str, str]) 
     assert requests.put(url, json={"location": "westus"}, headers=headers, timeout=10).status_code == 201
     with http_target() as target:
         due = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
-        job = {
-            "properties": {
-                "startTime": format_instant(due),
-                "action": {"type": "Http", "request": {"uri": target.base_url, "method": "GET"}},
-            }
-        }
+        job = job_body(due, http_action(target.base_url, method="GET", body=None))
         response = requests.put(f"{base}/{JC}/jobs/soon?api-version=2016-03-01", json=job, headers=headers, timeout=10)
         assert response.status_code == 201, response.text
         [received] = target.wait_for(1, timeout=20)

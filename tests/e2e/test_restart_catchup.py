@@ -18,10 +18,10 @@ import requests
 
 from scheduler_core import auth
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from tests.e2e.host_process import STARTUP_ALLOWANCE, HostProcess
 from tests.support.http_target import http_target
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -60,12 +60,7 @@ def test_a_tick_missed_while_the_host_was_down_is_made_up_at_start_up_so_a_job_f
         assert requests.put(url, json={"location": "westus"}, headers=headers, timeout=10).status_code == 201
         with http_target() as target:
             due = tick + timedelta(seconds=LOOKAHEAD)  # beyond the lookahead now: not dispatched on write
-            job = {
-                "properties": {
-                    "startTime": format_instant(due),
-                    "action": {"type": "Http", "request": {"uri": target.base_url, "method": "GET"}},
-                }
-            }
+            job = job_body(due, http_action(target.base_url, method="GET", body=None))
             response = requests.put(
                 f"{first.base_url}/{JC}/jobs/after-restart?api-version=2016-03-01",
                 json=job,

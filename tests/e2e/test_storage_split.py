@@ -23,10 +23,10 @@ from local_host.azurite import Azurite, free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, settings, wiring
 from scheduler_core.adapters.azure.provision import provision
-from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.names import CLAIMS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
 from tests.e2e.conftest import ROOT
 from tests.support.http_target import http_target
+from tests.support.jobs import fixed_retries, http_action, job_body
 from tests.unit.test_execution_queues import load_function_app
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -118,13 +118,10 @@ def test_each_part_of_the_storage_lives_in_its_own_account(deployment: Deploymen
     due = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
     with http_target() as target, http_target([500, 200]) as flaky:
         for name, url, retry in (
-            ("steady", target.base_url, None),
-            ("flaky", flaky.base_url, {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 2}),
+            ("steady", target.base_url, {}),
+            ("flaky", flaky.base_url, {"retryPolicy": fixed_retries(2, "PT15S")}),
         ):
-            action: dict[str, Any] = {"type": "Http", "request": {"uri": f"{url}/{name}", "method": "GET"}}
-            if retry:
-                action["retryPolicy"] = retry
-            body = {"properties": {"startTime": format_instant(due), "action": action}}
+            body = job_body(due, http_action(f"{url}/{name}", method="GET", body=None, **retry))
             answer = d.call("PUT", f"{JC}/jobs/{name}", body)
             assert answer.status_code == 201, answer.text
         target.wait_for(1, timeout=40)

@@ -20,11 +20,19 @@ from scheduler_core.actions import ActionContext, ActionResult
 from scheduler_core.model import Job
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.recurrence import format_instant
-from tests.e2e.pipeline_harness import Pipeline
+from scheduler_core.settings import Settings
+from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import job_body
 
-pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture
+def pipeline(memory_env: Settings) -> Deployment:
+    """The pipeline on the memory adapter, in simulated time from just past a whole minute of the real clock."""
+    return near_now(memory_env)
+
 
 #: version 00, trace id, parent (span) id, flags (bit 0: sampled; the SDK also sets bit 1, a random trace id)
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -43,22 +51,24 @@ def spans() -> Iterator[InMemorySpanExporter]:
     provider.shutdown()
 
 
-def fired(pipeline: Pipeline, target: HttpTarget, name: str, headers: dict[str, str] | None = None) -> ExecutionMessage:
+def fired(
+    pipeline: Deployment, target: HttpTarget, name: str, headers: dict[str, str] | None = None
+) -> ExecutionMessage:
     """A one-shot job calling ``target`` (a secret in its query string), scanned at its due time: its message."""
     due = pipeline.clock.now + timedelta(seconds=20)
     request: dict[str, object] = {"uri": f"{target.base_url}/hook?{SECRET_QUERY}", "method": "POST", "body": "x"}
     if headers:
         request["headers"] = headers
-    pipeline.put_job(name, {"startTime": format_instant(due), "action": {"type": "Http", "request": request}})
+    pipeline.put_job(name, job_body(due, {"type": "Http", "request": request}))
     pipeline.clock.set(due)
-    pipeline.scan_all()
-    [(_, message)] = pipeline.queue.take_visible()
+    pipeline.scan()
+    [message] = pipeline.take()
     return message
 
 
-def run_attempt(pipeline: Pipeline, message: ExecutionMessage) -> tuple[Job, ActionResult]:
+def run_attempt(pipeline: Deployment, message: ExecutionMessage) -> tuple[Job, ActionResult]:
     """Run the message's attempt in its span, as the executor does."""
-    job = pipeline.services.service.get_job(pipeline.job_ref(message.job_row))
+    job = pipeline.services.service.get_job(pipeline.ref(message.job_row))
     action = job.definition.action.main
     context = ActionContext(
         job.ref.resource_id,
@@ -80,7 +90,7 @@ def by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
 
 
 def test_the_target_joins_the_trace_of_the_attempt(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     message = fired(pipeline, target, "traced")
     job, result = run_attempt(pipeline, message)
@@ -128,7 +138,7 @@ def test_the_target_joins_the_trace_of_the_attempt(
 
 
 def test_a_failed_answer_marks_both_spans_failed(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     target.answer([503])
     _, result = run_attempt(pipeline, fired(pipeline, target, "down"))
@@ -143,11 +153,11 @@ def test_a_failed_answer_marks_both_spans_failed(
 
 
 def test_a_call_that_gets_no_answer_has_no_status_code(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     message = fired(pipeline, target, "unreachable")
     pipeline.services.service.patch_job(
-        pipeline.job_ref("unreachable"),
+        pipeline.ref("unreachable"),
         {"properties": {"action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}}},
     )
     _, result = run_attempt(pipeline, message)
@@ -159,7 +169,7 @@ def test_a_call_that_gets_no_answer_has_no_status_code(
 
 
 def test_no_span_attribute_carries_the_path_or_query(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     run_attempt(pipeline, fired(pipeline, target, "quiet"))
     for span in spans.get_finished_spans():
@@ -168,7 +178,7 @@ def test_no_span_attribute_carries_the_path_or_query(
 
 
 def test_the_jobs_own_traceparent_header_wins(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     run_attempt(pipeline, fired(pipeline, target, "own", headers={"TraceParent": own}))
@@ -178,7 +188,7 @@ def test_the_jobs_own_traceparent_header_wins(
     assert {span.name for span in spans.get_finished_spans()} == {"scheduler.attempt", "POST"}
 
 
-def test_without_tracing_no_traceparent_is_sent(pipeline: Pipeline, target: HttpTarget) -> None:
+def test_without_tracing_no_traceparent_is_sent(pipeline: Deployment, target: HttpTarget) -> None:
     telemetry.use_tracer_provider(NoOpTracerProvider())  # what the API does when no exporter is configured
     try:
         _, result = run_attempt(pipeline, fired(pipeline, target, "untraced"))

@@ -34,14 +34,22 @@ from scheduler_core import telemetry
 from scheduler_core.actions import ActionContext
 from scheduler_core.adapters.azure.monitor import AzureMonitorPipeline, configure_azure_monitor
 from scheduler_core.pipeline import reporting
-from scheduler_core.recurrence import format_instant
+from scheduler_core.settings import Settings
 from tests.actions.conftest import TestCredential
-from tests.e2e.pipeline_harness import Pipeline
+from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
 from tests.support.identity_endpoint import identity_endpoint
+from tests.support.jobs import job_body
 from tests.support.tls import Seen, TestCa, https_peer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture
+def pipeline(memory_env: Settings) -> Deployment:
+    """The pipeline on the memory adapter, in simulated time from just past a whole minute of the real clock."""
+    return near_now(memory_env)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 IKEY = "3a1b0c2d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -130,14 +138,14 @@ def exporting(ingestion: Ingestion, credential: Any) -> Iterator[AzureMonitorPip
         pipeline.shutdown()
 
 
-def one_shot(pipeline: Pipeline, target: HttpTarget, name: str) -> None:
+def one_shot(pipeline: Deployment, target: HttpTarget, name: str) -> None:
     due = pipeline.clock.now + timedelta(seconds=20)
     request = {"uri": f"{target.base_url}/hook?sig=s3cr3t", "method": "POST", "body": "x"}
-    pipeline.put_job(name, {"startTime": format_instant(due), "action": {"type": "Http", "request": request}})
+    pipeline.put_job(name, job_body(due, {"type": "Http", "request": request}))
 
 
 def test_metrics_and_the_call_of_a_real_execution_reach_application_insights_with_a_token(
-    pipeline: Pipeline, target: HttpTarget, ingestion: Ingestion
+    pipeline: Deployment, target: HttpTarget, ingestion: Ingestion
 ) -> None:
     credential = TestCredential()
     with exporting(ingestion, credential) as monitor:
@@ -167,14 +175,14 @@ def test_metrics_and_the_call_of_a_real_execution_reach_application_insights_wit
 
 
 def test_an_attempt_is_a_request_and_the_target_shares_its_operation(
-    pipeline: Pipeline, target: HttpTarget, ingestion: Ingestion
+    pipeline: Deployment, target: HttpTarget, ingestion: Ingestion
 ) -> None:
     target.answer([500])
     one_shot(pipeline, target, "flaky")
     pipeline.clock.set(pipeline.clock.now + timedelta(seconds=20))
-    pipeline.scan_all()
-    [(_, message)] = pipeline.queue.take_visible()
-    job = pipeline.services.service.get_job(pipeline.job_ref("flaky"))
+    pipeline.scan()
+    [message] = pipeline.take()
+    job = pipeline.services.service.get_job(pipeline.ref("flaky"))
     action = job.definition.action.main
     context = ActionContext(
         job.ref.resource_id, job.ref.collection.resource_id, message.occurrence_time, "exec-1", message.attempt

@@ -14,11 +14,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from scheduler_core import telemetry
-from scheduler_core.recurrence import format_instant
-from tests.e2e.pipeline_harness import Pipeline
+from scheduler_core.settings import Settings
+from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import job_body
 
-pytestmark = [pytest.mark.e2e, pytest.mark.backend("memory")]
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture
+def pipeline(memory_env: Settings) -> Deployment:
+    """The pipeline on the memory adapter, in simulated time from just past a whole minute of the real clock."""
+    return near_now(memory_env)
 
 
 @pytest.fixture
@@ -37,7 +44,7 @@ def attempts(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
 
 
 def test_each_attempt_of_an_execution_is_a_span_its_target_joins(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     target.answer([500, 200])
     due = pipeline.clock.now + timedelta(seconds=20)
@@ -46,7 +53,7 @@ def test_each_attempt_of_an_execution_is_a_span_its_target_joins(
         "request": {"uri": target.base_url + "/hook", "method": "POST", "body": "x"},
         "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 1},
     }
-    pipeline.put_job("retried", {"startTime": format_instant(due), "action": action})
+    pipeline.put_job("retried", job_body(due, action))
     pipeline.run_until(due + timedelta(minutes=2))
 
     first, second = attempts(spans)
@@ -67,7 +74,7 @@ def test_each_attempt_of_an_execution_is_a_span_its_target_joins(
 
 
 def test_an_error_action_is_an_attempt_span_of_its_own(
-    pipeline: Pipeline, target: HttpTarget, spans: InMemorySpanExporter
+    pipeline: Deployment, target: HttpTarget, spans: InMemorySpanExporter
 ) -> None:
     target.answer([500])
     due = pipeline.clock.now + timedelta(seconds=20)
@@ -78,7 +85,7 @@ def test_an_error_action_is_an_attempt_span_of_its_own(
         "retryPolicy": {"retryType": "None"},
         "errorAction": {"type": "Http", "request": {**request, "uri": target.base_url + "/error"}},
     }
-    pipeline.put_job("guarded", {"startTime": format_instant(due), "action": action})
+    pipeline.put_job("guarded", job_body(due, action))
     pipeline.run_until(due + timedelta(minutes=1))
 
     main, error = attempts(spans)

@@ -22,6 +22,7 @@ from scheduler_core.ledger import OCCURRENCE_KIND, ledger_partition
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.support.jobs import http_action, job_body
 
 pytestmark = pytest.mark.azurite
 
@@ -36,13 +37,7 @@ def instances(config: Settings, sku: str, jobs: dict[str, str]) -> tuple[wiring.
     first.service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": sku}}})
     start = (datetime.now(UTC) - timedelta(days=1)).replace(second=0, microsecond=0)
     for name, frequency in jobs.items():
-        body = {
-            "properties": {
-                "startTime": format_instant(start),
-                "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/never", "method": "POST"}},
-                "recurrence": {"frequency": frequency},
-            }
-        }
+        body = job_body(start, http_action("http://127.0.0.1:9/never", body=None), {"frequency": frequency})
         first.service.put_job(JobRef(COLLECTION, name), body)
     return first, second, start
 

@@ -29,6 +29,7 @@ from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.support.jobs import http_action, job_body
 
 pytestmark = pytest.mark.azurite
 
@@ -68,13 +69,7 @@ def busy_job(storage_env: Settings) -> tuple[CountingJobs, Job]:
     service = SchedulerService(stores, storage_env.due_shards)
     service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {
-        "properties": {
-            "startTime": start,
-            "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
-            "recurrence": {"frequency": "Hour"},
-        }
-    }
+    body = job_body(start, http_action("https://example.org/", method="GET", body=None), {"frequency": "Hour"})
     job, _ = service.put_job(REF, body)
     return CountingJobs(stores.jobs.table), job  # type: ignore[attr-defined]
 

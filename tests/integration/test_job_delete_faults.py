@@ -26,11 +26,11 @@ from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.tables import DELETE_TRIES, table_stores
 from scheduler_core.errors import EtagMismatchError, StorageError
 from scheduler_core.ports import Stores
-from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.contract.records import JOB, job
 from tests.support.answer_loss_proxy import AnswerLossProxy, answer_loss_proxy
+from tests.support.jobs import http_action, job_body
 
 pytestmark = [pytest.mark.azurite]
 
@@ -113,9 +113,8 @@ def test_the_api_answers_a_delete_whose_answer_was_lost_and_removes_the_jobs_row
             collection, {"location": "west", "properties": {"sku": {"name": "Standard"}, "quota": quota}}
         )
         ref = JobRef(collection, "gone")
-        start = format_instant(datetime.now(UTC) + timedelta(days=1))
-        action = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}
-        job_written, _ = service.put_job(ref, {"properties": {"startTime": start, "action": action}})
+        action = http_action("https://example.org/", method="GET", body=None)
+        job_written, _ = service.put_job(ref, job_body(datetime.now(UTC) + timedelta(days=1), action))
         assert job_written.due is not None
         stores = wiring.build(storage_env).stores  # direct to Azurite: the checks
         assert stores.collections.get(collection).job_count == 1  # type: ignore[union-attr]

@@ -25,6 +25,7 @@ from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = pytest.mark.azurite
 
@@ -43,13 +44,7 @@ class CountingCollections(TableCollections):
 
 def job(recurrence: dict[str, Any] | None = None) -> dict[str, Any]:
     start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "properties": {
-            "startTime": start,
-            "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
-            "recurrence": recurrence or {"frequency": "Hour", "interval": 1},
-        }
-    }
+    return job_body(start, http_action("https://example.org/", method="GET", body=None), recurrence or every("Hour"))
 
 
 def instance(config: Settings) -> SchedulerService:

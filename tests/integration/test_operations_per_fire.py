@@ -23,6 +23,7 @@ from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.http_target import HttpTarget, http_target
+from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.azurite]
 
@@ -51,11 +52,8 @@ def test_a_fired_occurrence_costs_a_send_a_job_read_a_claim_a_counters_write_and
     collection = CollectionRef("sub1", "rg", "jc")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     due = start + timedelta(minutes=10)
-    action = {"type": "Http", "request": {"uri": target.base_url, "method": "POST"}}
-    recurrence = {"frequency": "Hour", "interval": 1}
     ref = JobRef(collection, "j")
-    properties = {"startTime": format_instant(due), "action": action, "recurrence": recurrence}
-    job = services.service.put_job(ref, {"properties": properties})[0]
+    job = services.service.put_job(ref, job_body(due, http_action(target.base_url, body=None), every("Hour")))[0]
     assert job.due is not None
     executions = services.executions
     assert isinstance(executions, MessageQueue)

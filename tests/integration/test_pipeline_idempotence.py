@@ -15,43 +15,44 @@ from scheduler_core.pipeline.durable import durably, is_transient
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from tests.e2e.pipeline_harness import Pipeline
+from tests.support.harness import Deployment, near_now
+from tests.support.jobs import job_body
 
 pytestmark = [pytest.mark.azurite]
 
 
 @pytest.fixture
-def pipeline(storage_env: Settings) -> Pipeline:
-    return Pipeline(storage_env, datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1))
+def pipeline(storage_env: Settings) -> Deployment:
+    return near_now(storage_env, azurite=True, start=datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1))
 
 
-def _job_message(pipeline: Pipeline, name: str) -> ExecutionMessage:
+def _job_message(pipeline: Deployment, name: str) -> ExecutionMessage:
     due = pipeline.clock.now + timedelta(hours=1)
     pipeline.put_job(
         name,
-        {
-            "startTime": format_instant(due),
-            "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}},
-            "recurrence": {"frequency": "Hour", "interval": 1},
-        },
+        job_body(
+            due,
+            {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}},
+            {"frequency": "Hour", "interval": 1},
+        ),
     )
-    job = pipeline.services.service.get_job(pipeline.job_ref(name))
+    job = pipeline.services.service.get_job(pipeline.ref(name))
     return ExecutionMessage(job.ref.partition_key, job.ref.row_key, job.generation, format_instant(due))
 
 
-def test_counters_of_one_attempt_are_applied_once_however_often_they_are_written(pipeline: Pipeline) -> None:
+def test_counters_of_one_attempt_are_applied_once_however_often_they_are_written(pipeline: Deployment) -> None:
     message = _job_message(pipeline, "c")
     jobs = pipeline.services.stores.jobs
-    job = pipeline.services.service.get_job(pipeline.job_ref("c"))
+    job = pipeline.services.service.get_job(pipeline.ref("c"))
     for _ in range(3):  # a write repeated after its answer was lost, or by a worker taking over
         count_attempt(jobs, job, message, False, False, None, pipeline.clock())
     other = ExecutionMessage(message.job_partition, message.job_row, message.generation, message.occurrence, attempt=1)
     count_attempt(jobs, job, other, True, False, None, pipeline.clock())
-    stored = pipeline.services.service.get_job(pipeline.job_ref("c"))
+    stored = pipeline.services.service.get_job(pipeline.ref("c"))
     assert (stored.execution_count, stored.failure_count) == (2, 1)
 
 
-def test_a_claim_retried_after_its_answer_was_lost_is_still_this_callers(pipeline: Pipeline) -> None:
+def test_a_claim_retried_after_its_answer_was_lost_is_still_this_callers(pipeline: Deployment) -> None:
     claims = pipeline.services.executor.claims
     now = pipeline.clock()
     first = claims.claim("job", "row", "w1", now, timedelta(minutes=2), token="t1")

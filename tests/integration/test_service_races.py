@@ -28,6 +28,7 @@ from scheduler_core.ports import Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.support.jobs import every, fixed_retries, http_action, job_body
 
 pytestmark = pytest.mark.azurite
 
@@ -36,13 +37,7 @@ COLLECTION = CollectionRef("sub", "rg", "jc")
 
 def job(uri: str = "https://example.org/") -> dict[str, Any]:
     start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "properties": {
-            "startTime": start,
-            "action": {"type": "Http", "request": {"uri": uri, "method": "GET"}},
-            "recurrence": {"frequency": "Hour", "interval": 1},
-        }
-    }
+    return job_body(start, http_action(uri, method="GET", body=None), every("Hour"))
 
 
 def instance(config: Settings, jobs: type[TableJobs] = TableJobs) -> SchedulerService:
@@ -296,11 +291,9 @@ def test_a_free_jobs_default_retry_interval_is_written_in_the_jobs_duration_styl
     body = job()
     body["properties"]["action"]["retryPolicy"] = {"retryType": "Fixed", "retryCount": 1}
     timespan = {**body, "properties": {**body["properties"], "action": {**body["properties"]["action"]}}}
-    timespan["properties"]["action"]["errorAction"] = {
-        "type": "Http",
-        "request": {"uri": "https://example.org/error", "method": "GET"},
-        "retryPolicy": {"retryType": "Fixed", "retryInterval": "02:00:00", "retryCount": 1},
-    }
+    timespan["properties"]["action"]["errorAction"] = http_action(
+        "https://example.org/error", method="GET", body=None, retryPolicy=fixed_retries(1, "02:00:00")
+    )
     saved, _ = service.put_job(JobRef(COLLECTION, "timespan"), timespan)
     assert views.job(saved)["properties"]["action"]["retryPolicy"]["retryInterval"] == "01:00:00"
     saved, _ = service.put_job(JobRef(COLLECTION, "iso"), job())
