@@ -25,8 +25,9 @@ from scheduler_core.pipeline.counters import Backoff, count_attempt
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.watches import WATCH_GRACE
-from tests.decisions.conftest import NO_RETRY, START, Deployment, http_action, job_body
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import NO_RETRY, http_action, job_body
 
 
 class FakeTime:

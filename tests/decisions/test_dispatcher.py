@@ -18,8 +18,9 @@ from scheduler_core.pipeline.watchdog import WATCH_RECHECK, WATCH_UNCLAIMED_CHEC
 from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import due_row_key
-from tests.decisions.conftest import START, Deployment, http_action, job_body, parsed
+from tests.support.harness import START, Deployment, parsed
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 HOURLY = {"frequency": "Hour", "interval": 1}
 MINUTELY = {"frequency": "Minute", "interval": 1}

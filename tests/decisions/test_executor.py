@@ -20,15 +20,9 @@ from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.watches import WATCH_GRACE
 from scheduler_core.recurrence import format_instant
-from tests.decisions.conftest import (
-    NO_RETRY,
-    START,
-    Deployment,
-    fixed_retries,
-    http_action,
-    job_body,
-)
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import NO_RETRY, fixed_retries, http_action, job_body
 
 #: Inside the lookahead window: a job written with this start is dispatched at once.
 DUE = START + timedelta(seconds=20)

@@ -22,7 +22,8 @@ from scheduler_core.model import JobCollection
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service import SchedulerService
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.decisions.conftest import START, http_action, job_body
+from tests.support.harness import START
+from tests.support.jobs import http_action, job_body
 
 COLLECTION = CollectionRef("sub", "rg", "jc")
 BODY = job_body(START + timedelta(hours=1), http_action("http://127.0.0.1:9/"), {"frequency": "Hour", "interval": 1})

@@ -20,8 +20,9 @@ from scheduler_core.model.claim import CLAIM_LEASE, heartbeat_every, takeover_pa
 from scheduler_core.pipeline.execute import WORKER_LOST, ExecutionReport, Executor, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_SLOT
-from tests.decisions.conftest import NO_RETRY, START, Deployment, http_action, job_body
 from tests.decisions.workers import REAL_TIMEOUT, CountingRunner, HeldRunner, SimulatedWaits, WorkerDied, executor
+from tests.support.harness import START, Deployment
+from tests.support.jobs import NO_RETRY, http_action, job_body
 
 DUE = START + timedelta(seconds=20)  # inside the lookahead window: dispatched as the job is written
 TICK = timedelta(seconds=60)

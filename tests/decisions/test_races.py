@@ -16,7 +16,8 @@ from scheduler_core.errors import ConflictError, EtagMismatchError, NotFoundErro
 from scheduler_core.model import Job
 from scheduler_core.races import Backoff, Bound, RacesLost, StartOver, race
 from scheduler_core.service.races import RACE_ATTEMPTS, Races
-from tests.decisions.conftest import START, Deployment, http_action, job_body
+from tests.support.harness import START, Deployment
+from tests.support.jobs import http_action, job_body
 
 
 class Clock:

@@ -14,8 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_core import settings, wiring
-from scheduler_core.adapters.memory import SimulatedClock, memory_storage
+from scheduler_core import settings
 from scheduler_core.model import WATCH
 from scheduler_core.pipeline import cleanup
 from scheduler_core.pipeline.cleanup import SEND_THREADS, CleanupMessage, work
@@ -23,7 +22,8 @@ from scheduler_core.pipeline.dispatch import SCAN_BUDGET, SERIAL_ROWS, Dispatche
 from scheduler_core.pipeline.messages import ScanMessage
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef
-from tests.decisions.conftest import COLLECTION, START, Deployment, http_action, job_body, parsed
+from tests.support.harness import COLLECTION, START, Deployment, parsed
+from tests.support.jobs import http_action, job_body
 
 HOURLY = {"frequency": "Hour", "interval": 1}
 LATER = START + timedelta(minutes=10)
@@ -51,12 +51,7 @@ class SlowStorage:
 def one_shard(monkeypatch: pytest.MonkeyPatch, memory_env: settings.Settings) -> Deployment:
     """A deployment whose due index has one shard (every job's row is in shard 0000)."""
     monkeypatch.setenv("SCHEDULER_DUE_SHARDS", "1")
-    config = settings.load()
-    clock = SimulatedClock(START)
-    storage = memory_storage(clock)
-    services = wiring.build(config, clock=clock, sleep=clock.advance, storage=storage)
-    services.service.put_collection(COLLECTION, LARGE)
-    return Deployment(config, clock, storage, services)
+    return Deployment.on_memory(settings.load(), collection_body=LARGE)
 
 
 def slow_dispatcher(deployment: Deployment, slow: SlowStorage, chunk: int = 200) -> Dispatcher:

@@ -10,15 +10,15 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_core import settings, wiring
-from scheduler_core.adapters.memory import SimulatedClock, memory_storage
+from scheduler_core import settings
 from scheduler_core.errors import StorageError
 from scheduler_core.model import WATCH
 from scheduler_core.pipeline.dispatch import SERIAL_ROWS, Dispatcher, ScanReport
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ScanMessage
-from tests.decisions.conftest import COLLECTION, START, Deployment, http_action, job_body, parsed
+from tests.support.harness import COLLECTION, START, Deployment, parsed
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 HOURLY = {"frequency": "Hour", "interval": 1}
 LATER = START + timedelta(minutes=10)
@@ -32,12 +32,7 @@ LARGE = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
 def one_shard(monkeypatch: pytest.MonkeyPatch, memory_env: settings.Settings) -> Deployment:
     """A deployment whose due index has one shard: every job's row is in shard 0000."""
     monkeypatch.setenv("SCHEDULER_DUE_SHARDS", "1")
-    config = settings.load()
-    clock = SimulatedClock(START)
-    storage = memory_storage(clock)
-    services = wiring.build(config, clock=clock, sleep=clock.advance, storage=storage)
-    services.service.put_collection(COLLECTION, LARGE)
-    return Deployment(config, clock, storage, services)
+    return Deployment.on_memory(settings.load(), collection_body=LARGE)
 
 
 def chunked(deployment: Deployment, chunk: int = CHUNK, shards: int | None = None) -> Dispatcher:

@@ -25,16 +25,9 @@ from scheduler_core.model.job import first_generation
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.decisions.conftest import (
-    COLLECTION,
-    STANDARD,
-    START,
-    Deployment,
-    fixed_retries,
-    http_action,
-    job_body,
-)
+from tests.support.harness import COLLECTION, STANDARD, START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import fixed_retries, http_action, job_body
 
 LATER = START + timedelta(minutes=10)
 HOURLY = {"frequency": "Hour", "interval": 1}

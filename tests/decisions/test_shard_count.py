@@ -13,13 +13,14 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_core import settings, wiring
+from scheduler_core import settings
 from scheduler_core.adapters.memory import MemoryStorage, SimulatedClock, memory_storage
 from scheduler_core.errors import StorageError
 from scheduler_core.pipeline.messages import ScanMessage
 from scheduler_core.pipeline.ticks import MAX_SHARDS, heartbeat_row, recorded_shards, shards_row
-from tests.decisions.conftest import COLLECTION, START, Deployment, http_action, job_body, parsed
+from tests.support.harness import COLLECTION, START, Deployment, parsed
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 HOURLY = {"frequency": "Hour", "interval": 1}
 FIRST = START + timedelta(minutes=10)
@@ -29,8 +30,7 @@ LARGE = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
 def deployed(monkeypatch: pytest.MonkeyPatch, storage: MemoryStorage, clock: SimulatedClock, shards: int) -> Deployment:
     """An instance of the deployment over ``storage`` with ``SCHEDULER_DUE_SHARDS`` = ``shards``."""
     monkeypatch.setenv("SCHEDULER_DUE_SHARDS", str(shards))
-    config = settings.load()
-    return Deployment(config, clock, storage, wiring.build(config, clock=clock, sleep=clock.advance, storage=storage))
+    return Deployment.on_memory(settings.load(), clock, storage=storage)
 
 
 def tick_and_scan(deployment: Deployment) -> list[str]:

@@ -17,8 +17,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scheduler_core import telemetry
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.ticks import last_tick
-from tests.decisions.conftest import NO_RETRY, START, Deployment, fixed_retries, http_action, job_body
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import NO_RETRY, fixed_retries, http_action, job_body
 
 LATER = START + timedelta(minutes=10)
 SECRETS = ("s3cr3t-sig", "t0ken-code", "hunter2-password", "Bearer-abc-123", "/private/path")

@@ -17,8 +17,9 @@ from scheduler_core.pipeline.dispatch import LOOK_LOST_AFTER
 from scheduler_core.pipeline.messages import ExecutionMessage, ScanMessage
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT
 from scheduler_core.storage.keys import SEPARATOR, due_row_key
-from tests.decisions.conftest import START, Deployment, http_action, job_body
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import http_action, job_body
 
 LATER = START + timedelta(minutes=10)  # aligned to a minute, so to every slot
 HOURLY = {"frequency": "Hour", "interval": 1}

@@ -20,8 +20,9 @@ from scheduler_core.model.claim import CLAIM_LEASE, MAX_TAKEOVERS
 from scheduler_core.pipeline.execute import GIVEN_UP, WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.recurrence import format_instant
-from tests.decisions.conftest import NO_RETRY, START, Deployment, fixed_retries, http_action, job_body
 from tests.decisions.workers import CrashingRunner, WorkerDied, executor
+from tests.support.harness import START, Deployment
+from tests.support.jobs import NO_RETRY, fixed_retries, http_action, job_body
 
 DUE = START + timedelta(seconds=20)  # inside the lookahead window: dispatched as the job is written
 TICK = timedelta(seconds=60)

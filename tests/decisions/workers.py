@@ -13,7 +13,7 @@ from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.adapters.memory import SimulatedClock
 from scheduler_core.model.actions import Action
 from scheduler_core.pipeline.execute import Executor
-from tests.decisions.conftest import Deployment
+from tests.support.harness import Deployment
 
 #: How long (real time) a test waits for another thread to reach a point before it fails.
 REAL_TIMEOUT = 10.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from local_host.runtime import LocalHost
 from scheduler_core import auth
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.settings import Settings
-from tests.e2e.pipeline_harness import Pipeline
+from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget, http_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,11 +84,11 @@ def target() -> Iterator[HttpTarget]:
 
 
 @pytest.fixture
-def pipeline(request: pytest.FixtureRequest) -> Pipeline:
-    """The real services with simulated time, starting just past a whole minute, over Azurite, or over the
-    memory adapter for tests marked ``pytest.mark.backend("memory")`` (the closest marker wins)."""
+def pipeline(request: pytest.FixtureRequest) -> Deployment:
+    """The real services in simulated time (:func:`tests.support.harness.near_now`), starting just past a whole
+    minute, over Azurite, or over the memory adapter for tests marked ``pytest.mark.backend("memory")`` (the
+    closest marker wins)."""
     marker = request.node.get_closest_marker("backend")
     backend = marker.args[0] if marker is not None else "azurite"
     settings: Settings = request.getfixturevalue("memory_env" if backend == "memory" else "storage_env")
-    start = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1, seconds=5)
-    return Pipeline(settings, start, backend=backend)
+    return near_now(settings, azurite=backend != "memory")

@@ -37,7 +37,7 @@ import function_app
 from local_host.app_index import index_app
 from scheduler_core.definitions import Wire
 from scheduler_core.recurrence import format_instant
-from tests.e2e.pipeline_harness import Pipeline
+from tests.support.harness import Deployment
 from tests.support.http_target import HttpTarget
 from tests.support.jobs import every, http_action, job_body
 
@@ -64,7 +64,7 @@ def instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def tick(pipeline: Pipeline, past_due: bool) -> None:
+def tick(pipeline: Deployment, past_due: bool) -> None:
     """The function app's dispatch tick, then its scans of every shard (handed-on scans included)."""
     assert pipeline.memory is not None
     DISPATCH_TICK.handler(TimerRequest(past_due=past_due))
@@ -73,19 +73,20 @@ def tick(pipeline: Pipeline, past_due: bool) -> None:
             SCAN_SHARD.handler(func.QueueMessage(body=message.text.encode()))
 
 
-def run(pipeline: Pipeline, target: HttpTarget, ticks: list[datetime], end: datetime) -> list[Fired]:
+def run(pipeline: Deployment, target: HttpTarget, ticks: list[datetime], end: datetime) -> list[Fired]:
     """Simulate time to ``end``: the dispatch tick at each of ``ticks`` (a tick later than the schedule's
     second is past due), executions run when their messages become visible. What fired, and when."""
     pending = sorted(ticks)
     fired: list[Fired] = []
     while pipeline.clock() < end:
-        upcoming = [t for t in (pipeline.queue.next_visible_at(), pending[0] if pending else None) if t is not None]
+        visible = pipeline.executions.next_visible_at()
+        upcoming = [t for t in (visible, pending[0] if pending else None) if t is not None]
         pipeline.clock.set(max(min(*upcoming, end), pipeline.clock()))
         if pending and pipeline.clock() >= pending[0]:
             due = pending.pop(0)
             tick(pipeline, past_due=due.second != TICK_SECOND)
         before = len(target.received)
-        pipeline.deliver_visible()
+        pipeline.deliver()
         now = pipeline.clock()
         for request in target.received[before:]:
             fired.append(Fired(request.headers["x-ms-scheduler-expected-execution-time"], now))
@@ -93,13 +94,13 @@ def run(pipeline: Pipeline, target: HttpTarget, ticks: list[datetime], end: date
 
 
 def minutely_job(
-    pipeline: Pipeline, target: HttpTarget, first: datetime, wire: Wire = Wire.CLASSIC, **extra: object
+    pipeline: Deployment, target: HttpTarget, first: datetime, wire: Wire = Wire.CLASSIC, **extra: object
 ) -> None:
     body = job_body(first, http_action(target.base_url), every("Minute"), **extra)
-    pipeline.services.service.put_job(pipeline.job_ref("minutely"), body, wire=wire)
+    pipeline.services.service.put_job(pipeline.ref("minutely"), body, wire=wire)
 
 
-def scenario(pipeline: Pipeline, late_by: timedelta, second: int = 0) -> tuple[datetime, list[datetime], datetime]:
+def scenario(pipeline: Deployment, late_by: timedelta, second: int = 0) -> tuple[datetime, list[datetime], datetime]:
     """The job's first occurrence (at ``second`` past a minute), the ticks and the end: two ticks on time, then
     the holder dies just before its next tick, which comes ``late_by`` late (the new holder's), then ticks on
     time again."""
@@ -124,7 +125,7 @@ def in_gap(ticks: list[datetime], occurrence: str) -> bool:
 
 @pytest.mark.parametrize("second", [0, 1, 30])
 def test_a_tick_late_by_15_s_lease_and_15_s_polling_fires_every_occurrence_once(
-    pipeline: Pipeline, target: HttpTarget, second: int
+    pipeline: Deployment, target: HttpTarget, second: int
 ) -> None:
     first, ticks, end = scenario(pipeline, timedelta(seconds=15 + 15), second)
     minutely_job(pipeline, target, first)
@@ -135,7 +136,7 @@ def test_a_tick_late_by_15_s_lease_and_15_s_polling_fires_every_occurrence_once(
 
 
 def test_a_tick_two_minutes_late_coalesces_the_gap_by_default_and_fires_nothing_twice(
-    pipeline: Pipeline, target: HttpTarget
+    pipeline: Deployment, target: HttpTarget
 ) -> None:
     # Occurrences at :30: the gap after the last tick (hh:00:45 sends up to hh:02:00) holds two of them when
     # the late tick comes at hh:03:45 (hh:02:30, 75 s overdue, and hh:03:30).
@@ -149,13 +150,13 @@ def test_a_tick_two_minutes_late_coalesces_the_gap_by_default_and_fires_nothing_
     assert len(gap) == 2
     # The first of the gap fired late, standing for the second, which did not fire on its own.
     assert [t for t in every if t not in times] == gap[1:]
-    history = pipeline.services.service.list_history(pipeline.job_ref("minutely"))
+    history = pipeline.services.service.list_history(pipeline.ref("minutely"))
     [standing] = [h for h in history if h.expected_execution_time == instant(gap[0])]
     assert "late run standing for 2 occurrences" in standing.message
 
 
 def test_a_tick_two_minutes_late_fires_the_one_occurrence_of_a_gap_late_once(
-    pipeline: Pipeline, target: HttpTarget
+    pipeline: Deployment, target: HttpTarget
 ) -> None:
     # Occurrences at :00, ticks at :45: the gap (hh:01:00, hh:02:45] holds hh:02:00 only.
     first, ticks, end = scenario(pipeline, timedelta(minutes=2), second=0)
@@ -168,7 +169,7 @@ def test_a_tick_two_minutes_late_fires_the_one_occurrence_of_a_gap_late_once(
 
 
 def test_a_tick_two_minutes_late_fires_each_occurrence_of_the_gap_once_with_missed_run_policy_run_all(
-    pipeline: Pipeline, target: HttpTarget
+    pipeline: Deployment, target: HttpTarget
 ) -> None:
     first, ticks, end = scenario(pipeline, timedelta(minutes=2), second=30)
     minutely_job(pipeline, target, first, Wire.PREVIEW, missedRunPolicy={"mode": "RunAll"})

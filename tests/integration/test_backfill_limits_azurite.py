@@ -4,7 +4,7 @@ at the same instant. The limits hold across them: the backfills accepted never h
 limit, each refused one is a 409 naming the limit, and no more messages are sent than the limit allows.
 
 (What the accepted occurrences then do, and that the calls never exceed the limit, is shown in simulated time
-with the real executor in ``tests/decisions/test_backfill_limits.py``.)"""
+with the real executor in ``tests/decisions/policies/test_backfill_limits.py``.)"""
 
 from __future__ import annotations
 

@@ -352,7 +352,7 @@ class TableJobs:
         again, up to :data:`DELETE_TRIES` tries in all. A later try that finds the row gone after a try whose
         answer was lost cannot tell whether that try removed it or another call did, and answers None: the
         slot is then not given back (a collection's job counter one too high is repaired by the counter
-        itself, ``service/slots.py``) and never twice."""
+        itself, ``job_slots.py``) and never twice."""
         operation = ("delete", {"PartitionKey": ref.partition_key, "RowKey": ref.row_key})
         options = {} if etag is None else {"etag": etag, "match_condition": MatchConditions.IfNotModified}
         tries, answer_lost = 1, False

@@ -63,7 +63,7 @@ class FaultSeam:
     ``fail_next("save", StorageError("down"))`` makes the next ``save`` raise without touching the store;
     with ``landed=True`` the call takes effect first and then raises (a write whose answer was lost).
     Faults of one method are used up in the order they were set. A caller that calls several methods
-    (``service.slots.subtract_jobs`` reads with ``get``, writes with ``set_job_count``) meets each
+    (``job_slots.subtract_jobs`` reads with ``get``, writes with ``set_job_count``) meets each
     method's faults. A generator method (``due_before``, ``list`` of history) raises when it is first
     iterated."""
 

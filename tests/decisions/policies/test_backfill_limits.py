@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core import policies, wiring
-from scheduler_core.adapters.memory import SimulatedClock, memory_storage
+from scheduler_core import policies
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import QuotaExceededError
 from scheduler_core.ledger import OCCURRENCE_KIND, ledger_partition
@@ -34,9 +33,10 @@ from scheduler_core.recurrence import format_instant
 from scheduler_core.service.plans import BACKFILL_LIMITS
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import JobRef
-from tests.decisions.conftest import COLLECTION, NO_RETRY, START, Deployment, fixed_retries
-from tests.e2e.test_backfill_api import JOB_PATH, LATER, post, window
+from tests.support.backfills import JOB_PATH, LATER, post, window
+from tests.support.harness import COLLECTION, START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import NO_RETRY, fixed_retries
 
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
@@ -51,12 +51,11 @@ class WorkerDied(BaseException):
 def deployment_of(memory_env: Settings, sku: str) -> Deployment:
     """A deployment whose collection has the plan ``sku``, the simulated time :data:`LATER` (a day after
     :data:`START`, so the day before is the past a backfill runs)."""
-    clock = SimulatedClock(START)
-    storage = memory_storage(clock)
-    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
-    services.service.put_collection(COLLECTION, {"location": "westus", "properties": {"sku": {"name": sku}}})
-    clock.set(LATER)
-    return Deployment(memory_env, clock, storage, services)
+    deployment = Deployment.on_memory(
+        memory_env, collection_body={"location": "westus", "properties": {"sku": {"name": sku}}}
+    )
+    deployment.clock.set(LATER)
+    return deployment
 
 
 def put_job(

@@ -1,13 +1,12 @@
-"""overlapPolicy BufferOne with storage lost for 20 s while the occurrence ahead ends: a real host process (the
-function app on the local host, ``tests/e2e/fault_host.py``) reaches Azurite only through fault-injecting TCP
-proxies (``tests/support/fault_proxy.py``); a real HTTP target on 127.0.0.1 holds the first occurrence's call
-until the second one waits for it, then the storage endpoints are cut (connections reset, new ones refused,
-10 s), then partitioned (every connection hangs, 10 s), and the held call is answered at the start of the cut:
-the counters write that releases the waiting occurrence meets the outage. The test's own services (setup and
-checks) reach Azurite directly.
+"""overlapPolicy BufferOne when storage is lost as the occurrence ahead ends: the waiting occurrence still runs,
+exactly once, after the outage; the job completes with one history entry per occurrence and no call twice.
 
-The promise: the waiting occurrence still runs, exactly once, after the outage; the job completes with one
-history entry per occurrence and no call twice."""
+A real host process (the function app on the local host, ``tests/e2e/fault_host.py``) reaches Azurite only
+through fault-injecting TCP proxies (``tests/support/fault_proxy.py``); a real HTTP target on 127.0.0.1 holds
+the first occurrence's call until the second one waits for it, then the storage endpoints are cut (connections
+reset, new ones refused, 10 s), then partitioned (every connection hangs, 10 s), and the held call is answered
+at the start of the cut: the counters write that releases the waiting occurrence meets the outage. The test's
+own services (setup and checks) reach Azurite directly."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""overlapPolicy BufferOne with a worker process killed mid-call: real host processes (the function app on
-the local host, timer and queue triggers, ``tests/e2e/fault_host.py``) over the session's Azurite, a real HTTP
-target on 127.0.0.1 that holds the calls it is told to, and SIGKILL. The claim lease is 70 s (so the first
-occurrence is still running, not yet taken over, when the second one comes a minute later); the dispatch
-timer ticks every 2 s.
+"""overlapPolicy BufferOne when the worker of the occurrence ahead is killed mid-call: the occurrence that waits
+behind it runs once the watchdog has run that one again, as it does behind one that ends normally; the job
+then completes, with the killed attempt's "worker lost" entry beside the two completed ones.
 
-The promise: the occurrence that waits behind one whose worker was killed runs once the watchdog has run
-that one again, as it does behind one that ends normally; the job then completes."""
+Real host processes (the function app on the local host, timer and queue triggers, ``tests/e2e/fault_host.py``)
+over the session's Azurite, a real HTTP target on 127.0.0.1 that holds the calls it is told to, and SIGKILL.
+The claim lease is 70 s (so the first occurrence is still running, not yet taken over, when the second one
+comes a minute later); the dispatch timer ticks every 2 s."""
 
 from __future__ import annotations
 

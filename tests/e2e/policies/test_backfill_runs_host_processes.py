@@ -1,7 +1,5 @@
-"""Attacks on backfills with real processes: the management API of the local host (HTTP, in this process),
-worker host processes (the function app on the local host, timer and queue triggers,
-``tests/e2e/fault_host.py``) over the session's Azurite, a real HTTP target on 127.0.0.1, SIGKILL, and
-concurrent POSTs from threads.
+"""What a backfill runs, with real processes: each occurrence of its window once, in order when one after
+another, whatever happens to a worker, and each of two backfills of one job posted together runs its own.
 
 * A worker killed mid-call in a backfill of 20 occurrences run one after another: every occurrence runs,
   in order; the killed one runs again once the watchdog finds its lease over; each has exactly one
@@ -10,8 +8,10 @@ concurrent POSTs from threads.
 * Two backfills of one job posted at the same instant, over one window and over overlapping windows: both
   answered 202, each runs each of its occurrences once (the shared ones run twice, once per backfill).
 
-The job's schedule (daily, 20 times within one hour of the day) fires next about a day later: nothing but the
-backfills calls the target during a test."""
+The management API of the local host (HTTP, in this process), worker host processes (the function app on the
+local host, timer and queue triggers, ``tests/e2e/fault_host.py``) over the session's Azurite, a real HTTP
+target on 127.0.0.1, SIGKILL, and concurrent POSTs from threads. The job's schedule (daily, 20 times within one
+hour of the day) fires next about a day later: nothing but the backfills calls the target during a test."""
 
 from __future__ import annotations
 

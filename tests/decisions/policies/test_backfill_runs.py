@@ -1,37 +1,77 @@
-"""Attacks on backfills (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview), in simulated time
-on the memory adapter with a real HTTP target: the management API in process, the real dispatcher, executor
-and watchdog.
+"""What a backfill runs (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview): each occurrence
+of its window once (the schedule's fire instants, jitter included; the start included, the end excluded; at
+most 1,000), one after another in order when asked (overlapPolicy BufferOne), whatever happens to a worker.
 
+* The window's occurrences (``policies.backfill_occurrences``, pure).
 * A worker that dies in the middle of a backfill run one after another (its call, or just after counting
   the attempt): every occurrence of the window still runs, in order, and the backfill is not stuck.
 * Two backfills of one job over the same window, or over overlapping ones, racing: each backfill runs each
   of its occurrences once (two backfills, two runs), none is lost; copies of one backfill's message still
   run once.
 
-A worker "dies" as in ``test_overlap_lost.py``: an exception no code catches (the claim stays ``Running``,
-nothing after that point is written, the message is gone with the worker)."""
+In simulated time on the memory adapter (:class:`tests.support.harness.Deployment`) with a real HTTP target:
+the management API in process, the real dispatcher, executor and watchdog. A worker "dies" as in
+``test_overlap.py``: an exception no code catches (the claim stays ``Running``, nothing after that point is
+written, the message is gone with the worker)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from scheduler_core import policies
 from scheduler_core.definitions import Wire
+from scheduler_core.errors import ValidationError
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
 from scheduler_core.model.history import Trigger
 from scheduler_core.pipeline import counters, follow_ups
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.recurrence import Frequency, Recurrence, compile_adjusted
 from scheduler_core.settings import Settings
+from tests.support.backfills import HOUR, backfill_deployment, job_ref, post, window
 from tests.support.harness import START, Deployment
-from tests.support.jobs import fixed_retries
-from tests.e2e.test_backfill_api import HOUR, _ref, backfill_deployment, post, window
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import fixed_retries
 
+#: The instant the window's occurrences are shown at.
+T0 = datetime(2030, 5, 1, 6, 0, tzinfo=UTC)
 SIGNATURE = "webhook-id"
+
+
+# ------------------------------------------------------------------------------- the window's occurrences
+
+
+def hourly(count: int | None = None) -> Recurrence:
+    return Recurrence(Frequency.HOUR, count=count)
+
+
+def test_backfill_takes_the_occurrences_of_the_window_in_order() -> None:
+    schedule = compile_adjusted(T0, hourly(), T0)
+    found = policies.backfill_occurrences(schedule, T0 + HOUR, T0 + 4 * HOUR)
+    assert found == [T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR]  # start included, end excluded
+    assert policies.backfill_occurrences(schedule, T0 - 5 * HOUR, T0 + timedelta(minutes=1)) == [T0]
+    assert policies.backfill_occurrences(schedule, T0 + timedelta(minutes=1), T0 + timedelta(minutes=59)) == []
+
+
+def test_backfill_with_jitter_takes_the_fire_instants() -> None:
+    schedule = compile_adjusted(T0, hourly(), T0, jitter=timedelta(minutes=10), key="sub1/rg1/jc1/j")
+    found = policies.backfill_occurrences(schedule, T0, T0 + 3 * HOUR)
+    assert [schedule.nominal(fire) for fire in found] == [T0, T0 + HOUR, T0 + 2 * HOUR]
+
+
+def test_backfill_refuses_more_than_1000() -> None:
+    schedule = compile_adjusted(T0, Recurrence(Frequency.MINUTE), T0)
+    assert len(policies.backfill_occurrences(schedule, T0, T0 + timedelta(minutes=1000))) == 1000
+    with pytest.raises(ValidationError) as caught:
+        policies.backfill_occurrences(schedule, T0, T0 + timedelta(minutes=1001))
+    assert caught.value.path == "endTime" and "more than 1000" in caught.value.rule
+
+
+# ------------------------------------------------------------------------------------ a worker dies
 
 
 class WorkerDied(BaseException):
@@ -58,7 +98,7 @@ def aim(deployment: Deployment, target: HttpTarget, retry: dict[str, Any] | None
         "request": request,
         "retryPolicy": retry or {"retryType": "None"},
     }
-    deployment.service.patch_job(_ref(), {"properties": {"action": action}}, wire=Wire.PREVIEW)
+    deployment.service.patch_job(job_ref(), {"properties": {"action": action}}, wire=Wire.PREVIEW)
     deployment.deliver()
     with target.lock:
         target.received.clear()
@@ -89,9 +129,6 @@ def completed_per_occurrence(deployment: Deployment) -> Counter[datetime]:
 
 def settle(deployment: Deployment, span: timedelta) -> None:
     deployment.run_until(deployment.clock.now + span, tick=timedelta(seconds=10))
-
-
-# ------------------------------------------------------------------------------------ a worker dies
 
 
 def test_a_worker_dying_mid_call_in_a_one_after_another_backfill_delays_it_and_loses_nothing(

@@ -1,6 +1,11 @@
-"""What a backfill runs (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview), end to end: the
-management API in process, the real dispatcher and executor in simulated time on the memory adapter, and a
-real HTTP target on 127.0.0.1. Each occurrence of the window runs once, in order, recorded as a backfill."""
+"""What a backfill runs (``POST .../jobs/{job}/backfill``, api-version 2026-12-01-preview), end to end: each
+occurrence of the window once, in order, recorded as a backfill (trigger ``Backfill`` with the preview; a
+2016-03-01 client sees nothing new but the message), one after another with overlapPolicy BufferOne (an
+occurrence's retry before the next occurrence); a backfill never ends a job.
+
+The management API in process, the real dispatcher and executor in simulated time on the memory adapter
+(:class:`tests.support.harness.Deployment`), and a real HTTP target on 127.0.0.1. With real host processes (a
+worker killed mid-backfill, two backfills posted together): ``test_backfill_runs_host_processes.py``."""
 
 from __future__ import annotations
 
@@ -17,21 +22,22 @@ from scheduler_core.model.history import Trigger
 from scheduler_core.pipeline.messages import Cause
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from tests.decisions.conftest import START, Deployment, fixed_retries
-from tests.e2e.test_backfill_api import (
+from tests.support.backfills import (
     CLASSIC,
     HOUR,
     JOB_PATH,
     LATER,
     PREVIEW,
     READER_KEY,
-    _ref,
     api,
     backfill_deployment,
+    job_ref,
     post,
     window,
 )
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import fixed_retries
 
 pytestmark = [pytest.mark.e2e]
 
@@ -45,7 +51,7 @@ def aim(deployment: Deployment, target: HttpTarget, **action: Any) -> None:
     """Point the job's action at the real target (the fixture's job aims at a closed port)."""
     request = {"uri": f"{target.base_url}/hook", "method": "POST", "body": "@{scheduledTime}"}
     body = {"properties": {"action": {"type": "Http", "expandPlaceholders": True, "request": request, **action}}}
-    deployment.service.patch_job(_ref(), body, wire=Wire.PREVIEW)
+    deployment.service.patch_job(job_ref(), body, wire=Wire.PREVIEW)
     # the job's scheduled occurrence due now (when it was written) runs first, outside the backfill (the
     # message of the job as first written is stale)
     assert sorted(report.outcome.value for report in deployment.deliver()) == ["stale", "succeeded"]
@@ -137,7 +143,7 @@ def test_history_says_trigger_backfill_with_the_preview_and_nothing_new_with_201
     target.answer([200])
     assert post(deployment, window(1, 3))[0] == 202
     ran_at = deployment.clock.now  # a run on demand's occurrence: when it was asked for
-    deployment.service.run_job(_ref())
+    deployment.service.run_job(job_ref())
     deployment.deliver()
     preview = history_answer(deployment, PREVIEW)
     assert sorted((item["trigger"], item.get("expectedExecutionTime", "")) for item in preview) == sorted(

@@ -1,35 +1,95 @@
-"""overlapPolicy BufferOne when the occurrence ahead of a waiting one loses its worker or its whole chain, in
-simulated time on the memory adapter with a real HTTP target (the deployment of ``tests/decisions``).
+"""overlapPolicy (api-version 2026-12-01-preview): what an occurrence does while the one before it is unfinished.
 
-A worker "dies" here the way a process does mid-call: the action (or the send after the counters write)
-raises an exception no code catches, so the claim stays ``Running`` with its lease, and nothing after that
-point is written. The queue's message is gone with the worker (as it is once the queue's copy is poisoned
-or its redelivery is lost); what brings the occurrence back is the watchdog or a redelivery, as named in each
-test. The waiting occurrence then runs as it does when the one ahead ends normally."""
+AllowAll runs it; Skip records it as ``Skipped`` with the reason; BufferOne lets one occurrence wait, runs it
+as soon as the one ahead ends, and skips a later one meanwhile. An occurrence never overlaps itself (a
+redelivery of the running one's own message), and an unfinished one counts only until its longest chain of
+attempts could have ended. Nothing holds an occurrence back for good: when the one ahead loses its worker or
+its whole chain, the waiting one runs once the watchdog, a redelivery or its deadline copy has brought the
+lost one back or taken it as lost; a late copy of a finished attempt neither runs nor marks its occurrence
+running again.
+
+The rule (``scheduler_core.policies.on_overlap``, pure) case by case, then in simulated time on the memory
+adapter (:class:`tests.support.harness.Deployment`) with a real HTTP target. A worker "dies" there the way a
+process does mid-call: the action (or the send after the counters write) raises an exception no code catches,
+so the claim stays ``Running`` with its lease, and nothing after that point is written. The queue's message is
+gone with the worker (as it is once the queue's copy is poisoned or its redelivery is lost); what brings the
+occurrence back is the watchdog or a redelivery, as named in each test."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from scheduler_core import policies, wiring
-from scheduler_core.adapters.memory import SimulatedClock, memory_storage
+from scheduler_core import policies
+from scheduler_core.adapters.memory import SimulatedClock
 from scheduler_core.definitions import Wire
 from scheduler_core.model import CLAIM_LEASE, HistoryStatus, JobState
+from scheduler_core.model.job import OverlapPolicy
+from scheduler_core.model.retry import Duration, RetryPolicy, RetryType
 from scheduler_core.pipeline import overlap
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.overlap import OverlapGate
 from scheduler_core.pipeline.watchdog import WATCH_RECHECK
+from scheduler_core.policies import Start
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
-from tests.decisions.conftest import COLLECTION, NO_RETRY, STANDARD, START, Deployment, fixed_retries, http_action
+from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
+from tests.support.jobs import NO_RETRY, fixed_retries, http_action
 
+#: The instant the rule is shown at (its messages name it).
+AT = datetime(2030, 5, 1, 6, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+#: The first occurrence of the jobs run in simulated time.
 T0 = START + timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
+
+
+# ------------------------------------------------------------------------------------------- the rule
+
+
+def test_allow_all_and_no_unfinished_occurrence_run() -> None:
+    for policy in OverlapPolicy:
+        assert policies.on_overlap(policy, AT + HOUR, None).start is Start.RUN
+    assert policies.on_overlap(OverlapPolicy.ALLOW_ALL, AT + HOUR, AT, AT + HOUR).start is Start.RUN
+
+
+def test_an_occurrence_never_overlaps_itself() -> None:
+    # a redelivery of the running occurrence's own message
+    assert policies.on_overlap(OverlapPolicy.SKIP, AT, AT).start is Start.RUN
+
+
+def test_skip_skips_with_the_reason() -> None:
+    verdict = policies.on_overlap(OverlapPolicy.SKIP, AT + HOUR, AT)
+    assert verdict.start is Start.SKIP
+    assert "2030-05-01T06:00:00Z was still running" in verdict.reason and "overlapPolicy Skip" in verdict.reason
+
+
+def test_buffer_one_lets_one_wait_and_skips_a_later_one() -> None:
+    first = policies.on_overlap(OverlapPolicy.BUFFER_ONE, AT + HOUR, AT)
+    assert first.start is Start.WAIT
+    again = policies.on_overlap(OverlapPolicy.BUFFER_ONE, AT + HOUR, AT, AT + HOUR)  # the waiting one, redelivered
+    assert again.start is Start.WAIT
+    later = policies.on_overlap(OverlapPolicy.BUFFER_ONE, AT + 2 * HOUR, AT, AT + HOUR)
+    assert later.start is Start.SKIP and "already waits" in later.reason and "BufferOne" in later.reason
+
+
+def test_an_unfinished_occurrence_is_taken_as_lost_after_its_longest_chain() -> None:
+    lease = timedelta(minutes=2)
+    none = RetryPolicy(RetryType.NONE, retry_count=0)
+    # one try of the main action and one of the error action, each a lease, then ten leases of slack
+    assert policies.unfinished_until(AT, none, lease) == AT + 2 * lease + 10 * lease
+    fixed = RetryPolicy(RetryType.FIXED, retry_count=3, retry_interval=Duration(timedelta(minutes=5)))
+    assert policies.unfinished_until(AT, fixed, lease) == AT + 2 * (3 * timedelta(minutes=5) + 4 * lease) + 10 * lease
+    exponential = RetryPolicy(RetryType.EXPONENTIAL, retry_count=2, retry_interval=Duration(timedelta(minutes=1)))
+    longest = policies.unfinished_until(AT, exponential, lease)
+    assert longest >= AT + 2 * (timedelta(minutes=3) + 3 * lease) + 10 * lease
+
+
+# ---------------------------------------------------------------------- the occurrence ahead is lost
 
 
 class WorkerDied(BaseException):
@@ -100,10 +160,7 @@ LONG_LEASE = timedelta(seconds=90)
 @pytest.fixture
 def long_lease(memory_env: Settings, clock: SimulatedClock) -> Deployment:
     """The decision tests' deployment, with claims of :data:`LONG_LEASE`."""
-    storage = memory_storage(clock)
-    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage, claim_lease=LONG_LEASE)
-    services.service.put_collection(COLLECTION, STANDARD)
-    return Deployment(memory_env, clock, storage, services)
+    return Deployment.on_memory(memory_env, clock, claim_lease=LONG_LEASE)
 
 
 def test_the_waiting_occurrence_runs_when_the_watchdog_reruns_the_one_whose_worker_died(
@@ -255,3 +312,36 @@ def test_a_deadline_copy_does_nothing_when_the_waiting_occurrence_had_its_turn(
     assert history["T0+1m"] == ["Completed/0"]  # ran once: released when T0's retry ended
     assert all(items == ["Completed/0"] for key, items in history.items() if key != "T0+0m")
     assert deployment.job("j").waiting == ""
+
+
+# -------------------------------------------------------------------------------------- late copies
+
+
+def test_a_late_copy_of_a_finished_attempt_neither_runs_nor_holds_the_next_occurrence_back(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    body: dict[str, Any] = {
+        "properties": {
+            "startTime": format_instant(T0),
+            "action": http_action(f"{target.base_url}/hook", retryPolicy=NO_RETRY),
+            "recurrence": {"frequency": "Minute", "interval": 2},
+            "overlapPolicy": "Skip",
+        }
+    }
+    deployment.service.put_job(deployment.ref("j"), body, wire=Wire.PREVIEW)
+    deployment.run_until(T0 - timedelta(seconds=5))
+    deployment.clock.set(T0)
+    deployment.scan()
+    [first] = deployment.take()
+    assert deployment.executor.execute(first).outcome is Outcome.SUCCEEDED
+    assert not deployment.job("j").running  # nothing running
+
+    deployment.clock.set(T0 + timedelta(seconds=30))  # the copy, delivered late
+    assert deployment.executor.execute(first).outcome is Outcome.DUPLICATE
+    assert not deployment.job("j").running  # nothing running
+    deployment.run_until(T0 + 2 * MINUTE + timedelta(seconds=30))
+
+    rows = deployment.history("j")
+    assert [r.status for r in rows if r.status == HistoryStatus.SKIPPED] == []
+    assert sorted(r.expected_execution_time for r in rows) == [T0, T0 + 2 * MINUTE]
+    assert len(target.received) == 2

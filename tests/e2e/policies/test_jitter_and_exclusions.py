@@ -8,53 +8,19 @@ fires nor counts, and a calendar's change reaches the jobs that name it.
 
 from __future__ import annotations
 
-import json
-from datetime import date, datetime, timedelta
-from typing import Any
+from datetime import date, timedelta
 
 import pytest
 
-from scheduler_core import wiring
-from scheduler_core.adapters.memory import SimulatedClock, memory_storage
-from scheduler_core.api import views
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import ConflictError, NotFoundError, ValidationError
 from scheduler_core.model import HistoryStatus, JobState
-from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.settings import Settings
-from tests.decisions.conftest import COLLECTION, NO_RETRY, STANDARD, START, Deployment, http_action
+from tests.e2e.policies.scenario import hook, preview_job, put_preview
+from tests.support.harness import COLLECTION, START, Deployment
 from tests.support.http_target import HttpTarget
 
 pytestmark = [pytest.mark.e2e]
-
-
-@pytest.fixture
-def deployment(memory_env: Settings) -> Deployment:
-    clock = SimulatedClock(START)
-    storage = memory_storage(clock)
-    services = wiring.build(memory_env, clock=clock, sleep=clock.advance, storage=storage)
-    services.service.put_collection(COLLECTION, STANDARD)
-    return Deployment(memory_env, clock, storage, services)
-
-
-def hook(target: HttpTarget) -> str:
-    return f"{target.base_url}/hook"
-
-
-def preview_job(url: str, recurrence: dict[str, Any], start: datetime = START, **properties: Any) -> dict[str, Any]:
-    return {
-        "properties": {
-            "startTime": format_instant(start),
-            "action": http_action(url, retryPolicy=NO_RETRY),
-            "recurrence": recurrence,
-            **properties,
-        }
-    }
-
-
-def put_preview(deployment: Deployment, name: str, body: dict[str, Any]) -> None:
-    deployment.service.put_job(deployment.ref(name), body, wire=Wire.PREVIEW)
 
 
 def test_each_occurrence_fires_at_its_jittered_instant(deployment: Deployment, target: HttpTarget) -> None:
@@ -181,25 +147,3 @@ def test_the_occurrences_of_a_job(deployment: Deployment, target: HttpTarget) ->
     assert all(scheduled <= fire < scheduled + timedelta(minutes=10) for scheduled, fire in items)
     following, _ = deployment.service.job_occurrences(deployment.ref("j"), items[-1][1], 2)
     assert [scheduled for scheduled, _ in following] == [START + timedelta(hours=h) for h in (5, 6)]
-
-
-def test_a_classic_write_keeps_what_a_preview_write_set(deployment: Deployment, target: HttpTarget) -> None:
-    put_preview(
-        deployment,
-        "j",
-        preview_job(
-            hook(target),
-            {"frequency": "Hour", "jitter": "PT5M"},
-            overlapPolicy="Skip",
-            pauseAfterFailures=2,
-        ),
-    )
-    classic = views.job(deployment.job("j"), Wire.CLASSIC)
-    assert "jitter" not in json.dumps(classic) and "overlapPolicy" not in json.dumps(classic)
-    classic["properties"]["action"]["request"]["body"] = "edited"
-    deployment.service.put_job(deployment.ref("j"), {"properties": classic["properties"]})
-    kept = deployment.job("j").definition
-    assert (kept.overlap_policy.value, kept.pause_after_failures) == ("Skip", 2)
-    assert kept.jitter is not None and kept.jitter.value == timedelta(minutes=5)
-    patched = deployment.service.patch_job(deployment.ref("j"), {"properties": {"state": "Disabled"}})
-    assert patched.state == JobState.DISABLED and patched.definition.jitter == kept.jitter
