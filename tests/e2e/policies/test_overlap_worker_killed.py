@@ -4,8 +4,8 @@ then completes, with the killed attempt's "worker lost" entry beside the two com
 
 Real host processes (the function app on the local host, timer and queue triggers, ``tests/e2e/fault_host.py``)
 over the session's Azurite, a real HTTP target on 127.0.0.1 that holds the calls it is told to, and SIGKILL.
-The claim lease is 70 s (so the first occurrence is still running, not yet taken over, when the second one
-comes a minute later); the dispatch timer ticks every 2 s."""
+The claim lease is the deployed one (15 s, renewed every 5 s while its worker lives: the first occurrence is
+still running, not taken over, when the second one comes a minute later); the dispatch timer ticks every 2 s."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from scheduler_core import wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.definitions import Wire
+from scheduler_core.model import CLAIM_LEASE
 from scheduler_core.pipeline.execute import WORKER_LOST
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
@@ -27,7 +28,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
-LEASE_SECONDS = 70
+LEASE_SECONDS = CLAIM_LEASE.total_seconds()
 EXPECTED = "x-ms-scheduler-expected-execution-time"
 
 
