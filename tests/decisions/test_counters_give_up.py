@@ -28,21 +28,7 @@ from scheduler_core.pipeline.watches import WATCH_GRACE
 from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
 from tests.support.jobs import NO_RETRY, http_action, job_body
-
-
-class FakeTime:
-    """A timer and a sleep that share one instant (seconds): sleeping moves it."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def timer(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.support.waiting import FakeTime
 
 
 def interfering(jobs: MemoryJobs, rewrites: Callable[[], bool]) -> Callable[..., Job]:

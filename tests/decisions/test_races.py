@@ -18,19 +18,7 @@ from scheduler_core.races import Backoff, Bound, RacesLost, StartOver, race
 from scheduler_core.service.races import RACE_ATTEMPTS, Races
 from tests.support.harness import START, Deployment
 from tests.support.jobs import http_action, job_body
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def timer(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.support.waiting import FakeTime
 
 
 @pytest.fixture
@@ -60,7 +48,7 @@ def _writer(jobs: MemoryJobs, job: Job, beaten: int) -> tuple[list[int], object]
 def test_a_lost_race_runs_again_from_a_fresh_read_until_it_wins(stored: tuple[MemoryJobs, Job]) -> None:
     jobs, job = stored
     tries, attempt = _writer(jobs, job, beaten=3)
-    clock = Clock()
+    clock = FakeTime()
     written = race(attempt, Backoff(Bound(tries=10, first=0.01, cap=0.04), sleep=clock.sleep, timer=clock.timer))
     assert len(tries) == 4
     assert written.failure_count == job.failure_count + 1  # once, over the other writer's three changes
@@ -81,7 +69,7 @@ def test_past_its_tries_the_race_is_lost_and_nothing_of_it_is_written(stored: tu
 def test_a_time_budget_bounds_the_race_however_many_tries(stored: tuple[MemoryJobs, Job]) -> None:
     jobs, job = stored
     tries, attempt = _writer(jobs, job, beaten=1000)
-    clock = Clock()
+    clock = FakeTime()
     waits = Backoff(Bound(budget=10.0, first=0.5, cap=2.0), sleep=clock.sleep, timer=clock.timer, jitter=max)
     with pytest.raises(RacesLost) as lost:
         race(attempt, waits)
@@ -92,7 +80,7 @@ def test_a_time_budget_bounds_the_race_however_many_tries(stored: tuple[MemoryJo
 
 def test_start_over_runs_again_at_once_and_counts_as_a_try() -> None:
     calls: list[int] = []
-    clock = Clock()
+    clock = FakeTime()
 
     def attempt() -> str:
         calls.append(1)
@@ -130,7 +118,7 @@ def test_errors_that_are_not_lost_races_are_raised_at_once() -> None:
 def test_the_service_answers_409_after_its_bound(stored: tuple[MemoryJobs, Job]) -> None:
     jobs, job = stored
     tries, attempt = _writer(jobs, job, beaten=1000)
-    clock = Clock()
+    clock = FakeTime()
     with pytest.raises(ConflictError, match="being changed by many requests"):
         Races(clock.sleep).retrying("job 'raced'", None, attempt)
     assert len(tries) == RACE_ATTEMPTS

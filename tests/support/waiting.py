@@ -14,3 +14,19 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, poll: f
             return
         time.sleep(poll)
     raise AssertionError(f"not within {timeout:g} s: {what}")
+
+
+class FakeTime:
+    """A timer and a sleep that share one instant (seconds): sleeping moves it (a seam for code that waits
+    between tries, such as ``scheduler_core.races.Backoff``)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def timer(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds

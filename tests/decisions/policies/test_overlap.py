@@ -200,17 +200,7 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     deployment.run_until(T0 + timedelta(seconds=80))
     assert '"occurrence":"' + format_instant(T0 + MINUTE) in deployment.job("j").waiting
     retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
-    send = OverlapGate.send_watched
-
-    def die_before_sending_the_released(self: OverlapGate, job: Any, follow: ExecutionMessage, *args: Any) -> None:
-        if follow.occurrence == format_instant(T0 + MINUTE):
-            raise WorkerDied
-        send(self, job, follow, *args)
-
-    monkeypatch.setattr(OverlapGate, "send_watched", die_before_sending_the_released)
-    with pytest.raises(WorkerDied):
-        deployment.executor.execute(retry)
-    monkeypatch.setattr(OverlapGate, "send_watched", send)
+    die_before_sending_the_released(deployment, retry, monkeypatch)
     job = deployment.job("j")
     assert job.running.endswith(format_instant(T0 + MINUTE)) and job.waiting == ""  # released, never sent
     drop_watches_of(deployment, T0 + MINUTE)
@@ -222,6 +212,23 @@ def test_the_waiting_occurrence_runs_when_a_worker_lost_after_releasing_it_never
     deployment.run_until(deployment.clock.now + timedelta(seconds=10))
     assert outcomes(deployment)["T0+1m"] == ["Completed/0"]
     assert deployment.job("j").state == JobState.COMPLETED
+
+
+def die_before_sending_the_released(
+    deployment: Deployment, retry: ExecutionMessage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ``retry`` on a worker that dies after its occurrence ended and released T0+1m, before sending it."""
+    send = OverlapGate.send_watched
+
+    def die(self: OverlapGate, job: Any, follow: ExecutionMessage, *args: Any) -> None:
+        if follow.occurrence == format_instant(T0 + MINUTE):
+            raise WorkerDied
+        send(self, job, follow, *args)
+
+    monkeypatch.setattr(OverlapGate, "send_watched", die)
+    with pytest.raises(WorkerDied):
+        deployment.executor.execute(retry)
+    monkeypatch.setattr(OverlapGate, "send_watched", send)
 
 
 def drop_watches_of(deployment: Deployment, occurrence: Any) -> None:
@@ -241,17 +248,7 @@ def test_a_released_occurrence_never_sent_is_sent_by_the_watch_of_its_dispatch(
     put(deployment, target, fixed_retries(1, "PT90S"))
     deployment.run_until(T0 + timedelta(seconds=80))
     retry = dispatched_retry(deployment, T0 + timedelta(seconds=90))
-    send = OverlapGate.send_watched
-
-    def die_before_sending_the_released(self: OverlapGate, job: Any, follow: ExecutionMessage, *args: Any) -> None:
-        if follow.occurrence == format_instant(T0 + MINUTE):
-            raise WorkerDied
-        send(self, job, follow, *args)
-
-    monkeypatch.setattr(OverlapGate, "send_watched", die_before_sending_the_released)
-    with pytest.raises(WorkerDied):
-        deployment.executor.execute(retry)
-    monkeypatch.setattr(OverlapGate, "send_watched", send)
+    die_before_sending_the_released(deployment, retry, monkeypatch)
     # T0+1m's watch looked at it at T0+1m + lease + grace, rounded up to its slot (T0+80s): waiting its turn,
     # it kept the resend it owes for its next look, WATCH_RECHECK later, which finds it released and unclaimed
     deployment.run_until(T0 + timedelta(seconds=80) + WATCH_RECHECK + timedelta(seconds=5))
