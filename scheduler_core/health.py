@@ -1,8 +1,8 @@
 """``GET /health`` (anonymous): is this instance able to work, and how is the fleet doing.
 
 - **503** only for a problem of *this instance*: its settings do not load, or its storage cannot be reached
-  (one cheap table query: the dispatch heartbeat row). App Service's health check restarts or replaces an
-  instance that keeps answering 503, which is the cure for exactly these.
+  (one cheap table query: the dispatch heartbeat row) or does not answer within :data:`HEALTH_DEADLINE`. App
+  Service's health check restarts or replaces an instance that keeps answering 503, the cure for exactly these.
 - **200** otherwise, with fleet-wide conditions as ``warnings`` (restarting this instance would not cure
   them, and restarting every instance would make them worse): the dispatch tick is late (its heartbeat,
   written by whichever instance ran the timer, is older than :data:`TICK_LATE_AFTER`, or missing), poison
@@ -22,8 +22,10 @@ text. Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cac
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -42,11 +44,20 @@ log = logging.getLogger("scheduler_core.health")
 #: The dispatch timer ticks every minute; a heartbeat older than this is a warning (the tick alert fires
 #: after 3 minutes as well).
 TICK_LATE_AFTER = timedelta(minutes=3)
+#: How long (seconds) a check waits for its storage probes. Storage clients retry for much longer (a hung
+#: storage account kept a check waiting 86 s); App Service's health check and a person at ``/health`` need an
+#: answer within a few seconds, and an instance whose storage hangs cannot work either.
+HEALTH_DEADLINE = 5.0
 ROUTE = "health"
 #: The methods ``/health`` answers.
 READ_METHODS = frozenset({"GET", "HEAD"})
 #: The job whose history a health check reads in the history tables' own account (no job has this name).
 PROBE_JOB = JobRef(CollectionRef("health", "probe", "probe"), "health-probe")
+#: The threads the storage probes run on (a probe of hung storage holds one until its clients give up).
+_PROBES = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="health")
+_FLIGHT_LOCK = threading.Lock()
+#: The probes in flight, per deployment's services (kept with them, so that an id is not reused meanwhile).
+_FLIGHTS: dict[int, tuple[Services, concurrent.futures.Future[tuple[int, dict[str, Any]]]]] = {}
 
 
 def _answer(status: int, body: dict[str, Any]) -> ApiResponse:
@@ -54,7 +65,8 @@ def _answer(status: int, body: dict[str, Any]) -> ApiResponse:
 
 
 def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
-    """The health status code and body (see the module's docstring)."""
+    """The health status code and body (see the module's docstring). The storage probes answer within
+    :data:`HEALTH_DEADLINE`: storage that does not answer by then is ``unresponsive`` (503)."""
     body: dict[str, Any] = {"status": "healthy", "version": __version__, "warnings": []}
     try:
         s = services()
@@ -64,8 +76,40 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
         return 503, body
     now = s.clock()
     body["checked_at"] = format_instant(now)
+    try:
+        status, found = _in_flight(s, now).result(timeout=HEALTH_DEADLINE)
+    except concurrent.futures.TimeoutError:
+        log.warning("health: storage did not answer within %g s", HEALTH_DEADLINE)
+        body.update(
+            status="unhealthy",
+            storage="unresponsive",
+            reason=f"storage: no answer within {HEALTH_DEADLINE:g} s (hung or unreachable)",
+        )
+        return 503, body
+    body.update(found, warnings=[*body["warnings"], *found.get("warnings", [])])
+    if status == 200 and body["warnings"]:
+        body["status"] = "degraded"
+    return status, body
+
+
+def _in_flight(s: Services, now: datetime) -> concurrent.futures.Future[tuple[int, dict[str, Any]]]:
+    """The storage probes of ``s``: the ones in flight when a check of ``s`` already runs them (a check that
+    finds storage hung never starts a second probe that would hang as well), else new ones."""
+    with _FLIGHT_LOCK:
+        running = _FLIGHTS.get(id(s))
+        if running is None or running[1].done():
+            running = (s, _PROBES.submit(_probe_storage, s, now))
+            _FLIGHTS[id(s)] = running
+        for key in [key for key, (_, flight) in _FLIGHTS.items() if flight.done() and key != id(s)]:
+            del _FLIGHTS[key]
+        return running[1]
+
+
+def _probe_storage(s: Services, now: datetime) -> tuple[int, dict[str, Any]]:
+    """What storage says: the status and the body's storage fields (the tick, the queues, the warnings)."""
     from scheduler_core.pipeline.ticks import last_tick
 
+    body: dict[str, Any] = {"status": "healthy", "warnings": []}
     try:
         tick = last_tick(s.stores)  # one query on the due-index table: storage reachable
     except Exception as exc:
@@ -78,8 +122,6 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     _report_tick(tick, now, body)
     if not _report_queues(s, body):
         return 503, body
-    if body["warnings"]:
-        body["status"] = "degraded"
     return 200, body
 
 
