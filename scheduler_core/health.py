@@ -170,6 +170,8 @@ def _report_queues(s: Services, body: dict[str, Any]) -> bool:
         )
         return False
     body["execution_queue_depth"] = depths.executions if depths is not None else None
+    body["execution_queue_due"] = depths.due if depths is not None else None
+    body["execution_queue_staged"] = depths.staged if depths is not None else None
     body["poison_queue_length"] = depths.poison if depths is not None else None
     if depths is not None and depths.poison:
         body["warnings"].append(f"poison queue: {depths.poison} message(s) (see docs/operations.md)")
@@ -193,7 +195,9 @@ def _queue_depths(s: Services, body: dict[str, Any]) -> QueueDepths | None:
     except Exception as exc:
         log.warning("health: queue depths not read: %s", type(exc).__name__)
         return None
-    body["execution_queues"] = [{"name": q.name, "depth": q.depth, "poison": q.poison} for q in queues]
+    body["execution_queues"] = [
+        {"name": q.name, "depth": q.depth, "due": q.due, "staged": q.staged, "poison": q.poison} for q in queues
+    ]
     return total_depths(queues)
 
 

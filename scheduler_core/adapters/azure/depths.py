@@ -10,7 +10,7 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 
 from scheduler_core import settings
 from scheduler_core.ports import MessageSender
-from scheduler_core.queue_depths import ExecutionDepths, ExecutionQueueDepth
+from scheduler_core.queue_depths import DUE_PEEK, ExecutionDepths, ExecutionQueueDepth
 
 
 def poison_queue_name(execution_queue: str) -> str:
@@ -37,8 +37,9 @@ def _azure_depths(
 ) -> ExecutionDepths:
     """Approximate message counts of the queues ``names`` of ``account`` (None: AzureWebJobsStorage's) and of
     their poison queues (a missing poison queue counts 0: the host creates it with the first poison message; a
-    count that cannot be read, a missing queue included, is None). One cheap properties call per queue, not
-    tried again (a probe that fails answers at once: the queue client's own retries wait 15 s and more)."""
+    count that cannot be read, a missing queue included, is None), and how many of a queue's messages are due
+    (visible: one peek, at most :data:`~scheduler_core.queue_depths.DUE_PEEK`). Cheap calls, not tried again (a
+    probe that fails answers at once: the queue client's own retries wait 15 s and more)."""
     from scheduler_core.adapters.azure.clients import queue_client
 
     clients = [
@@ -50,6 +51,12 @@ def _azure_depths(
         for name in names
     ]
 
+    def due(client: Any) -> int | None:
+        try:
+            return len(list(client.peek_messages(max_messages=DUE_PEEK)))
+        except AzureError:
+            return None
+
     def count(client: Any, missing_is_empty: bool) -> int | None:
         try:
             return int(client.get_queue_properties().approximate_message_count or 0)
@@ -59,7 +66,8 @@ def _azure_depths(
             return None
 
     return lambda: [
-        ExecutionQueueDepth(name, count(queue, False), count(poison, True)) for name, queue, poison in clients
+        ExecutionQueueDepth(name, count(queue, False), count(poison, True), due(queue))
+        for name, queue, poison in clients
     ]
 
 
