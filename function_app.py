@@ -117,12 +117,17 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 # No method list: every method reaches the function, so that a write gets an ARM 405 error body.
 @app.route(route="dashboard/{*path}")  # scheduler_core.dashboard.ROUTE
 def dashboard(req: func.HttpRequest) -> func.HttpResponse:
-    """The web dashboard: its page and assets (anonymous), and its read-only API (API key, as the management API)."""
+    """The web dashboard: its page and assets (anonymous), and its API (API key, as the management API)."""
     from scheduler_core import dashboard as web
     from scheduler_core.wiring import api_services
 
     response = web.serve(
-        req.method, req.route_params.get("path", ""), dict(req.headers), dict(req.params), api_services
+        req.method,
+        req.route_params.get("path", ""),
+        dict(req.headers),
+        dict(req.params),
+        api_services,
+        body=req.get_body(),
     )
     return _http_response(response)
 

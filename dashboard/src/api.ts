@@ -1,8 +1,9 @@
-// The management API (Microsoft.Scheduler 2016-03-01, ARM paths) and the dashboard's own read-only API,
-// called with the API key (or an Entra ID access token) as a bearer token. The credential lives in session
-// storage only; there are no cookies.
+// The management API (Microsoft.Scheduler, ARM paths, api-version 2026-12-01-preview: it shows every job
+// property, jitter, overlapPolicy, pauseAfterFailures, missedRunPolicy, exclusions, signing, identity) and
+// the dashboard's own API, called with the API key (or an Entra ID access token) as a bearer token. The
+// credential lives in session storage only; there are no cookies.
 
-export const API_VERSION = "2016-03-01";
+export const API_VERSION = "2026-12-01-preview";
 const KEY_ITEM = "scheduler.dashboard.apiKey";
 // ENTRA ID SIGN-IN (client side): a pasted access token is kept under its own item, so a page knows which kind
 // of credential it holds (an expired token asks for a new token, not for a key). The server validates it
@@ -102,6 +103,7 @@ export interface Job {
     action: Action;
     recurrence?: Recurrence;
     state: string;
+    [preview: string]: unknown;
     status?: {
       executionCount?: number;
       failureCount?: number;
@@ -124,7 +126,30 @@ export interface HistoryRow {
     message: string;
     retryCount: number;
     repeatCount: number;
+    /** api-version 2026-12-01-preview: what started the occurrence (Scheduled, Manual, Backfill). */
+    trigger?: string;
   };
+}
+
+/** The dashboard's dry run of a job PUT (POST /dashboard/api/preview/...): nothing is written. */
+export interface JobPreview {
+  id: string;
+  now: string;
+  exists: boolean;
+  keepsSeries: boolean;
+  state: string;
+  completesAtOnce: boolean;
+  timeZone: { name: string; iana: string } | null;
+  occurrences: { utc: string; local: string | null }[];
+  writeOnly: { path: string; set: boolean; wasSet: boolean; fate: string }[];
+  droppedSecrets: string[];
+}
+
+/** The caller's role in the subscription (GET /dashboard/api/access/...). */
+export interface Access {
+  subscription: string;
+  role: "Reader" | "Contributor";
+  canWrite: boolean;
 }
 
 export interface JobInsight {
@@ -144,10 +169,12 @@ export interface ServiceStatus {
     status: "healthy" | "degraded" | "unhealthy";
     version: string;
     checked_at?: string;
-    storage?: "reachable" | "unreachable";
+    storage?: "reachable" | "unreachable" | "unresponsive";
     last_tick?: string | null;
     tick_age_seconds?: number | null;
     execution_queue_depth?: number | null;
+    execution_queue_due?: number | null;
+    execution_queue_staged?: number | null;
     poison_queue_length?: number | null;
     warnings: string[];
     reason?: string;
@@ -201,6 +228,13 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+
+  /** The field an ARM validation error names: its message starts with the JSON path ("properties.x.y: ..."). */
+  get field(): string | null {
+    if (this.status !== 400 && this.status !== 409) return null;
+    const match = /^(properties(?:\.[A-Za-z0-9_$-]+|\[\d+\])*|[a-z][A-Za-z]*):\s/.exec(this.message);
+    return match ? match[1] : null;
+  }
 }
 
 /** Called when the API answers 401: the key is gone or no longer valid. */
@@ -217,7 +251,17 @@ export class Api {
   ) {}
 
   private async call(method: string, url: string, body?: unknown): Promise<unknown> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.session.key}`, Accept: "application/json" };
+    return (await this.exchange(method, url, body)).data;
+  }
+
+  /** One request: the answer's JSON and its ETag; an ARM error answer throws an ApiError. */
+  private async exchange(
+    method: string,
+    url: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<{ data: unknown; etag: string | null }> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.session.key}`, Accept: "application/json", ...extra };
     const init: RequestInit = { method, headers, credentials: "omit", cache: "no-store" };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -248,7 +292,7 @@ export class Api {
       if (response.status === 401 && this.reportUnauthorized) onUnauthorized(failure);
       throw failure;
     }
-    return data;
+    return { data, etag: response.headers.get("ETag") };
   }
 
   private arm(path: string, query: Record<string, string> = {}): string {
@@ -279,6 +323,36 @@ export class Api {
 
   async job(ref: Ref): Promise<Job> {
     return (await this.call("GET", this.arm(jobPath(ref)))) as Job;
+  }
+
+  /** The job and its ETag (the version an edit is guarded by, with If-Match). */
+  async jobVersion(ref: Ref): Promise<{ job: Job; etag: string | null }> {
+    const { data, etag } = await this.exchange("GET", this.arm(jobPath(ref)));
+    return { job: data as Job, etag };
+  }
+
+  /** Create or replace a job (PUT). ``ifMatch``: the ETag the edit started from; a job changed meanwhile
+   * gives 412. */
+  async putJob(ref: Ref, body: unknown, ifMatch: string | null): Promise<{ job: Job; etag: string | null }> {
+    const { data, etag } = await this.exchange("PUT", this.arm(jobPath(ref)), body, ifMatch ? { "If-Match": ifMatch } : {});
+    return { job: data as Job, etag };
+  }
+
+  /** The dry run of a PUT: validated as the PUT is, its next occurrences and what happens to its secrets. */
+  async previewJob(ref: Ref, body: unknown, count = 10): Promise<JobPreview> {
+    const path = jobPath(ref).slice(1);
+    return (await this.call("POST", `/dashboard/api/preview/${path}?count=${count}`, body)) as JobPreview;
+  }
+
+  /** The caller's role in the subscription; null when the scheduler is a version without the route. */
+  async access(): Promise<Access | null> {
+    const sub = encodeURIComponent(this.session.subscription);
+    try {
+      return (await this.call("GET", `/dashboard/api/access/subscriptions/${sub}/providers/Microsoft.Scheduler/jobCollections`)) as Access;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
   }
 
   /** The newest ``top`` history rows (newest first), at most 100 per page. */

@@ -71,3 +71,139 @@ export function duration(text: string | undefined): string {
   }
   return text;
 }
+
+// ------------------------------------------------------------------------------------ absolute times
+
+/** How absolute times are shown: in UTC (the API's time), in the browser's zone, or in the job's own zone
+ * (recurrence.timeZone; UTC for a job without one, or one the browser cannot name). Kept for the tab's
+ * visit, in memory only (nothing is stored). */
+export type TimeMode = "utc" | "local" | "job";
+let timeMode: TimeMode = "utc";
+const listeners: (() => void)[] = [];
+
+export function getTimeMode(): TimeMode {
+  return timeMode;
+}
+
+export function setTimeMode(mode: TimeMode): void {
+  timeMode = mode;
+  for (const listener of listeners) listener();
+}
+
+export function onTimeMode(listener: () => void): void {
+  listeners.push(listener);
+}
+
+/** The browser's own zone (IANA name). */
+export function browserZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/** Whether the browser knows ``zone`` as a time zone (an IANA name). */
+function knownZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-GB", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The IANA zone an absolute time is shown in under the current mode; null = UTC. ``jobZone``: the job's
+ * zone as the server named it (IANA) or as its recurrence has it (a Windows name the browser may not know). */
+export function zoneFor(jobZone?: string | null): string | null {
+  if (timeMode === "local") return browserZone();
+  if (timeMode === "job" && jobZone && knownZone(jobZone)) return jobZone;
+  return null;
+}
+
+/** "2024-05-01 12:00:05 UTC", or the same instant in ``zone`` ("2024-05-01 14:00:05 CEST"). */
+export function absolute(iso: string | undefined | null, zone: string | null = zoneFor()): string {
+  if (!iso || zone === null) return utc(iso);
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", {
+      timeZone: zone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "short",
+    })
+      .formatToParts(date)
+      .map((part) => [part.type, part.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName}`;
+}
+
+/** The zone's label for a column header: "UTC", "Europe/Berlin". */
+export function zoneLabel(zone: string | null): string {
+  return zone ?? "UTC";
+}
+
+// ------------------------------------------------------------------------------------ schedules in words
+
+const DAYS: Record<string, string> = {
+  monday: "Mon",
+  tuesday: "Tue",
+  wednesday: "Wed",
+  thursday: "Thu",
+  friday: "Fri",
+  saturday: "Sat",
+  sunday: "Sun",
+};
+const UNITS: Record<string, string> = { minute: "minute", hour: "hour", day: "day", week: "week", month: "month" };
+const ORDINALS: Record<string, string> = { "1": "first", "2": "second", "3": "third", "4": "fourth", "5": "fifth", "-1": "last" };
+
+function numbers(value: unknown): number[] {
+  return Array.isArray(value) ? value.filter((n): n is number => typeof n === "number").sort((a, b) => a - b) : [];
+}
+
+const pad = (n: number) => String(n).padStart(2, "0");
+
+/** A recurrence in words: "every 5 minutes", "Mon, Wed 08:00", "every 2 weeks: Fri 17:30", "once". */
+export function scheduleWords(
+  recurrence: { frequency?: string; interval?: number; count?: number; endTime?: string; timeZone?: string; schedule?: Record<string, unknown> } | undefined,
+  startTime?: string,
+): string {
+  if (!recurrence || !recurrence.frequency) return startTime ? `once, at ${utc(startTime)}` : "once";
+  const unit = UNITS[recurrence.frequency.toLowerCase()] ?? recurrence.frequency.toLowerCase();
+  const interval = recurrence.interval ?? 1;
+  const every = interval === 1 ? `every ${unit}` : `every ${interval} ${unit}s`;
+  const schedule = recurrence.schedule ?? {};
+  const hours = numbers(schedule.hours);
+  const minutes = numbers(schedule.minutes);
+  const days = Array.isArray(schedule.weekDays)
+    ? (schedule.weekDays as unknown[]).map((day) => String(day)).sort((a, b) => Object.keys(DAYS).indexOf(a.toLowerCase()) - Object.keys(DAYS).indexOf(b.toLowerCase())).map((day) => DAYS[day.toLowerCase()] ?? day)
+    : [];
+  const monthDays = numbers(schedule.monthDays);
+  const monthly = Array.isArray(schedule.monthlyOccurrences) ? (schedule.monthlyOccurrences as { day?: string; occurrence?: number }[]) : [];
+  let times = "";
+  if (hours.length) {
+    const mins = minutes.length ? minutes : [0];
+    times = hours.flatMap((hour) => mins.map((minute) => `${pad(hour)}:${pad(minute)}`)).join(", ");
+  } else if (minutes.length) {
+    times = `at ${minutes.map((minute) => `:${pad(minute)}`).join(", ")}`;
+  }
+  const on: string[] = [];
+  if (days.length) on.push(days.join(", "));
+  if (monthDays.length) on.push(`day ${monthDays.join(", ")} of the month`);
+  for (const item of monthly) {
+    const day = DAYS[String(item.day ?? "").toLowerCase()] ?? String(item.day ?? "");
+    on.push(item.occurrence !== undefined ? `${ORDINALS[String(item.occurrence)] ?? `#${item.occurrence}`} ${day}` : `every ${day}`);
+  }
+  const when = [on.join("; "), times].filter(Boolean).join(" ");
+  let text: string;
+  if (!when) text = every;
+  else if (interval === 1 && on.length) text = when;
+  else if (interval === 1) text = `${every} ${when}`;
+  else text = `${every}: ${when}`;
+  if (recurrence.timeZone) text += ` (${recurrence.timeZone})`;
+  if (recurrence.count !== undefined) text += `, ${recurrence.count} time${recurrence.count === 1 ? "" : "s"}`;
+  if (recurrence.endTime) text += `, until ${utc(recurrence.endTime)}`;
+  return text;
+}

@@ -6,13 +6,16 @@
 //   #/jobs?q=&state=&collection=&failing=1   every job, filtered
 //   #/failing                the jobs failing now, across collections
 //   #/job/{group}/{collection}/{job}         one job
+//   #/edit/{group}/{collection}/{job}        edit one job (form and JSON)
+//   #/new?collection={group}/{collection}    create a job
 
 import { Api, type CredentialKind, clearSession, loadSession, whenUnauthorized } from "./api";
 import { Catalog } from "./catalog";
 import { announce, h, replace } from "./dom";
-import { utc } from "./format";
+import { getTimeMode, setTimeMode, type TimeMode, browserZone, utc } from "./format";
 import type { Context, View } from "./view";
 import { collectionsView } from "./views/collections";
+import { editorView } from "./views/editor";
 import { jobView } from "./views/job";
 import { jobsView } from "./views/jobs";
 import { signIn } from "./views/signin";
@@ -29,6 +32,7 @@ let generation = 0;
 let paused = false;
 let catalog: Catalog | null = null;
 let catalogKey = "";
+let canWrite: Promise<boolean> = Promise.resolve(false);
 let signInReason: string | null = null;
 /** The kind of credential last used (the sign-in form offers it again after a sign-out). */
 let lastKind: CredentialKind = "key";
@@ -73,6 +77,7 @@ function renderChrome(signedIn: boolean, active: string): void {
       : null,
   );
   pauseButton.hidden = !signedIn;
+  (document.getElementById("time-part") as HTMLElement).hidden = !signedIn;
 }
 
 function signOut(): void {
@@ -134,12 +139,27 @@ async function show(): Promise<void> {
   if (!catalog || key !== catalogKey) {
     catalog = new Catalog(api);
     catalogKey = key;
+    // The role decides which controls are shown; a scheduler without the access route: assume a writer
+    // (the service answers 403 anyway). Asked again after a failure.
+    canWrite = api.access().then(
+      (access) => access?.canWrite ?? true,
+      () => {
+        catalogKey = "";
+        return false;
+      },
+    );
   }
-  const context: Context = { api, catalog, params, navigate };
+  const context: Context = { api, catalog, params, navigate, canWrite };
   let view: View;
   let active = path[0] ?? "collections";
   if (path[0] === "job" && path.length === 4) {
     view = jobView(context, { subscription: session.subscription, group: path[1], collection: path[2], job: path[3] });
+    active = "jobs";
+  } else if (path[0] === "edit" && path.length === 4) {
+    view = editorView(context, { subscription: session.subscription, group: path[1], collection: path[2], job: path[3] });
+    active = "jobs";
+  } else if (path[0] === "new") {
+    view = editorView(context, null);
     active = "jobs";
   } else if (path[0] === "jobs") {
     view = jobsView(context, false);
@@ -154,12 +174,23 @@ async function show(): Promise<void> {
   document.title = `${view.title} · Scheduler dashboard`;
   replace(main, view.element);
   const deleted = params.get("deleted");
-  if (deleted) {
-    view.element.insertBefore(h("p", { class: "notice", role: "status" }, `Job ${deleted} deleted.`), view.element.children[1] ?? null);
+  const saved = params.get("saved");
+  const notice = deleted ? `Job ${deleted} deleted.` : saved ? `Job ${saved} saved.` : null;
+  if (notice) {
+    view.element.insertBefore(h("p", { class: "notice", role: "status" }, notice), view.element.children[saved ? 2 : 1] ?? null);
   }
   (view.element.querySelector("h1") as HTMLElement | null)?.focus();
   await poll(view, generation);
 }
+
+const timeSelect = document.getElementById("time-mode") as HTMLSelectElement;
+const localOption = timeSelect.querySelector('option[value="local"]');
+if (localOption) localOption.textContent = `Local (${browserZone()})`;
+timeSelect.value = getTimeMode();
+timeSelect.addEventListener("change", () => {
+  setTimeMode(timeSelect.value as TimeMode);
+  announce(`Times shown in ${timeSelect.selectedOptions[0]?.textContent ?? timeSelect.value}.`);
+});
 
 pauseButton.addEventListener("click", () => {
   paused = !paused;

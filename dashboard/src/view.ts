@@ -21,6 +21,14 @@ export interface Context {
   catalog: Catalog;
   params: URLSearchParams;
   navigate(hash: string): void;
+  /** Whether the caller may write (its role in the subscription, from the dashboard's access API): a
+   * Reader is shown no write control. The service decides anyway (403). */
+  canWrite: Promise<boolean>;
+}
+
+export function editHash(ref: Ref): string {
+  const e = encodeURIComponent;
+  return `#/edit/${e(ref.group)}/${e(ref.collection)}/${e(ref.job ?? "")}`;
 }
 
 export function jobHash(ref: Ref): string {

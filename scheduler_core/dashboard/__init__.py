@@ -13,14 +13,20 @@ What it serves (``path`` is what follows ``/dashboard/``):
   its next occurrences from the recurrence engine (``count`` applied here, where the job's creation time
   is known), in UTC and in the job's time zone, and which of its write-only fields (passwords, keys,
   tokens) are set. Never a secret's value. ``python -m scheduler_core jobs preview`` uses it too;
+* ``api/preview/<ARM path of a job>?count=N`` (POST, the only write method here; nothing is written): the
+  dry run of a job PUT for the job editor (:mod:`scheduler_core.dashboard.preview`): validated as the PUT
+  validates, its next occurrences, and which stored secrets the write keeps or drops. The role to write the
+  job (a Reader gets 403);
+* ``api/access/subscriptions/<sub>/providers/Microsoft.Scheduler/jobCollections``: the caller's role in the
+  subscription (``Reader`` or ``Contributor``), so the page shows write controls only to a writer;
 * ``api/status/subscriptions/<sub>/providers/Microsoft.Scheduler/jobCollections``: the ``/health`` answer
   of this instance (:func:`scheduler_core.health.check`: storage reachable, the dispatch heartbeat's age,
   queue depths, warnings) and live counts of the subscription (collections, jobs by state, their
   counters, jobs due within a minute), behind the same check (the role to list the subscription's
   collections).
 
-Everything else the page shows and does (lists, history, run now, enable, disable, delete) goes through the
-management API.
+Everything else the page shows and does (lists, history, create and edit, run now, enable, disable, delete)
+goes through the management API.
 
 Every answer carries a strict Content-Security-Policy (scripts, styles and connections from this origin
 only, no inline code, Trusted Types for DOM sinks, no framing) and the other :data:`SECURITY_HEADERS`;
@@ -41,14 +47,17 @@ from datetime import datetime, timedelta
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core import health
+from scheduler_core import auth, health
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paths import parse_path
 from scheduler_core.dashboard.insight import job_insight
+from scheduler_core.dashboard.preview import preview_job
+from scheduler_core.definitions import read_json
 from scheduler_core.errors import (
     AuthenticationError,
     NotFoundError,
+    PayloadTooLargeError,
     SchedulerError,
     StorageError,
     ValidationError,
@@ -66,8 +75,10 @@ log = logging.getLogger("scheduler_core.dashboard")
 
 #: The route of the function (the Functions route template: no leading slash, below the route prefix "").
 ROUTE = "dashboard/{*path}"
-#: Methods the dashboard answers; any other gets an ARM 405.
+#: Methods the dashboard answers; any other gets an ARM 405 (but POST on the preview API, a dry run).
 READ_METHODS = frozenset({"GET", "HEAD"})
+#: Largest body the preview API reads (as the management API's ``MAX_BODY_BYTES``).
+MAX_BODY_BYTES = 64 * 1024
 #: Most occurrences one request may ask for (``?count=``), and the default.
 MAX_OCCURRENCES = 50
 DEFAULT_OCCURRENCES = 10
@@ -105,6 +116,8 @@ _STATIC = "static"
 _ASSETS = "assets/"
 _JOB_API = "api/job/"
 _STATUS_API = "api/status/"
+_PREVIEW_API = "api/preview/"
+_ACCESS_API = "api/access/"
 #: The live counts' "due soon" window.
 DUE_SOON = timedelta(seconds=60)
 
@@ -185,6 +198,29 @@ def _job_api(
     return ApiResponse.json(200, body)
 
 
+def _preview_api(
+    route_path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes, services: ApiServices
+) -> ApiResponse:
+    path = parse_path(ApiRequest.path_from_route(route_path))
+    principal = services.authenticate(headers)
+    if path.kind != "job" or path.resource_group is None or path.collection is None or path.job is None:
+        raise NotFoundError(
+            "expected /dashboard/api/preview/subscriptions/{sub}/resourceGroups/{rg}/providers/"
+            "Microsoft.Scheduler/jobCollections/{jc}/jobs/{job}"
+        )
+    services.authorize(principal, path, "PUT")  # a dry run of a write: the role to write the job (403 for a Reader)
+    count = _count(query)
+    if len(body) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    if not body.strip():
+        raise ValidationError("", "a JSON request body is required (the body of the job's PUT)")
+    data = read_json(body, "the request body")
+    if not isinstance(data, dict):
+        raise ValidationError("", "the request body must be a JSON object")
+    ref = JobRef(CollectionRef(path.subscription, path.resource_group, path.collection), path.job)
+    return ApiResponse.json(200, preview_job(services.service.jobs, ref, data, count))
+
+
 def live_counts(services: ApiServices, subscription: str) -> dict[str, Any]:
     """Counts of one subscription as of the service's clock: collections, jobs by state, the sums of the
     jobs' counters, and how many enabled jobs are due within :data:`DUE_SOON`."""
@@ -240,6 +276,22 @@ def _status_api(
     return ApiResponse.json(200, body)
 
 
+def _access_api(route_path: str, headers: Mapping[str, str], services: ApiServices) -> ApiResponse:
+    """The caller's role in the subscription, so the page shows write controls only to who may write (the
+    service still decides: a write without the role is its 403)."""
+    path = parse_path(ApiRequest.path_from_route(route_path))
+    principal = services.authenticate(headers)
+    if path.kind != "subscription_collections":
+        raise NotFoundError(
+            "expected /dashboard/api/access/subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections"
+        )
+    services.authorize(principal, path, "GET")  # the role to list the subscription's collections
+    role = principal.role_in(path.subscription)
+    assert role is not None  # authorize refused a principal without one
+    can_write = role >= auth.Role.CONTRIBUTOR
+    return ApiResponse.json(200, {"subscription": path.subscription, "role": role.title, "canWrite": can_write})
+
+
 def _fleet() -> Services:
     """The process's services (``/health`` reads the same), imported on first use."""
     from scheduler_core.wiring import services
@@ -254,25 +306,34 @@ def serve(
     query: Mapping[str, str] | None = None,
     services: Callable[[], ApiServices] | None = None,
     fleet: Callable[[], Services] | None = None,
+    body: bytes = b"",
 ) -> ApiResponse:
     """The answer to ``method`` on ``/dashboard/<path>`` (``path`` as the host decoded it).
 
     ``services`` gives the API keys and the service (``scheduler_core.wiring.api_services``); it is called
     only for ``api/...``, so serving the page and its assets connects to nothing. ``fleet`` gives what
-    ``/health`` checks (default: ``scheduler_core.wiring.services``, as the health route uses)."""
+    ``/health`` checks (default: ``scheduler_core.wiring.services``, as the health route uses). ``body`` is
+    the request's (read by the preview API only)."""
     headers = headers or {}
     query = query or {}
     request_id = str(uuid.uuid4())
     route_path = path.strip("/")
     try:
-        if method.upper() not in READ_METHODS:
+        preview = route_path.lower().startswith(_PREVIEW_API)
+        if preview and method.upper() != "POST":
+            raise MethodNotAllowed(f"the method '{method}' is not allowed on the preview API; use POST", {"POST"})
+        if not preview and method.upper() not in READ_METHODS:
             raise MethodNotAllowed(f"the method '{method}' is not allowed on /dashboard; use GET or HEAD", READ_METHODS)
-        if route_path in ("", "index.html"):
+        if preview and services is not None:
+            response = _preview_api(route_path[len(_PREVIEW_API) :], query, headers, body, services())
+        elif route_path in ("", "index.html"):
             response = _static("index.html", headers)
         elif route_path.startswith(_ASSETS) and "/" not in route_path[len(_ASSETS) :]:
             response = _static(route_path[len(_ASSETS) :], headers)
         elif route_path.lower().startswith(_JOB_API) and services is not None:
             response = _job_api(route_path[len(_JOB_API) :], query, headers, services())
+        elif route_path.lower().startswith(_ACCESS_API) and services is not None:
+            response = _access_api(route_path[len(_ACCESS_API) :], headers, services())
         elif route_path.lower().startswith(_STATUS_API) and services is not None:
             response = _status_api(route_path[len(_STATUS_API) :], headers, services(), fleet or _fleet)
         else:

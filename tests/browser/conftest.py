@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,8 @@ class Dashboard:
 
     api: Api
     screenshots: Path
+    #: A key of the Reader role over every subscription (may read, may not write).
+    reader_key: str = field(default="", repr=False)
 
     @property
     def url(self) -> str:
@@ -105,14 +107,15 @@ def dashboard(storage_env: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
     chromium_path()
     node_path()
-    key = auth.generate_key()
-    monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
+    key, reader = auth.generate_key(), auth.generate_key()
+    keys = f"{auth.hash_entry(key)};{auth.hash_entry(reader, role=auth.Role.READER)}"
+    monkeypatch.setenv("SCHEDULER_API_KEYS", keys)
     wiring.reset()
     provision(storage_env)
     with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as host:
         shots = tmp_path / "screenshots"
         shots.mkdir()
-        yield Dashboard(Api(host.base_url, key, storage_env), shots)
+        yield Dashboard(Api(host.base_url, key, storage_env), shots, reader)
 
 
 def run_scenario(dashboard: Dashboard, name: str, timeout: float = 150, **arguments: Any) -> dict[str, Any]:
@@ -122,6 +125,7 @@ def run_scenario(dashboard: Dashboard, name: str, timeout: float = 150, **argume
         **os.environ,
         "DASHBOARD_URL": dashboard.url,
         "API_KEY": dashboard.api.key,
+        "READER_KEY": dashboard.reader_key,
         "SUBSCRIPTION": SUBSCRIPTION,
         "CHROMIUM": chromium_path(),
         "SCREENSHOTS": str(dashboard.screenshots),

@@ -70,7 +70,9 @@ async function finish({ browser, context, page, problems, foreign }, observed) {
   const storage = await page.evaluate(() => ({ local: localStorage.length, session: Object.keys(sessionStorage) }));
   await browser.close();
   // 401s the scenario provoked on purpose show up as failed resource loads; nothing else may.
-  const unexpected = problems.filter((text) => !(observed.expected401 && /401/.test(text)));
+  // So do the refusals a scenario provokes on purpose (expectedStatuses: a 400 of a field, a 412, a 403).
+  const expected = (text) => (observed.expected401 && /401/.test(text)) || (observed.expectedStatuses ?? []).some((code) => text.includes(`status of ${code}`));
+  const unexpected = problems.filter((text) => !expected(text));
   assert.deepEqual(unexpected, [], `console errors, page errors or CSP violations: ${unexpected.join(" | ")}`);
   assert.deepEqual(foreign, [], `requests outside the dashboard's origin: ${foreign.join(", ")}`);
   assert.deepEqual(cookies, [], "the dashboard set a cookie");
@@ -468,7 +470,294 @@ async function tokenSignIn() {
   await finish(session, observed);
 }
 
-const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn };
+
+// ------------------------------------------------------------------------------- the operator's console
+
+const PREVIEW_VERSION = "2026-12-01-preview";
+
+function armUrl(name, version = PREVIEW_VERSION) {
+  return `${ORIGIN}/subscriptions/${SUBSCRIPTION}/resourceGroups/${ARGS.group}/providers/Microsoft.Scheduler/jobCollections/${ARGS.collection}/jobs/${name}?api-version=${version}`;
+}
+
+/** The text of the error shown next to a field (by the field's id), and whether the field is marked invalid. */
+async function fieldError(page, id) {
+  const note = page.locator(`#${id}-error`);
+  await note.waitFor();
+  return { text: (await note.textContent()).trim(), invalid: await page.locator(`#${id}`).getAttribute("aria-invalid") };
+}
+
+async function auditPage(page, observed, name) {
+  const axe = readFileSync(join(process.cwd(), "node_modules", "axe-core", "axe.min.js"), "utf8");
+  await page.evaluate(axe);
+  const result = await page.evaluate(async () =>
+    (await axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } })),
+  );
+  observed.audits[name] = {
+    passes: result.passes.length,
+    violations: result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+  };
+  step(`audited ${name}: ${result.violations.length} violated`);
+}
+
+/** Create a job with the form (a field the service refuses first, then the preview of its occurrences); edit
+ * a job with a stored password (kept) and a queue job whose edit would drop its SAS token (refused until it is
+ * entered again); a concurrent change (412, reload); the JSON view for a preview property and its errors. */
+async function editJobs() {
+  const session = await openBrowser({ bypassCSP: ARGS.audit === true });
+  const { page } = session;
+  await signedIn(page);
+  const observed = { audits: {}, expectedStatuses: [400, 404, 412] };
+
+  step("new job: a URI the service refuses, then a valid one");
+  await page.goto(`${BASE}#/jobs`);
+  await page.getByRole("link", { name: "New job" }).click();
+  await page.getByRole("heading", { level: 1, name: "New job" }).waitFor();
+  await page.getByLabel("Collection").selectOption({ label: `${ARGS.group}/${ARGS.collection}` });
+  await page.getByLabel("Name", { exact: true }).fill(ARGS.created);
+  await page.getByLabel("Type", { exact: true }).selectOption("Http");
+  await page.getByLabel("Method").selectOption("POST");
+  await page.getByLabel("URI", { exact: true }).fill("ftp://example.invalid/x");
+  await page.getByLabel("Headers").fill("X-Console: yes");
+  await page.getByLabel("Body", { exact: true }).fill("from the form");
+  await page.getByLabel("Start time (UTC)").fill(ARGS.start);
+  await page.getByLabel("Recurrence").selectOption("Minute");
+  await page.getByLabel("Interval", { exact: true }).fill("5");
+  await page.getByLabel("Retry type").selectOption("None");
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  observed.uriError = await fieldError(page, "request-uri");
+  observed.focusOnError = await page.evaluate(() => document.activeElement?.id);
+  if (ARGS.audit) await auditPage(page, observed, "editor with an error");
+  await page.getByLabel("URI", { exact: true }).fill(ARGS.createdUri);
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  const previewTable = page.getByRole("table", { name: /occurrences if saved/ });
+  await previewTable.waitFor();
+  observed.previewTimes = await previewTable.locator("tbody time").evaluateAll((times) => times.map((t) => t.getAttribute("datetime")));
+  observed.uriErrorGone = await page.locator("#request-uri-error").count();
+  observed.existsBeforeSave = (await page.request.get(armUrl(ARGS.created), { headers: { Authorization: `Bearer ${KEY}` } })).status();
+  await shot(page, "editor-new.png");
+  await page.getByRole("button", { name: "Create job" }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.created }).waitFor();
+  observed.savedNotice = (await page.locator("main p.notice", { hasText: `Job ${ARGS.created} saved.` }).textContent()).trim();
+  observed.createdSchedule = (await summary(page)).Schedule;
+
+  step("edit a job with a stored password: change the body only");
+  await page.goto(`${BASE}#/edit/${ARGS.group}/${ARGS.collection}/${ARGS.secured}`);
+  await page.getByRole("heading", { level: 1, name: `Edit ${ARGS.secured}` }).waitFor();
+  await page.getByLabel("URI", { exact: true }).waitFor();
+  observed.securedSecretLabels = await page.locator(".editor fieldset legend").allTextContents();
+  observed.securedPasswordField = await page.getByLabel(/authentication\.password \(set\)/).getAttribute("type");
+  if (ARGS.audit) await auditPage(page, observed, "editor");
+  await page.getByLabel("Body", { exact: true }).fill("edited body");
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  await page.locator("ul.secrets-fate li").first().waitFor();
+  observed.securedFates = (await page.locator("ul.secrets-fate li").allTextContents()).map((t) => t.trim());
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.secured }).waitFor();
+  await page.locator("main p.notice", { hasText: `Job ${ARGS.secured} saved.` }).waitFor();
+
+  step("edit a queue job to another queue: the SAS token would be dropped");
+  await page.goto(`${BASE}#/edit/${ARGS.group}/${ARGS.collection}/${ARGS.queued}`);
+  await page.getByRole("heading", { level: 1, name: `Edit ${ARGS.queued}` }).waitFor();
+  await page.getByLabel("Queue", { exact: true }).waitFor();
+  await page.getByLabel("Queue", { exact: true }).fill("elsewhere");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText(/This edit drops 1 stored secret/).waitFor();
+  observed.dropWarning = (await page.locator(".warning-box p").textContent()).trim();
+  observed.dropStatus = (await page.locator(".form-status").textContent()).trim();
+  observed.queueAfterRefusal = (await (await page.request.get(armUrl(ARGS.queued), { headers: { Authorization: `Bearer ${KEY}` } })).json()).properties.action.queueMessage.queueName;
+  await page.getByLabel("SAS token").fill(ARGS.newSas);
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.queued }).waitFor();
+  await page.locator("main p.notice", { hasText: `Job ${ARGS.queued} saved.` }).waitFor();
+
+  step("a concurrent change: 412, then reload");
+  await page.goto(`${BASE}#/edit/${ARGS.group}/${ARGS.collection}/${ARGS.created}`);
+  await page.getByRole("heading", { level: 1, name: `Edit ${ARGS.created}` }).waitFor();
+  await page.getByLabel("URI", { exact: true }).waitFor();
+  const patched = await page.request.patch(armUrl(ARGS.created), {
+    headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+    data: { properties: { state: "Disabled" } },
+  });
+  observed.concurrentPatch = patched.status();
+  await page.getByLabel("Interval", { exact: true }).fill("10");
+  await page.getByRole("button", { name: "Save" }).click();
+  const alert = page.getByRole("alert").filter({ hasText: "changed by someone else" });
+  await alert.waitFor();
+  observed.conflict = (await alert.locator("p").first().textContent()).trim();
+  observed.conflictFocus = await page.evaluate(() => document.activeElement?.textContent);
+  await shot(page, "editor-conflict.png");
+  await page.getByRole("button", { name: "Reload the job" }).click();
+  await page.waitForFunction(() => document.getElementById("recurrence-interval")?.value === "5");
+  observed.stateAfterReload = await page.getByLabel("State", { exact: true }).inputValue();
+
+  step("the JSON view: a preview property, and an error the service names");
+  await page.getByLabel("JSON", { exact: true }).check();
+  const json = page.getByLabel("Job definition (JSON)");
+  await json.waitFor();
+  const definition = JSON.parse(await json.inputValue());
+  observed.jsonKeys = Object.keys(definition.properties).sort();
+  definition.properties.recurrence.frequency = "Fortnight";
+  await json.fill(JSON.stringify(definition, null, 2));
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  observed.jsonError = await fieldError(page, "job-json");
+  definition.properties.recurrence.frequency = "Minute";
+  definition.properties.overlapPolicy = "Skip";
+  definition.properties.pauseAfterFailures = 3;
+  await json.fill(JSON.stringify(definition, null, 2));
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByRole("heading", { level: 1, name: ARGS.created }).waitFor();
+  await page.locator("main p.notice", { hasText: `Job ${ARGS.created} saved.` }).waitFor();
+  await page.waitForFunction(() => document.querySelector("pre.raw")?.textContent.includes("overlapPolicy"));
+  observed.rawAfterJson = JSON.parse(await page.locator("pre.raw").textContent()).properties;
+  await finish(session, observed);
+}
+
+/** The jobs list's schedule and target columns, sorting, bulk disable, run now and delete (a confirmation
+ * naming the count), the UTC/local/job-zone toggle, the history grouped by occurrence, an unknown job. */
+async function operateJobs() {
+  const session = await openBrowser({ bypassCSP: ARGS.audit === true });
+  const { page } = session;
+  await signedIn(page);
+  const observed = { audits: {}, expectedStatuses: [404] };
+  const rowsOf = () =>
+    page.locator("table").first().evaluate((table) => {
+      const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent.replace(/[▲▼]/g, "").trim());
+      return [...table.querySelectorAll("tbody tr")].map((row) =>
+        Object.fromEntries([...row.cells].map((cell, index) => [heads[index], cell.textContent.trim()])),
+      );
+    });
+
+  step("columns and sorting");
+  await page.goto(`${BASE}#/jobs?q=bulk-`);
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  observed.columns = await page.locator("thead th").allTextContents();
+  observed.byName = (await rowsOf()).map((row) => [row.Job, row.Schedule, row.Target]);
+  await page.getByRole("button", { name: "Next run" }).click();
+  observed.sortedByNext = (await rowsOf()).map((row) => row.Job);
+  observed.ariaSort = await page.locator('th[aria-sort]').evaluate((th) => [th.textContent.trim(), th.getAttribute("aria-sort")]);
+  await page.getByRole("button", { name: "Job", exact: true }).click();
+  await page.getByRole("button", { name: "Job", exact: true }).click();
+  observed.sortedByNameDescending = (await rowsOf()).map((row) => row.Job);
+  observed.sortHash = await page.evaluate(() => window.location.hash);
+
+  step("bulk disable of the filtered list");
+  await page.getByLabel("Select every job shown").check();
+  observed.selectedText = (await page.locator(".bulk-count").textContent()).trim();
+  await page.getByRole("group", { name: "Bulk actions" }).getByRole("button", { name: "Disable" }).click();
+  const dialog = page.getByRole("dialog");
+  await dialog.waitFor();
+  observed.disableDialog = (await dialog.locator("h2").textContent()).trim();
+  observed.disableDialogFocus = await page.evaluate(() => document.activeElement?.textContent);
+  if (ARGS.audit) await auditPage(page, observed, "bulk dialog");
+  await shot(page, "bulk-dialog.png");
+  await dialog.getByRole("button", { name: /^Disable \d+ jobs$/ }).click();
+  await page.locator("main p.action-status").filter({ hasText: "disabled." }).waitFor({ timeout: WAIT });
+  observed.disableResult = (await page.locator("main p.action-status").filter({ hasText: "disabled." }).textContent()).trim();
+  await page.waitForFunction(() => [...document.querySelectorAll("tbody tr")].every((row) => row.cells[2]?.textContent.includes("Disabled")), null, { timeout: WAIT });
+
+  step("bulk run now of two");
+  await page.getByLabel("Select every job shown").uncheck();
+  for (const name of ARGS.runThese) await page.getByLabel(`Select ${name}`, { exact: true }).check();
+  await page.getByRole("group", { name: "Bulk actions" }).getByRole("button", { name: "Run now" }).click();
+  await dialog.waitFor();
+  observed.runDialog = (await dialog.locator("h2").textContent()).trim();
+  observed.runDialogList = (await dialog.locator("li").allTextContents()).map((t) => t.trim());
+  await dialog.getByRole("button", { name: "Run 2 jobs" }).click();
+  await page.locator("main p.action-status").filter({ hasText: "2 of 2 jobs run." }).waitFor({ timeout: WAIT });
+
+  step("bulk delete: cancelled, then confirmed");
+  for (const name of ARGS.runThese) await page.getByLabel(`Select ${name}`, { exact: true }).uncheck();
+  await page.getByLabel(`Select ${ARGS.deleteThis}`, { exact: true }).check();
+  const remove = page.getByRole("group", { name: "Bulk actions" }).getByRole("button", { name: "Delete…" });
+  await remove.click();
+  await dialog.waitFor();
+  observed.deleteDialog = (await dialog.locator("h2").textContent()).trim();
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  observed.stillThere = (await page.request.get(armUrl(ARGS.deleteThis), { headers: { Authorization: `Bearer ${KEY}` } })).status();
+  await remove.click();
+  await dialog.getByRole("button", { name: "Delete 1 job" }).click();
+  await page.locator("main p.action-status").filter({ hasText: "1 of 1 job deleted." }).waitFor({ timeout: WAIT });
+  await page.waitForFunction((name) => ![...document.querySelectorAll("tbody th a")].some((a) => a.textContent === name), ARGS.deleteThis);
+  observed.afterDelete = (await rowsOf()).map((row) => row.Job);
+
+  step("times: UTC, local, the job's zone");
+  await page.goto(jobUrl(ARGS.zoned));
+  await page.getByRole("heading", { level: 1, name: ARGS.zoned }).waitFor();
+  await page.getByRole("table", { name: /occurrences/ }).waitFor();
+  const nextRun = async () => (await summary(page))["Next run"];
+  observed.times = { utc: await nextRun() };
+  observed.nextRunIso = await page.locator("dl.summary time").first().getAttribute("datetime");
+  await page.getByLabel("Times in").selectOption("local");
+  await page.waitForFunction((text) => document.querySelector("dl.summary time")?.textContent !== text, observed.times.utc.split(" (")[0]);
+  observed.times.local = await nextRun();
+  await page.getByLabel("Times in").selectOption("job");
+  await page.waitForFunction((text) => document.querySelector("dl.summary time")?.textContent !== text, observed.times.local.split(" (")[0]);
+  observed.times.job = await nextRun();
+  await page.getByLabel("Times in").selectOption("utc");
+
+  step("history grouped by occurrence");
+  await page.goto(jobUrl(ARGS.retried));
+  await page.getByRole("heading", { level: 1, name: ARGS.retried }).waitFor();
+  await page.locator("tbody tr[data-status]").nth(ARGS.retriedRows - 1).waitFor({ timeout: WAIT });
+  observed.groups = await page.locator("tbody.occurrence").evaluateAll((bodies) =>
+    bodies.map((body) => ({
+      heading: body.querySelector("tr.occurrence-head th").textContent,
+      rows: [...body.querySelectorAll("tr[data-status]")].map((row) => [row.cells[1].textContent, row.cells[2].textContent, row.cells[5].textContent]),
+    })),
+  );
+  if (ARGS.audit) await auditPage(page, observed, "job with grouped history");
+  await shot(page, "history-grouped.png");
+
+  step("an unknown job");
+  await page.goto(jobUrl("no-such-job"));
+  await page.getByRole("heading", { level: 1, name: "no-such-job" }).waitFor();
+  await page.getByRole("alert").filter({ hasText: "was not found" }).waitFor();
+  observed.unknown = {
+    alert: (await page.getByRole("alert").filter({ hasText: "was not found" }).textContent()).trim(),
+    buttons: await page.locator("main button").count(),
+    loading: await page.getByText("Loading…").count(),
+  };
+  await finish(session, observed);
+}
+
+/** A Reader: every view, no write control; a write forged with the Reader's key is the service's 403. */
+async function readerView() {
+  const session = await openBrowser();
+  const { page } = session;
+  await signIn(page, process.env.READER_KEY);
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+  const observed = {};
+  await page.goto(`${BASE}#/jobs`);
+  await page.locator("p.count").filter({ hasText: "jobs shown" }).waitFor();
+  await page.waitForTimeout(500); // the role is known by now (one request at sign-in)
+  observed.jobs = await page.locator("tbody th a").allTextContents();
+  observed.listControls = {
+    checkboxes: await page.locator("main input[type=checkbox].select").count(),
+    bulkVisible: await page.getByRole("group", { name: "Bulk actions" }).count(),
+    newJob: await page.getByRole("link", { name: "New job" }).count(),
+  };
+  await page.goto(jobUrl(ARGS.job));
+  await page.getByRole("heading", { level: 1, name: ARGS.job }).waitFor();
+  await page.locator("dl.summary dt").first().waitFor();
+  await page.waitForTimeout(500);
+  observed.jobControls = await page.locator("main button, main a.button-link").evaluateAll((els) => els.filter((e) => e.offsetParent !== null).map((e) => e.textContent));
+  await page.goto(`${BASE}#/edit/${ARGS.group}/${ARGS.collection}/${ARGS.job}`);
+  await page.getByRole("alert").filter({ hasText: "Reader" }).waitFor();
+  observed.editor = (await page.getByRole("alert").filter({ hasText: "Reader" }).textContent()).trim();
+  observed.editorInputs = await page.locator("main input:visible, main textarea:visible").count();
+  step("forged writes with the Reader's key");
+  observed.forged = await page.evaluate(async ({ run, put, key }) => {
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+    const one = await fetch(run, { method: "POST", headers });
+    const two = await fetch(put, { method: "PATCH", headers, body: JSON.stringify({ properties: { state: "Disabled" } }) });
+    return [[one.status, (await one.json()).error.code], [two.status, (await two.json()).error.message]];
+  }, { run: armUrl(`${ARGS.job}/run`), put: armUrl(ARGS.job), key: process.env.READER_KEY });
+  observed.expectedStatuses = [403];
+  await finish(session, observed);
+}
+
+const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn, editJobs, operateJobs, readerView };
 const name = process.argv[2];
 if (!SCENARIOS[name]) {
   process.stderr.write(`unknown scenario '${name}'; one of ${Object.keys(SCENARIOS).join(", ")}\n`);

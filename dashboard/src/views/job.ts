@@ -1,15 +1,17 @@
 // One job: its state and counters, actions (run now, enable or disable, delete with confirmation, each a
 // call of the management API), the next occurrences (computed by the server's recurrence engine, in UTC and
 // in the job's time zone), the definition with its write-only fields shown as set or not set (never their
-// values: the API does not return them), charts of outcomes and lateness, and the history.
+// values: the API does not return them), charts of outcomes and lateness, and the history, its attempts,
+// retries and error action grouped under the occurrence they belong to. A job that does not exist shows
+// "not found" and no action. A Reader is shown no write control.
 
 import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
 import { lastOutcome } from "../catalog";
 import { HistoryCharts } from "../charts";
 import { announce, h, replace, type Child } from "../dom";
-import { duration, excerpt, lateness, relative, secondsBetween, span, utc } from "../format";
-import { badge, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
+import { absolute, duration, excerpt, lateness, onTimeMode, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
+import { badge, editHash, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
 
 const HISTORY_ROWS = 200;
 
@@ -17,9 +19,9 @@ function item(term: string, ...value: Child[]): HTMLElement[] {
   return [h("dt", {}, term), h("dd", {}, ...value)];
 }
 
-function when(iso: string | undefined, none: string): Child {
+function when(iso: string | undefined, none: string, zone: string | null): Child {
   if (!iso) return h("span", { class: "muted" }, none);
-  return h("span", {}, h("time", { datetime: iso }, utc(iso)), h("span", { class: "muted" }, ` (${relative(iso)})`));
+  return h("span", {}, h("time", { datetime: iso }, absolute(iso, zone)), h("span", { class: "muted" }, ` (${relative(iso)})`));
 }
 
 function actionDetails(action: Action, prefix: string, insight: JobInsight | null): HTMLElement {
@@ -86,16 +88,17 @@ function actionDetails(action: Action, prefix: string, insight: JobInsight | nul
   return list;
 }
 
-function scheduleDetails(job: Job, insight: JobInsight | null): HTMLElement {
+function scheduleDetails(job: Job, insight: JobInsight | null, zone: string | null): HTMLElement {
   const props = job.properties;
   const recurrence = props.recurrence;
   const list = h("dl", { class: "pairs" });
-  list.append(...item("Start", props.startTime ? h("time", { datetime: props.startTime }, utc(props.startTime)) : "when written"));
+  list.append(...item("Start", props.startTime ? h("time", { datetime: props.startTime }, absolute(props.startTime, zone)) : "when written"));
+  list.append(...item("In words", scheduleWords(recurrence, props.startTime)));
   if (recurrence) {
     list.append(...item("Recurrence", `every ${recurrence.interval ?? 1} ${recurrence.frequency ?? ""}`));
     if (recurrence.schedule && Object.keys(recurrence.schedule).length) list.append(...item("Schedule", h("code", {}, JSON.stringify(recurrence.schedule))));
     if (recurrence.count !== undefined) list.append(...item("Count", String(recurrence.count)));
-    if (recurrence.endTime) list.append(...item("End", h("time", { datetime: recurrence.endTime }, utc(recurrence.endTime))));
+    if (recurrence.endTime) list.append(...item("End", h("time", { datetime: recurrence.endTime }, absolute(recurrence.endTime, zone))));
     list.append(...item("Time zone", insight?.timeZone ? `${insight.timeZone.name}${insight.timeZone.iana !== insight.timeZone.name ? ` (${insight.timeZone.iana})` : ""}` : recurrence.timeZone ?? "UTC"));
   } else {
     list.append(...item("Recurrence", "none: runs once"));
@@ -123,15 +126,15 @@ function occurrencesTable(insight: JobInsight): HTMLElement {
   return table(caption, columns, rows, "No further occurrences: the schedule is over.");
 }
 
-function historyRow(row: HistoryRow, fresh: boolean): HTMLTableRowElement {
+function historyRow(row: HistoryRow, fresh: boolean, zone: string | null): HTMLTableRowElement {
   const p = row.properties;
   const took = secondsBetween(p.startTime, p.endTime);
   const late = secondsBetween(p.expectedExecutionTime, p.startTime);
   const message = p.message ?? "";
   return h(
     "tr",
-    { class: fresh ? "fresh" : "", "data-status": p.status },
-    h("td", {}, h("time", { datetime: p.startTime }, utc(p.startTime))),
+    { class: fresh ? "fresh attempt" : "attempt", "data-status": p.status },
+    h("td", {}, h("time", { datetime: p.startTime }, absolute(p.startTime, zone))),
     h("td", {}, p.actionName === "ErrorAction" ? "error action" : "main"),
     h("td", {}, badge(p.status)),
     h("td", { class: "num" }, took === null ? "—" : span(took)),
@@ -143,6 +146,39 @@ function historyRow(row: HistoryRow, fresh: boolean): HTMLTableRowElement {
       message.length > 100 ? h("details", {}, h("summary", {}, excerpt(message, 100)), h("pre", {}, message)) : h("span", {}, message || "—"),
     ),
   );
+}
+
+/** What an attempt belongs to: its occurrence (the expected execution time) and what started it. */
+function occurrenceKey(row: HistoryRow): string {
+  const p = row.properties;
+  return p.expectedExecutionTime ? `${p.expectedExecutionTime}|${p.trigger ?? ""}` : row.id;
+}
+
+/** The history's rows in runs of one occurrence each (newest first, as the API lists them): an occurrence's
+ * attempts, retries and error action stay together under it. */
+export function occurrenceGroups(history: HistoryRow[]): HistoryRow[][] {
+  const groups: HistoryRow[][] = [];
+  for (const row of history) {
+    const last = groups[groups.length - 1];
+    if (last && occurrenceKey(last[0]) === occurrenceKey(row)) last.push(row);
+    else groups.push([row]);
+  }
+  return groups;
+}
+
+/** The heading of one occurrence's rows: when it was due, what started it, its attempts and its outcome. */
+function occurrenceHeading(group: HistoryRow[], zone: string | null): string {
+  const main = group.filter((row) => row.properties.actionName !== "ErrorAction");
+  const errors = group.length - main.length;
+  const first = group[group.length - 1].properties;
+  const due = first.expectedExecutionTime ?? first.startTime;
+  const trigger = (first.trigger ?? "").toLowerCase();
+  const retries = Math.max(0, ...main.map((row) => row.properties.retryCount));
+  const outcome = main[0]?.properties.status ?? group[0].properties.status;
+  const parts = [`${main.length} attempt${main.length === 1 ? "" : "s"}`];
+  if (retries) parts.push(`${retries} retr${retries === 1 ? "y" : "ies"}`);
+  if (errors) parts.push(`error action ${group.find((row) => row.properties.actionName === "ErrorAction")?.properties.status ?? "ran"}`);
+  return `Occurrence ${absolute(due, zone)}${trigger ? ` (${trigger})` : ""}: ${parts.join(", ")}; ${outcome}`;
 }
 
 export function jobView(context: Context, ref: Ref): View {
@@ -158,6 +194,10 @@ export function jobView(context: Context, ref: Ref): View {
   const runButton = h("button", { type: "button", "data-key": "run" }, "Run now");
   const toggleButton = h("button", { type: "button", "data-key": "toggle" }, "Disable");
   const deleteButton = h("button", { type: "button", class: "danger", "data-key": "delete" }, "Delete…");
+  const editLink = h("a", { href: editHash(ref), class: "button-link", "data-key": "edit" }, "Edit…");
+  const actions = h("div", { class: "actions", role: "group", "aria-label": "Job actions", hidden: true }, editLink, runButton, toggleButton, deleteButton);
+  let writer = false;
+  let jobZone: string | null = null;
   const dialog = h(
     "dialog",
     { "aria-labelledby": "delete-title", "aria-describedby": "delete-text" },
@@ -188,7 +228,7 @@ export function jobView(context: Context, ref: Ref): View {
     ),
     h("h1", { id: "page-title", tabindex: -1 }, name),
     status,
-    h("div", { class: "actions", role: "group", "aria-label": "Job actions" }, runButton, toggleButton, deleteButton),
+    actions,
     actionStatus,
     summary,
     h("section", { "aria-labelledby": "charts-title" }, h("h2", { id: "charts-title" }, "Executions"), charts.element),
@@ -265,11 +305,13 @@ export function jobView(context: Context, ref: Ref): View {
     const last = lastOutcome(history);
     toggleButton.textContent = props.state === "Enabled" ? "Disable" : "Enable";
     const pair = (term: string, value: Child) => h("div", {}, ...item(term, value));
+    const zone = zoneFor(jobZone ?? props.recurrence?.timeZone);
     replace(
       summary,
       pair("State", badge(props.state)),
-      pair("Next run", when(counters.nextExecutionTime, props.state === "Enabled" ? "none: the schedule is over" : "none: not enabled")),
-      pair("Last run", when(counters.lastExecutionTime, "never")),
+      pair("Schedule", scheduleWords(props.recurrence, props.startTime)),
+      pair("Next run", when(counters.nextExecutionTime, props.state === "Enabled" ? "none: the schedule is over" : "none: not enabled", zone)),
+      pair("Last run", when(counters.lastExecutionTime, "never", zone)),
       pair("Last outcome", last ? badge(last.properties.status) : h("span", { class: "muted" }, "—")),
       pair("Executions", h("span", { "data-counter": "executionCount" }, String(counters.executionCount ?? 0))),
       pair("Failures", h("span", { "data-counter": "failureCount" }, String(counters.failureCount ?? 0))),
@@ -279,7 +321,8 @@ export function jobView(context: Context, ref: Ref): View {
 
   function renderHistory(history: HistoryRow[]): void {
     // Drawn again only when it changed, so an opened response stays open and the focus stays put.
-    const signature = JSON.stringify(history.map((row) => [row.id, row.properties.status, row.properties.endTime]));
+    const zone = zoneFor(jobZone ?? job?.properties.recurrence?.timeZone);
+    const signature = JSON.stringify([zone, history.map((row) => [row.id, row.properties.status, row.properties.endTime])]);
     if (signature === shownHistory) return;
     shownHistory = signature;
     const fresh = new Set<string>();
@@ -289,9 +332,22 @@ export function jobView(context: Context, ref: Ref): View {
       announce(`${fresh.size} new execution${fresh.size > 1 ? "s" : ""}${newest ? `: ${newest.properties.status}` : ""}.`);
     }
     known = new Set(history.map((row) => row.id));
-    const columns = ["Started (UTC)", "Action", "Status", "Duration", "Lateness", "Retry", "Response"];
-    const caption = history.length ? `The last ${history.length} executions, newest first` : "Executions, newest first";
-    rerender(historyArea, table(caption, columns, history.map((row) => historyRow(row, fresh.has(row.id))), "No executions yet."));
+    const columns = [`Started (${zoneLabel(zone)})`, "Action", "Status", "Duration", "Lateness", "Retry", "Response"];
+    const caption = history.length
+      ? `The last ${history.length} executions, newest first, grouped by occurrence`
+      : "Executions, newest first";
+    const groups = occurrenceGroups(history);
+    const bodies = groups.map((group) =>
+      h(
+        "tbody",
+        { class: "occurrence" },
+        h("tr", { class: "occurrence-head" }, h("th", { scope: "rowgroup", colspan: columns.length }, occurrenceHeading(group, zone))),
+        group.map((row) => historyRow(row, fresh.has(row.id), zone)),
+      ),
+    );
+    const wrapped = table(caption, columns, [], "No executions yet.");
+    if (bodies.length) wrapped.querySelector("tbody")?.replaceWith(...bodies);
+    rerender(historyArea, wrapped);
     charts.update(history);
   }
 
@@ -322,17 +378,20 @@ export function jobView(context: Context, ref: Ref): View {
         context.api.insight(ref, 10).catch(() => null),
       ]);
       job = current;
+      jobZone = insight?.timeZone?.iana ?? null;
       replace(status);
+      actions.hidden = !writer;
       renderSummary(current, history);
       renderHistory(history);
       if (insight) replace(occurrences, occurrencesTable(insight));
-      const signature = JSON.stringify([current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
+      const zone = zoneFor(jobZone ?? current.properties.recurrence?.timeZone);
+      const signature = JSON.stringify([zone, current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
       if (signature !== shownDefinition) {
         shownDefinition = signature;
         replace(
           definition,
           h("h3", {}, "Schedule"),
-          scheduleDetails(current, insight),
+          scheduleDetails(current, insight, zone),
           h("h3", {}, "Action"),
           actionDetails(current.properties.action, "action", insight),
           current.properties.action.errorAction ? [h("h3", {}, "Error action"), actionDetails(current.properties.action.errorAction, "action.errorAction", insight)] : null,
@@ -341,8 +400,24 @@ export function jobView(context: Context, ref: Ref): View {
       }
     } catch (error) {
       const failure = error as ApiError;
-      replace(status, errorBanner(failure.status === 404 ? `Job ${name} does not exist (any more).` : `Could not read the job: ${failure.message}`));
+      if (failure.status === 404) {
+        // Not found: nothing to act on and nothing more to load (the page stops polling it).
+        gone = true;
+        job = null;
+        element.replaceChildren(element.children[0], element.children[1], status);
+        replace(status, h("p", { class: "error", role: "alert" }, `Job ${name} was not found: `, failure.message));
+        status.append(h("p", {}, h("a", { href: jobsHash({ collection: collectionKey }) }, `The jobs of ${collectionKey}`)));
+        return;
+      }
+      replace(status, errorBanner(`Could not read the job: ${failure.message}`));
     }
   }
+  void context.canWrite.then((can) => {
+    writer = can;
+    if (job) actions.hidden = !can;
+  });
+  onTimeMode(() => {
+    if (!gone && document.body.contains(element)) void view.refresh();
+  });
   return view;
 }

@@ -1,22 +1,28 @@
-// The jobs of every collection of the subscription: state, next and last run, counters and last outcome,
-// with a search box and filters (kept in the address, so a filtered list can be bookmarked), and the
-// "failing now" view: the jobs whose last run failed, or that the service faulted, across collections.
+// The jobs of every collection of the subscription: state, schedule (in words), target, next and last run,
+// counters and last outcome, with a search box, filters and sorting (kept in the address, so a filtered,
+// sorted list can be bookmarked), bulk enable, disable, run now and delete of the selected jobs (after a
+// confirmation naming the count), and the "failing now" view: the jobs whose last run failed, or that the
+// service faulted, across collections.
 
 import type { JobRow } from "../catalog";
 import { isFailing } from "../catalog";
 import { h, replace } from "../dom";
-import { excerpt, relative, utc } from "../format";
-import { badge, errorBanner, jobHash, rerender, table, type Context, type View } from "../view";
+import { absolute, excerpt, onTimeMode, relative, scheduleWords, zoneFor } from "../format";
+import { badge, errorBanner, jobHash, rerender, type Context, type View } from "../view";
 
 const STATES = ["Enabled", "Disabled", "Faulted", "Completed"];
 
-function target(row: JobRow): string {
+export function target(row: JobRow): string {
   const action = row.job.properties.action;
   if (action.request?.uri) return `${action.request.method ?? "GET"} ${action.request.uri}`;
   if (action.queueMessage) return `queue ${action.queueMessage.storageAccount}/${action.queueMessage.queueName}`;
   const bus = action.serviceBusQueueMessage ?? action.serviceBusTopicMessage;
   if (bus) return `Service Bus ${String(bus.namespace ?? "")}/${String(bus.queueName ?? bus.topicPath ?? "")}`;
   return action.type;
+}
+
+function schedule(row: JobRow): string {
+  return scheduleWords(row.job.properties.recurrence, row.job.properties.startTime);
 }
 
 function matches(row: JobRow, params: URLSearchParams): boolean {
@@ -30,36 +36,68 @@ function matches(row: JobRow, params: URLSearchParams): boolean {
   return words.every((word) => text.includes(word));
 }
 
-function jobRow(row: JobRow, now: number): HTMLTableRowElement {
+interface Column {
+  key: string;
+  title: string;
+  /** The value rows are sorted by (none: the column does not sort). */
+  value?: (row: JobRow) => string | number;
+}
+
+const FAR = Number.MAX_SAFE_INTEGER;
+const instant = (iso: string | undefined, missing: number) => (iso ? new Date(iso).getTime() : missing);
+const COLUMNS: Column[] = [
+  { key: "job", title: "Job", value: (row) => (row.ref.job ?? "").toLowerCase() },
+  { key: "collection", title: "Collection", value: (row) => `${row.ref.group}/${row.ref.collection}`.toLowerCase() },
+  { key: "state", title: "State", value: (row) => row.job.properties.state },
+  { key: "schedule", title: "Schedule", value: (row) => schedule(row).toLowerCase() },
+  { key: "target", title: "Target", value: (row) => target(row).toLowerCase() },
+  { key: "next", title: "Next run", value: (row) => instant(row.job.properties.status?.nextExecutionTime, FAR) },
+  { key: "last", title: "Last run", value: (row) => instant(row.job.properties.status?.lastExecutionTime, 0) },
+  { key: "runs", title: "Runs", value: (row) => row.job.properties.status?.executionCount ?? 0 },
+  { key: "failures", title: "Failures", value: (row) => row.job.properties.status?.failureCount ?? 0 },
+  { key: "faulted", title: "Faulted", value: (row) => row.job.properties.status?.faultedCount ?? 0 },
+  { key: "outcome", title: "Last outcome", value: (row) => row.last?.properties.status ?? "" },
+];
+
+function timeCell(iso: string | undefined, now: number, zone: string | null, none: string): HTMLElement {
+  if (!iso) return h("td", {}, h("span", { class: "muted" }, none));
+  return h(
+    "td",
+    {},
+    h("time", { datetime: iso, title: absolute(iso, null) }, relative(iso, now)),
+    h("span", { class: "abs" }, absolute(iso, zone)),
+  );
+}
+
+function jobRow(row: JobRow, now: number, select: HTMLInputElement | null): HTMLTableRowElement {
   const props = row.job.properties;
   const status = props.status ?? {};
   const last = row.last?.properties;
+  const zone = zoneFor(props.recurrence?.timeZone);
   return h(
     "tr",
     { class: isFailing(row) ? "failing" : "" },
-    h("th", { scope: "row" }, h("a", { href: jobHash(row.ref) }, row.ref.job ?? row.job.name)),
+    h("th", { scope: "row" }, select, h("a", { href: jobHash(row.ref) }, row.ref.job ?? row.job.name)),
     h("td", {}, `${row.ref.group}/${row.ref.collection}`),
     h("td", {}, badge(props.state)),
-    h(
-      "td",
-      {},
-      status.nextExecutionTime
-        ? h("time", { datetime: status.nextExecutionTime, title: utc(status.nextExecutionTime) }, relative(status.nextExecutionTime, now))
-        : h("span", { class: "muted" }, "—"),
-    ),
-    h(
-      "td",
-      {},
-      status.lastExecutionTime
-        ? h("time", { datetime: status.lastExecutionTime, title: utc(status.lastExecutionTime) }, relative(status.lastExecutionTime, now))
-        : h("span", { class: "muted" }, "never"),
-    ),
+    h("td", { class: "schedule" }, schedule(row)),
+    h("td", { class: "target" }, h("code", {}, target(row))),
+    timeCell(status.nextExecutionTime, now, zone, "—"),
+    timeCell(status.lastExecutionTime, now, zone, "never"),
     h("td", { class: "num" }, String(status.executionCount ?? 0)),
     h("td", { class: "num" }, String(status.failureCount ?? 0)),
     h("td", { class: "num" }, String(status.faultedCount ?? 0)),
     h("td", { class: "outcome" }, last ? badge(last.status) : h("span", { class: "muted" }, "—"), last?.message ? h("span", { class: "excerpt", title: last.message }, ` ${excerpt(last.message, 60)}`) : null),
   );
 }
+
+type Bulk = "enable" | "disable" | "run" | "delete";
+const BULK: Record<Bulk, { button: string; verb: string; done: string }> = {
+  enable: { button: "Enable", verb: "Enable", done: "enabled" },
+  disable: { button: "Disable", verb: "Disable", done: "disabled" },
+  run: { button: "Run now", verb: "Run", done: "run" },
+  delete: { button: "Delete…", verb: "Delete", done: "deleted" },
+};
 
 export function jobsView(context: Context, failingOnly: boolean): View {
   const params = new URLSearchParams(context.params);
@@ -69,7 +107,10 @@ export function jobsView(context: Context, failingOnly: boolean): View {
   const count = h("p", { class: "count", role: "status" });
   const content = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   let rows: JobRow[] = [];
+  let visible: JobRow[] = [];
   let loaded = false;
+  let writer = false;
+  const selected = new Set<string>();
 
   const search = h("input", { id: "job-search", type: "search", value: params.get("q") ?? "", autocomplete: "off" });
   const state = h(
@@ -81,14 +122,181 @@ export function jobsView(context: Context, failingOnly: boolean): View {
   const collection = h("select", { id: "job-collection" }, h("option", { value: "" }, "Every collection"));
   const failing = h("input", { id: "job-failing", type: "checkbox", checked: params.get("failing") === "1" });
 
+  // Bulk actions (Contributors only): on the selected jobs among those shown.
+  const bulkCount = h("span", { class: "bulk-count" });
+  const bulkStatus = h("p", { class: "action-status", role: "status" });
+  const bulkButtons = (Object.keys(BULK) as Bulk[]).map((kind) =>
+    h("button", { type: "button", class: kind === "delete" ? "danger" : "", "data-bulk": kind, disabled: true }, BULK[kind].button),
+  );
+  const bulkBar = h("div", { class: "bulk", role: "group", "aria-label": "Bulk actions", hidden: true }, bulkCount, bulkButtons);
+  const dialogTitle = h("h2", { id: "bulk-title" });
+  const dialogList = h("ul", { id: "bulk-text", class: "bulk-list" });
+  const confirmButton = h("button", { value: "confirm" });
+  const dialog = h(
+    "dialog",
+    { "aria-labelledby": "bulk-title", "aria-describedby": "bulk-text" },
+    dialogTitle,
+    dialogList,
+    h("form", { method: "dialog", class: "buttons" }, h("button", { value: "cancel", autofocus: true }, "Cancel"), confirmButton),
+  );
+  let pending: { kind: Bulk; rows: JobRow[]; opener: HTMLButtonElement } | null = null;
+
+  function chosen(): JobRow[] {
+    return visible.filter((row) => selected.has(row.job.id));
+  }
+
+  function updateBulk(): void {
+    const n = chosen().length;
+    bulkCount.textContent = `${n} of ${visible.length} shown selected`;
+    for (const button of bulkButtons) button.disabled = n === 0;
+  }
+
+  for (const button of bulkButtons) {
+    button.addEventListener("click", () => {
+      const kind = button.getAttribute("data-bulk") as Bulk;
+      const target = chosen();
+      if (!target.length) return;
+      pending = { kind, rows: target, opener: button };
+      const noun = `${target.length} job${target.length === 1 ? "" : "s"}`;
+      dialogTitle.textContent = `${BULK[kind].verb} ${noun}?`;
+      replace(dialogList, target.map((row) => h("li", {}, h("code", {}, `${row.ref.group}/${row.ref.collection}/${row.ref.job}`))));
+      confirmButton.textContent = `${BULK[kind].verb} ${noun}`;
+      confirmButton.className = kind === "delete" ? "danger" : "primary";
+      dialog.returnValue = "";
+      dialog.showModal();
+    });
+  }
+
+  dialog.addEventListener("close", () => {
+    const job = pending;
+    pending = null;
+    if (!job) return;
+    if (dialog.returnValue !== "confirm") {
+      job.opener.focus();
+      return;
+    }
+    void runBulk(job.kind, job.rows, job.opener);
+  });
+
+  async function runBulk(kind: Bulk, target: JobRow[], opener: HTMLButtonElement): Promise<void> {
+    for (const button of bulkButtons) button.disabled = true;
+    bulkStatus.className = "action-status";
+    bulkStatus.textContent = `${BULK[kind].verb}: ${target.length} job${target.length === 1 ? "" : "s"}…`;
+    const failures: string[] = [];
+    let done = 0;
+    // Four at a time: each is one call of the management API with the user's credential.
+    for (let start = 0; start < target.length; start += 4) {
+      await Promise.all(
+        target.slice(start, start + 4).map(async (row) => {
+          try {
+            if (kind === "enable") await context.api.setState(row.ref, "Enabled");
+            else if (kind === "disable") await context.api.setState(row.ref, "Disabled");
+            else if (kind === "run") await context.api.run(row.ref);
+            else await context.api.remove(row.ref);
+            done += 1;
+            if (kind === "delete") selected.delete(row.job.id);
+          } catch (error) {
+            failures.push(`${row.ref.job}: ${(error as Error).message}`);
+          }
+        }),
+      );
+    }
+    const text = `${done} of ${target.length} job${target.length === 1 ? "" : "s"} ${BULK[kind].done}.`;
+    bulkStatus.className = failures.length ? "action-status error" : "action-status";
+    bulkStatus.textContent = failures.length ? `${text} ${failures.length} failed: ${failures.join("; ")}` : text;
+    await view.refresh();
+    updateBulk();
+    opener.focus();
+  }
+
+  function sortKey(): { column: Column; descending: boolean } | null {
+    const column = COLUMNS.find((c) => c.key === params.get("sort"));
+    return column ? { column, descending: params.get("dir") === "desc" } : null;
+  }
+
+  function header(column: Column): HTMLElement {
+    const sort = sortKey();
+    const active = sort?.column.key === column.key;
+    const direction = active ? (sort?.descending ? "descending" : "ascending") : null;
+    const button = h(
+      "button",
+      { type: "button", class: "sort", "data-key": `sort-${column.key}` },
+      column.title,
+      h("span", { "aria-hidden": "true" }, active ? (sort?.descending ? " ▼" : " ▲") : ""),
+    );
+    button.addEventListener("click", () => {
+      const descending = active && !sort?.descending;
+      params.set("sort", column.key);
+      if (descending) params.set("dir", "desc");
+      else params.delete("dir");
+      update();
+    });
+    return h("th", { scope: "col", "aria-sort": direction ?? false }, column.key === "job" ? [selectAll(), button] : button);
+  }
+
+  function selectAll(): HTMLInputElement | null {
+    if (!writer) return null;
+    const all = h("input", { type: "checkbox", class: "select", "aria-label": "Select every job shown", "data-key": "select-all" });
+    const n = chosen().length;
+    all.checked = visible.length > 0 && n === visible.length;
+    all.indeterminate = n > 0 && n < visible.length;
+    all.addEventListener("change", () => {
+      for (const row of visible) {
+        if (all.checked) selected.add(row.job.id);
+        else selected.delete(row.job.id);
+      }
+      show();
+    });
+    return all;
+  }
+
+  function checkbox(row: JobRow): HTMLInputElement | null {
+    if (!writer) return null;
+    const box = h("input", {
+      type: "checkbox",
+      class: "select",
+      "aria-label": `Select ${row.ref.job}`,
+      "data-key": `select:${row.job.id}`,
+      checked: selected.has(row.job.id),
+    });
+    box.addEventListener("change", () => {
+      if (box.checked) selected.add(row.job.id);
+      else selected.delete(row.job.id);
+      show();
+    });
+    return box;
+  }
+
   function show(): void {
     if (!loaded) return;
     const now = Date.now();
-    const visible = rows.filter((row) => matches(row, params));
-    const columns = ["Job", "Collection", "State", "Next run", "Last run", "Runs", "Failures", "Faulted", "Last outcome"];
+    visible = rows.filter((row) => matches(row, params));
+    const sort = sortKey();
+    if (sort) {
+      const value = sort.column.value ?? (() => 0);
+      visible.sort((a, b) => {
+        const x = value(a);
+        const y = value(b);
+        const order = x < y ? -1 : x > y ? 1 : 0;
+        return sort.descending ? -order : order;
+      });
+    }
+    const shown = new Set(visible.map((row) => row.job.id));
+    for (const id of [...selected]) if (!shown.has(id)) selected.delete(id);
     const empty = failingOnly ? "No job is failing now." : rows.length ? "No job matches the filters." : "No jobs yet.";
-    rerender(content, table(title, columns, visible.map((row) => jobRow(row, now)), empty));
+    const body = h("tbody", {}, visible.map((row) => jobRow(row, now, checkbox(row))));
+    if (!visible.length) body.append(h("tr", {}, h("td", { colspan: COLUMNS.length, class: "empty" }, empty)));
+    const caption = sort ? `${title}, sorted by ${sort.column.title.toLowerCase()}${sort.descending ? ", descending" : ""}` : title;
+    rerender(
+      content,
+      h(
+        "div",
+        { class: "table-wrap", role: "region", "aria-label": title, tabindex: 0 },
+        h("table", {}, h("caption", {}, caption), h("thead", {}, h("tr", {}, COLUMNS.map(header))), body),
+      ),
+    );
     count.textContent = `${visible.length} of ${rows.length} jobs shown`;
+    updateBulk();
   }
 
   function update(): void {
@@ -99,7 +307,7 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     for (const name of ["q", "state", "collection", "failing"]) params.delete(name);
     next.forEach((value, name) => params.set(name, value));
     const base = failingOnly ? "#/failing" : "#/jobs";
-    const query = new URLSearchParams([...params].filter(([name]) => !(failingOnly && name === "failing"))).toString();
+    const query = new URLSearchParams([...params].filter(([name]) => !(failingOnly && name === "failing") && name !== "deleted")).toString();
     history.replaceState(null, "", `${base}${query ? `?${query}` : ""}`);
     show();
   }
@@ -107,6 +315,9 @@ export function jobsView(context: Context, failingOnly: boolean): View {
   state.addEventListener("change", update);
   collection.addEventListener("change", update);
   failing.addEventListener("change", update);
+  onTimeMode(() => {
+    if (document.body.contains(element)) show();
+  });
 
   const filters = h(
     "form",
@@ -117,6 +328,7 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     failingOnly ? null : h("div", { class: "check" }, failing, h("label", { for: "job-failing" }, "Failing now only")),
   );
   filters.addEventListener("submit", (event) => event.preventDefault());
+  const newJob = h("p", { class: "new-job", hidden: true }, h("a", { href: "#/new", class: "button-link" }, "New job"));
 
   const element = h(
     "section",
@@ -133,11 +345,21 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     ),
     filters,
     status,
+    newJob,
     count,
+    bulkBar,
+    bulkStatus,
     content,
+    dialog,
   );
+  void context.canWrite.then((can) => {
+    writer = can;
+    bulkBar.hidden = !can;
+    newJob.hidden = !can;
+    show();
+  });
 
-  return {
+  const view: View = {
     title,
     element,
     interval: 3000,
@@ -157,10 +379,11 @@ export function jobsView(context: Context, failingOnly: boolean): View {
             keys.map((key) => h("option", { value: key, selected: key === wanted }, key)),
           );
         }
-        show();
+        if (!dialog.open) show();
       } catch (error) {
         replace(status, errorBanner(`Could not list the jobs: ${(error as Error).message}`));
       }
     },
   };
+  return view;
 }

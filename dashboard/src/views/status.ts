@@ -35,9 +35,16 @@ function healthPart(health: ServiceStatus["health"]): HTMLElement[] {
     "dl",
     { class: "summary", "aria-label": "Health" },
     pair("Health", badge(HEALTH_WORDS[health.status] ?? health.status), h("span", { class: "muted" }, ` HTTP ${health.httpStatus}`)),
-    pair("Storage", health.storage === "unreachable" ? h("span", { class: "bad-text" }, "unreachable") : (health.storage ?? "—")),
+    pair(
+      "Storage",
+      health.storage === "unreachable" || health.storage === "unresponsive"
+        ? h("span", { class: "bad-text" }, health.storage)
+        : (health.storage ?? "—"),
+    ),
     pair("Last dispatch heartbeat", ...tick),
     pair("Execution queue", number(health.execution_queue_depth, "message")),
+    pair("Due now", number(health.execution_queue_due, "message")),
+    pair("Sent ahead of their time", number(health.execution_queue_staged, "message")),
     pair("Poison queue", number(health.poison_queue_length, "message")),
     pair("Version", health.version),
   );

@@ -1,0 +1,703 @@
+// Create or edit a job: a form for the common cases (an HTTP or HTTPS request, a Storage queue message; the
+// start, the recurrence and a simple schedule; the retry policy; the state) and a JSON view of the whole
+// PUT body as api-version 2026-12-01-preview has it (every property: jitter, overlapPolicy, exclusions,
+// signing, identity, ...), editable. Both edit one body: what the form does not show is kept as it is.
+//
+// Everything goes through the service with the user's credential:
+// - "Check and preview" sends the body to the dashboard's dry run (POST /dashboard/api/preview/...): the
+//   service validates it as the PUT would (its ARM error is shown next to the field it names) and answers
+//   the next occurrences and what the write does to each write-only field;
+// - "Save" runs the same check, then PUTs the body with If-Match: the ETag the edit started from. A job
+//   changed meanwhile is a 412: the form says so and offers to reload (a new job is created only when no job
+//   has the name).
+// Secrets are write-only: the API never returns them, and a PUT that omits one keeps the stored value while
+// what it belongs to is unchanged (user name, tenant and client, storage account and queue, target origin).
+// The form leaves them out unless a new value is typed; when the edit would drop one (it changed what the
+// secret belongs to), the dry run says so and saving needs an explicit "drop them".
+
+import type { Collection, Job, JobInsight, JobPreview, Ref } from "../api";
+import { ApiError, parseId } from "../api";
+import { announce, h, replace } from "../dom";
+import { absolute, relative, utc } from "../format";
+import { errorBanner, jobHash, jobsHash, table, type Context, type View } from "../view";
+
+type Json = Record<string, unknown>;
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+const FREQUENCIES = ["Minute", "Hour", "Day", "Week", "Month"];
+const WEEK_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+const FORM_TYPES = ["Http", "Https", "StorageQueue"];
+/** A write-only field the form has an input of its own for. */
+const FORM_SECRETS = new Set(["action.queueMessage.sasToken"]);
+
+function obj(value: unknown): Json {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : {};
+}
+
+function clone<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** A number when the text is an integer, else the text as typed (the service names what is wrong). */
+function integer(text: string): number | string | undefined {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  return /^-?\d+$/.test(trimmed) ? Number(trimmed) : trimmed;
+}
+
+function integers(text: string): (number | string)[] | undefined {
+  const items = text.split(/[\s,]+/).filter(Boolean);
+  return items.length ? items.map((item) => integer(item) as number | string) : undefined;
+}
+
+function setOrDelete(target: Json, key: string, value: unknown): void {
+  if (value === undefined || value === "") delete target[key];
+  else target[key] = value;
+}
+
+function setPath(target: Json, path: string, value: unknown): void {
+  const keys = path.split(".");
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
+    node = node[key] as Json;
+  }
+  node[keys[keys.length - 1]] = value;
+}
+
+let fieldCounter = 0;
+
+/** A labelled input; ``help`` describes it (aria-describedby). */
+function field(label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, help?: string): HTMLElement {
+  fieldCounter += 1;
+  const id = control.id || `f${fieldCounter}`;
+  control.id = id;
+  const helpId = `${id}-help`;
+  if (help) control.setAttribute("aria-describedby", helpId);
+  return h("div", { class: "field" }, h("label", { for: id }, label), control, help ? h("p", { class: "help", id: helpId }, help) : null);
+}
+
+export function editorView(context: Context, ref: Ref | null): View {
+  const creating = ref === null;
+  const name = ref?.job ?? "";
+  const title = creating ? "New job" : `Edit ${name}`;
+  const status = h("div", { class: "status-area" });
+  const formStatus = h("div", { class: "form-status", role: "status" });
+  const previewArea = h("div", {});
+  let body: Json = { properties: {} };
+  let etag: string | null = null;
+  let insight: JobInsight | null = null;
+  let loaded = false;
+  let mode: "form" | "json" = "form";
+
+  // ------------------------------------------------------------------ controls
+  const collectionSelect = h("select", { id: "job-collection-input" });
+  const nameInput = h("input", { id: "job-name", type: "text", autocomplete: "off", spellcheck: "false" });
+  const typeSelect = h("select", { id: "action-type" }, FORM_TYPES.map((type) => h("option", { value: type }, type)));
+  const methodSelect = h("select", { id: "request-method" }, METHODS.map((method) => h("option", { value: method }, method)));
+  const uriInput = h("input", { id: "request-uri", type: "text", autocomplete: "off", spellcheck: "false" });
+  const headersInput = h("textarea", { id: "request-headers", rows: 3, spellcheck: "false" });
+  const bodyInput = h("textarea", { id: "request-body", rows: 4, spellcheck: "false" });
+  const accountInput = h("input", { id: "queue-account", type: "text", autocomplete: "off", spellcheck: "false" });
+  const queueInput = h("input", { id: "queue-name", type: "text", autocomplete: "off", spellcheck: "false" });
+  const messageInput = h("textarea", { id: "queue-message", rows: 3, spellcheck: "false" });
+  const sasInput = h("input", { id: "queue-sas", type: "password", autocomplete: "new-password", spellcheck: "false" });
+  const startInput = h("input", { id: "start-time", type: "text", autocomplete: "off", placeholder: "2030-01-31T08:00:00Z" });
+  const frequencySelect = h(
+    "select",
+    { id: "recurrence-frequency" },
+    h("option", { value: "" }, "none: runs once"),
+    FREQUENCIES.map((frequency) => h("option", { value: frequency }, frequency)),
+  );
+  const intervalInput = h("input", { id: "recurrence-interval", type: "text", inputmode: "numeric", autocomplete: "off" });
+  const countInput = h("input", { id: "recurrence-count", type: "text", inputmode: "numeric", autocomplete: "off" });
+  const endInput = h("input", { id: "recurrence-end", type: "text", autocomplete: "off" });
+  const zoneInput = h("input", { id: "recurrence-zone", type: "text", autocomplete: "off" });
+  const hoursInput = h("input", { id: "schedule-hours", type: "text", autocomplete: "off" });
+  const minutesInput = h("input", { id: "schedule-minutes", type: "text", autocomplete: "off" });
+  const dayBoxes = WEEK_DAYS.map((day) => h("input", { type: "checkbox", id: `day-${day}`, value: day }));
+  const retryType = h(
+    "select",
+    { id: "retry-type" },
+    h("option", { value: "" }, "the service's default"),
+    ["None", "Fixed", "Exponential"].map((type) => h("option", { value: type }, type)),
+  );
+  const retryInterval = h("input", { id: "retry-interval", type: "text", autocomplete: "off", placeholder: "PT30S" });
+  const retryCount = h("input", { id: "retry-count", type: "text", inputmode: "numeric", autocomplete: "off" });
+  const stateSelect = h("select", { id: "job-state-input" }, ["Enabled", "Disabled"].map((state) => h("option", { value: state }, state)));
+  const secretsPart = h("div", {});
+  const secretInputs = new Map<string, HTMLInputElement>();
+  const jsonInput = h("textarea", { id: "job-json", rows: 24, spellcheck: "false", class: "json" });
+  const dropSecrets = h("input", { type: "checkbox", id: "drop-secrets" });
+  const dropPart = h("div", { class: "warning-box", hidden: true });
+
+  const httpPart = h(
+    "div",
+    { class: "part" },
+    field("Method", methodSelect),
+    field("URI", uriInput, "http:// or https:// and a host; credentials in its query are write-only."),
+    field("Headers", headersInput, "One per line: Name: value"),
+    field("Body", bodyInput),
+  );
+  const queuePart = h(
+    "div",
+    { class: "part", hidden: true },
+    field("Storage account", accountInput),
+    field("Queue", queueInput),
+    field("Message", messageInput),
+    field("SAS token", sasInput, "Write-only. Leave empty to keep the stored token (or, with none, to use the app's own identity)."),
+  );
+  const otherPart = h("p", { class: "help", hidden: true });
+  const days = h(
+    "fieldset",
+    { class: "days" },
+    h("legend", {}, "Week days"),
+    dayBoxes.map((box) => h("span", { class: "check" }, box, h("label", { for: box.id }, box.value.slice(0, 3)))),
+  );
+
+  const form = h(
+    "form",
+    { class: "editor", "aria-label": "Job definition", novalidate: true },
+    creating
+      ? h("fieldset", {}, h("legend", {}, "Job"), field("Collection", collectionSelect), field("Name", nameInput, "Letters, digits, - and _ (see the name rule)."))
+      : null,
+    h("fieldset", {}, h("legend", {}, "Action"), field("Type", typeSelect), httpPart, queuePart, otherPart, secretsPart),
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, "Schedule"),
+      field("Start time (UTC)", startInput, "ISO 8601, e.g. 2030-01-31T08:00:00Z. Empty: when saved."),
+      field("Recurrence", frequencySelect),
+      field("Interval", intervalInput, "Every this many of the frequency (1 when empty)."),
+      field("Count", countInput, "How many times in all (empty: no limit)."),
+      field("End time (UTC)", endInput, "ISO 8601 (empty: no end)."),
+      field("Time zone", zoneInput, "The schedule's zone, e.g. W. Europe Standard Time (empty: UTC)."),
+      field("Hours", hoursInput, "Simple schedule: hours of the day, e.g. 8, 17."),
+      field("Minutes", minutesInput, "Minutes of the hour, e.g. 0, 30."),
+      days,
+    ),
+    h("fieldset", {}, h("legend", {}, "Retry policy"), field("Retry type", retryType), field("Retry interval", retryInterval, "ISO 8601 duration, e.g. PT30S."), field("Retry count", retryCount)),
+    h("fieldset", {}, h("legend", {}, "State"), field("State", stateSelect)),
+  );
+  form.addEventListener("submit", (event) => event.preventDefault());
+  const jsonPart = h(
+    "div",
+    { class: "json-part", hidden: true },
+    field("Job definition (JSON)", jsonInput, "The PUT body as api-version 2026-12-01-preview has it: every property. Write-only fields are never shown; leave them out to keep the stored values."),
+  );
+
+  const formChoice = h("input", { type: "radio", name: "editor-mode", id: "mode-form", value: "form", checked: true });
+  const jsonChoice = h("input", { type: "radio", name: "editor-mode", id: "mode-json", value: "json" });
+  const modes = h(
+    "fieldset",
+    { class: "modes" },
+    h("legend", {}, "Edit with"),
+    h("span", { class: "check" }, formChoice, h("label", { for: "mode-form" }, "Form")),
+    h("span", { class: "check" }, jsonChoice, h("label", { for: "mode-json" }, "JSON")),
+  );
+  const previewButton = h("button", { type: "button" }, "Check and preview");
+  const saveButton = h("button", { type: "button", class: "primary" }, creating ? "Create job" : "Save");
+  const cancelLink = h("a", { href: ref ? jobHash(ref) : "#/jobs" }, "Cancel");
+  const editorPart = h(
+    "div",
+    { hidden: true },
+    modes,
+    form,
+    jsonPart,
+    dropPart,
+    h("div", { class: "actions" }, previewButton, saveButton, cancelLink),
+    formStatus,
+    h("section", { "aria-labelledby": "preview-title" }, h("h2", { id: "preview-title" }, "Preview"), previewArea),
+  );
+
+  const crumbs = [h("li", {}, h("a", { href: "#/collections" }, "Collections"))];
+  if (ref) {
+    const key = `${ref.group}/${ref.collection}`;
+    crumbs.push(h("li", {}, h("a", { href: jobsHash({ collection: key }) }, key)), h("li", {}, h("a", { href: jobHash(ref) }, name)));
+  }
+  crumbs.push(h("li", { "aria-current": "page" }, creating ? "New job" : "Edit"));
+  const element = h(
+    "article",
+    { "aria-labelledby": "page-title" },
+    h("nav", { "aria-label": "Breadcrumb", class: "breadcrumb" }, h("ol", {}, crumbs)),
+    h("h1", { id: "page-title", tabindex: -1 }, title),
+    status,
+    editorPart,
+  );
+
+  // ------------------------------------------------------------------ form <-> body
+  function showParts(): void {
+    const type = typeSelect.value;
+    httpPart.hidden = !(type === "Http" || type === "Https");
+    queuePart.hidden = type !== "StorageQueue";
+    otherPart.hidden = FORM_TYPES.includes(type);
+  }
+  typeSelect.addEventListener("change", showParts);
+
+  function fill(): void {
+    const props = obj(body.properties);
+    const action = obj(props.action);
+    const type = String(action.type ?? "Https");
+    if (!FORM_TYPES.includes(type) && ![...typeSelect.options].some((option) => option.value === type)) {
+      typeSelect.append(h("option", { value: type }, `${type} (edit in JSON)`));
+    }
+    typeSelect.value = type;
+    otherPart.textContent = `A ${type} action is edited in the JSON view; the form keeps it as it is.`;
+    const request = obj(action.request);
+    methodSelect.value = String(request.method ?? "POST").toUpperCase();
+    uriInput.value = String(request.uri ?? "");
+    headersInput.value = Object.entries(obj(request.headers))
+      .map(([key, value]) => `${key}: ${String(value)}`)
+      .join("\n");
+    bodyInput.value = typeof request.body === "string" ? request.body : "";
+    const queue = obj(action.queueMessage);
+    accountInput.value = String(queue.storageAccount ?? "");
+    queueInput.value = String(queue.queueName ?? "");
+    messageInput.value = String(queue.message ?? "");
+    sasInput.value = "";
+    startInput.value = String(props.startTime ?? "");
+    const recurrence = obj(props.recurrence);
+    frequencySelect.value = String(recurrence.frequency ?? "");
+    intervalInput.value = recurrence.interval === undefined ? "" : String(recurrence.interval);
+    countInput.value = recurrence.count === undefined ? "" : String(recurrence.count);
+    endInput.value = String(recurrence.endTime ?? "");
+    zoneInput.value = String(recurrence.timeZone ?? "");
+    const schedule = obj(recurrence.schedule);
+    hoursInput.value = Array.isArray(schedule.hours) ? schedule.hours.join(", ") : "";
+    minutesInput.value = Array.isArray(schedule.minutes) ? schedule.minutes.join(", ") : "";
+    const weekDays = Array.isArray(schedule.weekDays) ? schedule.weekDays.map((day) => String(day).toLowerCase()) : [];
+    for (const box of dayBoxes) box.checked = weekDays.includes(box.value.toLowerCase());
+    const retry = obj(action.retryPolicy);
+    retryType.value = action.retryPolicy === undefined ? "" : String(retry.retryType ?? "Fixed");
+    retryInterval.value = String(retry.retryInterval ?? "");
+    retryCount.value = retry.retryCount === undefined ? "" : String(retry.retryCount);
+    stateSelect.value = props.state === "Disabled" ? "Disabled" : "Enabled";
+    for (const input of secretInputs.values()) input.value = "";
+    showParts();
+  }
+
+  /** The body with the form's values written into it (what the form does not show is kept). */
+  function fromForm(): Json {
+    const next = clone(body);
+    const props = obj(next.properties);
+    next.properties = props;
+    const action = obj(props.action);
+    props.action = action;
+    const type = typeSelect.value;
+    action.type = type;
+    if (type === "Http" || type === "Https") {
+      delete action.queueMessage;
+      const request = obj(action.request);
+      action.request = request;
+      request.method = methodSelect.value;
+      request.uri = uriInput.value.trim();
+      const headers: Json = {};
+      for (const line of headersInput.value.split("\n")) {
+        if (!line.trim()) continue;
+        const at = line.indexOf(":");
+        if (at <= 0) throw new FieldProblem("properties.action.request.headers", `"${line.trim()}" is not "Name: value"`);
+        headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+      }
+      setOrDelete(request, "headers", Object.keys(headers).length ? headers : undefined);
+      setOrDelete(request, "body", bodyInput.value || undefined);
+    } else if (type === "StorageQueue") {
+      delete action.request;
+      const queue = obj(action.queueMessage);
+      action.queueMessage = queue;
+      queue.storageAccount = accountInput.value.trim();
+      queue.queueName = queueInput.value.trim();
+      queue.message = messageInput.value;
+      if (sasInput.value) queue.sasToken = sasInput.value;
+    }
+    for (const [path, input] of secretInputs) if (input.value) setPath(props, path, input.value);
+    setOrDelete(props, "startTime", startInput.value.trim() || undefined);
+    if (!frequencySelect.value) {
+      delete props.recurrence;
+    } else {
+      const recurrence = obj(props.recurrence);
+      props.recurrence = recurrence;
+      recurrence.frequency = frequencySelect.value;
+      setOrDelete(recurrence, "interval", integer(intervalInput.value));
+      setOrDelete(recurrence, "count", integer(countInput.value));
+      setOrDelete(recurrence, "endTime", endInput.value.trim() || undefined);
+      setOrDelete(recurrence, "timeZone", zoneInput.value.trim() || undefined);
+      const schedule = obj(recurrence.schedule);
+      setOrDelete(schedule, "hours", integers(hoursInput.value));
+      setOrDelete(schedule, "minutes", integers(minutesInput.value));
+      const checked = dayBoxes.filter((box) => box.checked).map((box) => box.value);
+      setOrDelete(schedule, "weekDays", checked.length ? checked : undefined);
+      setOrDelete(recurrence, "schedule", Object.keys(schedule).length ? schedule : undefined);
+    }
+    if (!retryType.value) {
+      delete action.retryPolicy;
+    } else if (retryType.value === "None") {
+      action.retryPolicy = { retryType: "None" };
+    } else {
+      const retry = obj(action.retryPolicy);
+      action.retryPolicy = retry;
+      retry.retryType = retryType.value;
+      setOrDelete(retry, "retryInterval", retryInterval.value.trim() || undefined);
+      setOrDelete(retry, "retryCount", integer(retryCount.value));
+    }
+    props.state = stateSelect.value;
+    return next;
+  }
+
+  /** The body as the active view has it. */
+  function current(): Json {
+    if (mode === "form") return fromForm();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(jsonInput.value);
+    } catch (error) {
+      throw new FieldProblem("json", `not JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new FieldProblem("json", "the body must be a JSON object");
+    return parsed as Json;
+  }
+
+  function switchTo(next: "form" | "json"): void {
+    if (next === mode) return;
+    clearErrors();
+    try {
+      body = current();
+    } catch (error) {
+      (mode === "form" ? formChoice : jsonChoice).checked = true;
+      showProblem(error);
+      return;
+    }
+    mode = next;
+    if (mode === "json") {
+      const shown = clone(body);
+      jsonInput.value = JSON.stringify(shown, null, 2);
+    } else {
+      fill();
+    }
+    form.hidden = mode !== "form";
+    jsonPart.hidden = mode !== "json";
+  }
+  formChoice.addEventListener("change", () => switchTo("form"));
+  jsonChoice.addEventListener("change", () => switchTo("json"));
+
+  // ------------------------------------------------------------------ errors next to their field
+  const FIELDS: [string, HTMLElement][] = [
+    ["properties.action.request.uri", uriInput],
+    ["properties.action.request.method", methodSelect],
+    ["properties.action.request.headers", headersInput],
+    ["properties.action.request.body", bodyInput],
+    ["properties.action.queueMessage.storageAccount", accountInput],
+    ["properties.action.queueMessage.queueName", queueInput],
+    ["properties.action.queueMessage.message", messageInput],
+    ["properties.action.queueMessage.sasToken", sasInput],
+    ["properties.action.retryPolicy.retryInterval", retryInterval],
+    ["properties.action.retryPolicy.retryCount", retryCount],
+    ["properties.action.retryPolicy", retryType],
+    ["properties.action.type", typeSelect],
+    ["properties.action", typeSelect],
+    ["properties.startTime", startInput],
+    ["properties.recurrence.frequency", frequencySelect],
+    ["properties.recurrence.interval", intervalInput],
+    ["properties.recurrence.count", countInput],
+    ["properties.recurrence.endTime", endInput],
+    ["properties.recurrence.timeZone", zoneInput],
+    ["properties.recurrence.schedule.hours", hoursInput],
+    ["properties.recurrence.schedule.minutes", minutesInput],
+    ["properties.recurrence.schedule.weekDays", dayBoxes[0]],
+    ["properties.recurrence", frequencySelect],
+    ["properties.state", stateSelect],
+    ["name", nameInput],
+    ["collection", collectionSelect],
+  ];
+
+  function clearErrors(): void {
+    for (const note of element.querySelectorAll(".field-error")) note.remove();
+    for (const input of element.querySelectorAll("[aria-invalid]")) {
+      input.removeAttribute("aria-invalid");
+      const described = (input.getAttribute("aria-describedby") ?? "").split(" ").filter((id) => !id.endsWith("-error")).join(" ");
+      if (described) input.setAttribute("aria-describedby", described);
+      else input.removeAttribute("aria-describedby");
+    }
+    replace(formStatus);
+  }
+
+  function controlFor(path: string): HTMLElement | null {
+    if (mode === "json" || path === "json") return jsonInput;
+    for (const [path2, input] of secretInputs) if (path === `properties.${path2}`) return input;
+    const match = FIELDS.filter(([prefix]) => path === prefix || path.startsWith(`${prefix}.`) || path.startsWith(`${prefix}[`)).sort((a, b) => b[0].length - a[0].length)[0];
+    const control = match?.[1] ?? null;
+    return control && !control.closest("[hidden]") ? control : null;
+  }
+
+  /** Shows ``message`` next to the control of ``path`` (the form's, or the JSON text); false when none. */
+  function fieldError(path: string, message: string): boolean {
+    const control = controlFor(path);
+    if (!control) return false;
+    const id = `${control.id}-error`;
+    const note = h("p", { class: "field-error", id }, message);
+    (control.closest(".field") ?? control.closest("fieldset") ?? control.parentElement)?.append(note);
+    control.setAttribute("aria-invalid", "true");
+    control.setAttribute("aria-describedby", `${control.getAttribute("aria-describedby") ?? ""} ${id}`.trim());
+    control.focus();
+    return true;
+  }
+
+  function showProblem(error: unknown): void {
+    if (error instanceof FieldProblem) {
+      const message = `${error.path === "json" ? "" : `${error.path}: `}${error.message}`;
+      fieldError(error.path, message);
+      replace(formStatus, errorBanner(`Not saved: ${message}`));
+      return;
+    }
+    const failure = error as ApiError;
+    if (failure.status === 412) {
+      conflict(failure.message);
+      return;
+    }
+    const path = failure instanceof ApiError ? failure.field : null;
+    const shown = path !== null && fieldError(path, failure.message);
+    replace(formStatus, errorBanner(`${failure.status === 403 ? "Refused" : "The service refused it"}: ${failure.message}`));
+    if (!shown) formStatus.querySelector("p")?.setAttribute("tabindex", "-1");
+  }
+
+  function conflict(message: string): void {
+    const reload = h("button", { type: "button", "data-key": "reload" }, "Reload the job");
+    reload.addEventListener("click", () => {
+      void load().then(() => announce("The job was reloaded; your changes were discarded."));
+    });
+    replace(
+      formStatus,
+      h(
+        "div",
+        { class: "error", role: "alert" },
+        h("p", {}, `Not saved: the job was changed by someone else since you opened it (${message}). Saving now would overwrite that change.`),
+        h("p", {}, "Reload it to edit the current definition (your changes here are discarded).", " "),
+        reload,
+      ),
+    );
+    reload.focus();
+  }
+
+  // ------------------------------------------------------------------ preview and save
+  function target(): Ref | null {
+    if (ref) return ref;
+    const collectionRef = collectionSelect.value ? parseId(collectionSelect.value) : null;
+    const job = nameInput.value.trim();
+    if (!collectionRef) throw new FieldProblem("collection", "choose a collection");
+    if (!job) throw new FieldProblem("name", "a job needs a name");
+    return { ...collectionRef, job };
+  }
+
+  function renderPreview(preview: JobPreview): void {
+    const zone = preview.timeZone;
+    const columns = zone ? ["#", "UTC", `Local time (${zone.iana})`] : ["#", "UTC"];
+    const rows = preview.occurrences.map((occurrence, index) =>
+      h(
+        "tr",
+        {},
+        h("td", { class: "num" }, String(index + 1)),
+        h("td", {}, h("time", { datetime: occurrence.utc }, utc(occurrence.utc)), h("span", { class: "muted" }, ` (${relative(occurrence.utc)})`)),
+        zone ? h("td", {}, occurrence.local?.replace("T", " ") ?? "—") : null,
+      ),
+    );
+    const notes = [];
+    if (preview.completesAtOnce) notes.push("The schedule has no occurrence left: the job would be Completed at once.");
+    if (preview.exists && preview.keepsSeries) notes.push("The edit keeps the job's series: runs so far still count towards its count.");
+    if (preview.state === "Disabled") notes.push("The job would be Disabled: it runs at these times only once enabled.");
+    const secrets = preview.writeOnly.map((item) =>
+      h("li", {}, h("code", {}, item.path), `: ${item.fate}`),
+    );
+    const dropped = preview.droppedSecrets.map((path) => h("li", {}, h("code", {}, path), ": dropped"));
+    replace(
+      previewArea,
+      h("p", { class: "notice" }, `The service accepts this definition (checked ${absolute(preview.now, null)}; nothing was saved).`),
+      notes.map((note) => h("p", { class: "help" }, note)),
+      table(`The next ${preview.occurrences.length} occurrences if saved`, columns, rows, "No occurrence: the schedule is over."),
+      secrets.length || dropped.length ? h("div", {}, h("h3", {}, "Write-only fields"), h("ul", { class: "plain secrets-fate" }, secrets, dropped)) : null,
+    );
+    dropPart.hidden = preview.droppedSecrets.length === 0;
+    if (preview.droppedSecrets.length) {
+      replace(
+        dropPart,
+        h("p", { id: "drop-text" }, `This edit drops ${preview.droppedSecrets.length} stored secret${preview.droppedSecrets.length === 1 ? "" : "s"}: `, preview.droppedSecrets.flatMap((path, i) => [i ? ", " : "", h("code", {}, path)]), ". What it belonged to changed; enter it again above, or confirm:"),
+        h("span", { class: "check" }, dropSecrets, h("label", { for: "drop-secrets" }, "Save without them")),
+      );
+    }
+  }
+
+  async function check(): Promise<{ where: Ref; next: Json; preview: JobPreview } | null> {
+    clearErrors();
+    let where: Ref;
+    let next: Json;
+    try {
+      where = target() as Ref;
+      next = current();
+    } catch (error) {
+      showProblem(error);
+      return null;
+    }
+    try {
+      const preview = await context.api.previewJob(where, next, 10);
+      renderPreview(preview);
+      return { where, next, preview };
+    } catch (error) {
+      replace(previewArea, h("p", { class: "muted" }, "No preview: the service refused the definition (above)."));
+      showProblem(error);
+      return null;
+    }
+  }
+
+  async function busy(button: HTMLButtonElement, work: () => Promise<void>): Promise<void> {
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    try {
+      await work();
+    } finally {
+      button.disabled = false;
+      button.removeAttribute("aria-busy");
+    }
+  }
+
+  previewButton.addEventListener("click", () =>
+    busy(previewButton, async () => {
+      const checked = await check();
+      if (checked) {
+        replace(formStatus, h("p", {}, "Checked: the service accepts it. See the preview below."));
+        announce("Checked: the service accepts it.");
+      }
+    }),
+  );
+
+  saveButton.addEventListener("click", () =>
+    busy(saveButton, async () => {
+      const checked = await check();
+      if (!checked) return;
+      const { where, next, preview } = checked;
+      if (preview.droppedSecrets.length && !dropSecrets.checked) {
+        replace(formStatus, errorBanner("Not saved: this edit would drop stored secrets (see above). Enter them again, or confirm dropping them."));
+        dropSecrets.focus();
+        return;
+      }
+      if (creating) {
+        // A PUT replaces a job of the same name: a new job is created only when none has it.
+        try {
+          await context.api.job(where);
+          fieldError("name", `name: a job named ${where.job} already exists in ${where.group}/${where.collection}`);
+          replace(formStatus, errorBanner(`Not created: a job named ${where.job} already exists.`));
+          return;
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.status !== 404) {
+            showProblem(error);
+            return;
+          }
+        }
+      }
+      try {
+        await context.api.putJob(where, next, creating ? null : etag);
+      } catch (error) {
+        showProblem(error);
+        return;
+      }
+      announce(creating ? `Job ${where.job} created.` : `Job ${where.job} saved.`);
+      context.navigate(`${jobHash(where)}?saved=${encodeURIComponent(where.job ?? "")}`);
+    }),
+  );
+
+  // ------------------------------------------------------------------ loading
+  function secretFields(): void {
+    secretInputs.clear();
+    const fields = (insight?.writeOnly ?? []).filter((item) => !FORM_SECRETS.has(item.path) && !item.path.endsWith(".request.uri"));
+    if (!fields.length) {
+      replace(secretsPart);
+      return;
+    }
+    replace(
+      secretsPart,
+      h(
+        "fieldset",
+        {},
+        h("legend", {}, "Write-only fields"),
+        h("p", { class: "help" }, "The API never returns these. Leave a field empty to keep the stored value; type a value to replace it."),
+        fields.map((item) => {
+          const input = h("input", { type: "password", autocomplete: "new-password", id: `secret-${item.path.replace(/[^A-Za-z0-9]/g, "-")}` });
+          secretInputs.set(item.path, input);
+          return field(`${item.path} (${item.set ? "set" : "not set"})`, input);
+        }),
+      ),
+    );
+  }
+
+  async function load(): Promise<void> {
+    clearErrors();
+    replace(previewArea, h("p", { class: "muted" }, "Check the definition to see its next occurrences."));
+    if (!(await context.canWrite)) {
+      replace(status, errorBanner("Your role in this subscription (Reader) may view jobs but not change them."));
+      editorPart.hidden = true;
+      return;
+    }
+    try {
+      if (ref) {
+        const [version, facts] = await Promise.all([context.api.jobVersion(ref), context.api.insight(ref, 1).catch(() => null)]);
+        const job: Job = version.job;
+        etag = version.etag;
+        insight = facts;
+        const properties = clone(job.properties) as Json;
+        delete properties.status;
+        body = { properties };
+      } else {
+        const snapshot = await context.catalog.load();
+        const wanted = context.params.get("collection") ?? "";
+        const options = snapshot.collections.map(({ collection }: { collection: Collection }) => {
+          const key = parseId(collection.id);
+          const label = `${key.group}/${key.collection}`;
+          return h("option", { value: collection.id, selected: label === wanted }, label);
+        });
+        replace(collectionSelect, options);
+        const start = new Date(Date.now() + 3600_000);
+        start.setUTCMinutes(0, 0, 0);
+        body = {
+          properties: {
+            startTime: start.toISOString().replace(/\.\d+Z$/, "Z"),
+            action: { type: "Https", request: { method: "POST", uri: "https://" } },
+            recurrence: { frequency: "Hour", interval: 1 },
+            state: "Enabled",
+          },
+        };
+      }
+    } catch (error) {
+      const failure = error as ApiError;
+      editorPart.hidden = true;
+      replace(status, errorBanner(failure.status === 404 ? `Job ${name} was not found: ${failure.message}` : `Could not read the job: ${failure.message}`));
+      return;
+    }
+    secretFields();
+    replace(status);
+    mode = "form";
+    formChoice.checked = true;
+    form.hidden = false;
+    jsonPart.hidden = true;
+    dropPart.hidden = true;
+    dropSecrets.checked = false;
+    fill();
+    editorPart.hidden = false;
+    loaded = true;
+  }
+
+  return {
+    title,
+    element,
+    interval: 3_600_000, // an editor does not poll: what it edits stays as it was read (the ETag guards it)
+    async refresh() {
+      if (!loaded) await load();
+    },
+  };
+}
+
+/** A problem the page finds itself (not JSON, a header line without a colon), shown next to its field. */
+class FieldProblem extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
