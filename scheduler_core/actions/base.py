@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, assert_never, cast
 
+from scheduler_core.actions.outcome import outcome_message
 from scheduler_core.model.actions import (
     Action,
     HttpAction,
@@ -68,7 +69,8 @@ class ActionContext:
 
 @dataclass(frozen=True)
 class ActionResult:
-    """The outcome of one attempt: success, the history message (never quoting a secret), and the HTTP status
+    """The outcome of one attempt: success, the history message (the outcome first, never quoting a secret:
+    :mod:`~scheduler_core.actions.outcome`), and the HTTP status
     code of the answer when the target gave one (the final answer after redirects; None for a call that got
     no answer and for actions other than HTTP)."""
 
@@ -113,8 +115,9 @@ class ActionRunner:
 
     def run(self, action: Action, context: ActionContext) -> ActionResult:
         """Send ``action`` with its class's sender: the sender's result, or a failed one when no sender
-        is registered for the class (``... this action type is not supported here``) or the sender raised
-        (``... internal error: <exception class>``, nothing more, as an exception may quote a secret)."""
+        is registered for the class (``Not supported: this action type is not sent here | <Type> Action``) or
+        the sender raised (``Internal error: <exception class> | <Type> Action``, nothing more, as an
+        exception may quote a secret)."""
         match action:
             case HttpAction():
                 return self._send(action, self.sender_for(HttpAction), context)
@@ -131,8 +134,8 @@ class ActionRunner:
     def _send(action: A, sender: Sender[A] | None, context: ActionContext) -> ActionResult:
         type_name = action.type_name
         if sender is None:
-            return ActionResult(False, f"{type_name} Action - this action type is not supported here")
+            return ActionResult(False, outcome_message(type_name, "Not supported", "this action type is not sent here"))
         try:
             return sender.send(action, context)
         except Exception as exc:  # a sender bug must not lose the occurrence: record it as a failure
-            return ActionResult(False, f"{type_name} Action - internal error: {type(exc).__name__}")
+            return ActionResult(False, outcome_message(type_name, "Internal error", type(exc).__name__))

@@ -25,7 +25,7 @@ import ssl
 import time
 from collections.abc import Callable
 from typing import Any, assert_never
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import requests
 import urllib3
@@ -45,7 +45,9 @@ from scheduler_core.actions.http_auth import (
 )
 from scheduler_core.actions.managed_identity import ManagedIdentityAuth, ManagedIdentityTokens
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, guarded_session, host_name
+from scheduler_core.actions.outcome import CUT, failure_reason, outcome_message, shown
 from scheduler_core.actions.placeholders import expand_http
+from scheduler_core.actions.redact import redact
 from scheduler_core.actions.signing import signer_for
 from scheduler_core.model.actions import (
     ActiveDirectoryOAuthAuthentication,
@@ -57,6 +59,7 @@ from scheduler_core.model.actions import (
     framing_header,
 )
 from scheduler_core.recurrence import format_instant
+from scheduler_core.uris import CREDENTIAL_PARAMETERS
 
 USER_AGENT = f"azure-scheduler-successor/{__version__} (compatible; Azure-Scheduler)"
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -168,7 +171,7 @@ class HttpSender:
             url = prepared_url(action.uri)
         except (requests.RequestException, ValueError) as exc:
             return ActionResult(
-                False, f"Http Action - Request not sent: the URI cannot be called ({type(exc).__name__})"
+                False, outcome_message("Http", "Request not sent", f"the URI cannot be called ({type(exc).__name__})")
             )
         host = connection_host(url)
         with telemetry.tracer().start_as_current_span(
@@ -202,7 +205,9 @@ class HttpSender:
             try:
                 step.apply(request)
             except AuthenticationProblem as exc:
-                return ActionResult(False, f"Http Action - Request to host '{host}' not sent: {exc}")
+                text = outcome_message("Http", "Request not sent", str(exc), f"Request to host '{host}'")
+                return ActionResult(False, text)
+        secrets = request_secrets(request, action)
         call = OutboundCall(self.timeout)
         if any(name.lower() == "authorization" for name in request.headers):
             call.credentials_host = host_name(host)  # an Authorization header goes to this host only
@@ -226,15 +231,11 @@ class HttpSender:
         except OutboundRefused as exc:
             return ActionResult(False, refused_message(host, exc))
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            if call.expired_now() or isinstance(exc, requests.Timeout):
-                return ActionResult(False, timed_out_message(host, self.timeout, call))
-            if isinstance(exc, requests.exceptions.SSLError):
-                return ActionResult(False, f"Http Action - TLS error talking to host '{host}': {type(exc).__name__}")
-            return ActionResult(False, f"Http Action - Request to host '{host}' failed: {type(exc).__name__}")
+            return ActionResult(False, no_answer_message(host, exc, self.timeout, call))
         finally:
             session.close()
         status = response.status_code
-        return ActionResult(200 <= status < 300, describe_response(host, response, head), status)
+        return ActionResult(200 <= status < 300, redact(describe_response(host, response, head), secrets), status)
 
 
 def prepared_url(uri: str) -> str:
@@ -254,10 +255,21 @@ def connection_host(url: str) -> str:
 def timed_out_message(host: str, timeout: float, call: OutboundCall) -> str:
     """The history message of a call whose deadline ran out: which part of the call was running then."""
     hops = f" (redirect hop {len(call.hops)})" if len(call.hops) > 1 else ""
-    return (
-        f"Http Action - Request to host '{host}' timed out after {timeout:g} s: the call's deadline ran out while "
-        f"{call.ran_out_while or call.phase}{hops}"
+    return outcome_message(
+        "Http",
+        f"Request timed out after {timeout:g} s",
+        f"the call's deadline ran out while {call.ran_out_while or call.phase}{hops}",
+        f"Request to host '{host}'",
     )
+
+
+def no_answer_message(host: str, error: BaseException, timeout: float, call: OutboundCall) -> str:
+    """The history message of a call that got no answer: timed out (:func:`timed_out_message`), a TLS error,
+    or another failure, each with its reason (:func:`failure_reason`), never the URL an exception quotes."""
+    if call.expired_now() or isinstance(error, requests.Timeout):
+        return timed_out_message(host, timeout, call)
+    outcome = "TLS error" if isinstance(error, requests.exceptions.SSLError) else "Request failed"
+    return outcome_message("Http", outcome, failure_reason(error), f"Request to host '{host}'")
 
 
 def client_span_attributes(method: str, uri: str) -> dict[str, str | int]:
@@ -292,29 +304,32 @@ def trusted_cas(session: requests.Session) -> bool | str | None:
 def refused_message(host: str, refusal: OutboundRefused) -> str:
     """The history message of a call the outbound policy refused (on its first hop or a redirect)."""
     hop = "" if refusal.host.strip("[]").lower() == host.strip("[]").lower() else f"a redirect to '{refusal.host}': "
-    return (
-        f"Http Action - Request to host '{host}' refused by the outbound policy: {hop}{refusal} "
-        "(not allowed unless SCHEDULER_ALLOW_METADATA_ENDPOINTS is set)"
+    return outcome_message(
+        "Http",
+        "Request refused by the outbound policy",
+        f"{hop}{refusal} (not allowed unless SCHEDULER_ALLOW_METADATA_ENDPOINTS is set)",
+        f"Request to host '{host}'",
     )
 
 
-def read_head(response: requests.Response, call: OutboundCall) -> bytes:
-    """At most :data:`MAX_BODY_IN_HISTORY` bytes of the body, read before ``call``'s deadline (which also shuts
-    the socket down: a read cannot outlast it). Raises :class:`requests.Timeout` once the deadline has passed,
+def read_head(response: requests.Response, call: OutboundCall, limit: int = MAX_BODY_IN_HISTORY + 1) -> bytes:
+    """At most ``limit`` bytes of the body (by default one more than the history keeps, so that
+    :func:`describe_response` knows that it cuts it), read before ``call``'s deadline (which also shuts the
+    socket down: a read cannot outlast it). Raises :class:`requests.Timeout` once the deadline has passed,
     even when the shut-down socket made the body look complete."""
     call.phase = f"reading the answer's body from '{urlparse(response.url).hostname or ''}'"
     head = b""
-    while len(head) < MAX_BODY_IN_HISTORY:
+    while len(head) < limit:
         if call.expired_now():
             raise requests.Timeout("the response body did not arrive before the call's deadline")
         # read1 returns what has arrived (each read still bounded by the read timeout), decoded
-        chunk = response.raw.read1(MAX_BODY_IN_HISTORY - len(head), decode_content=True)
+        chunk = response.raw.read1(limit - len(head), decode_content=True)
         if not chunk:
             break
         head += chunk
     if call.expired_now():
         raise requests.Timeout("the response did not arrive before the call's deadline")
-    return head
+    return head[:limit]
 
 
 #: ``charset=`` in the first part of a ``Content-Type`` value (read linearly, never a full MIME parse).
@@ -350,13 +365,54 @@ def skip_redirect_body(response: requests.Response, *args: Any, **kwargs: Any) -
     return response
 
 
+def body_text(response: requests.Response, content: bytes) -> str:
+    """What a history message shows of a body: at most :data:`MAX_BODY_IN_HISTORY` bytes of it decoded with
+    its charset (a character cut at the end is dropped, an invalid byte is U+FFFD), characters a terminal acts
+    on escaped (:func:`~scheduler_core.actions.outcome.shown`), and ``… (body cut at 2,048 bytes)`` when
+    there was more; a body that is not text (a NUL byte, or mostly undecodable) is ``(binary body, N bytes)``."""
+    cut = len(content) > MAX_BODY_IN_HISTORY
+    content = content[:MAX_BODY_IN_HISTORY]
+    decoder = codecs.getincrementaldecoder(body_charset(response))(errors="replace")
+    text = decoder.decode(content, final=not cut)
+    more = "+" if cut else ""
+    if b"\x00" in content or text.count("\ufffd") * 8 > max(len(text), 1):
+        return f"(binary body, {len(content):,}{more} bytes)"
+    shown_text = shown(text).strip()
+    return f"{shown_text}{CUT} (body cut at {MAX_BODY_IN_HISTORY:,} bytes)" if cut else shown_text
+
+
 def describe_response(host: str, response: requests.Response, content: bytes) -> str:
-    """The history message: status, response headers and at most 2,048 bytes of the body."""
-    text = content.decode(body_charset(response), errors="replace")
+    """The history message of an answer, outcome first: ``<status> <reason>[: <body>] | Http Action - Response
+    from host '<host>' | Response Headers: <headers>`` (the body as :func:`body_text` shows it, at most
+    :data:`MAX_HEADERS_IN_HISTORY` characters of headers, cut with a marker). The caller masks secrets."""
     headers = ", ".join(f"{k}: {v}" for k, v in response.headers.items())
     if len(headers) > MAX_HEADERS_IN_HISTORY:
-        headers = headers[:MAX_HEADERS_IN_HISTORY] + "... (cut)"
-    return (
-        f"Http Action - Response from host '{host}': '{response.status_code} {response.reason}' "
-        f"Response Headers: {headers} Body: {text}"
-    )
+        headers = headers[:MAX_HEADERS_IN_HISTORY] + f"{CUT} (headers cut at {MAX_HEADERS_IN_HISTORY:,} characters)"
+    status = shown(f"{response.status_code} {response.reason or ''}".strip(), one_line=True)
+    more = f"Response Headers: {shown(headers, one_line=True)}" if headers else ""
+    return outcome_message("Http", status, body_text(response, content), f"Response from host '{host}'", more)
+
+
+#: Request headers whose values are credentials (compared in lower case, by the words their names contain).
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|signature|cookie|session|credential")
+
+
+def request_secrets(request: OutboundRequest, action: HttpAction) -> list[str]:
+    """Every credential a request carries, masked in its history message wherever a target echoes it (a body
+    or header that repeats the ``Authorization`` header): the values of its credential headers (and the token
+    after ``Bearer``/``Basic``), the credential parameters of its query (:data:`~scheduler_core.uris.
+    CREDENTIAL_PARAMETERS`, raw and decoded), the Basic password and the signing secret."""
+    secrets: list[str] = []
+    for name, value in request.headers.items():
+        if _CREDENTIAL_HEADER.search(name.lower()):
+            secrets += [value, value.partition(" ")[2]]
+    query = urlparse(request.uri).query
+    for pair in re.split(r"[&;]", query):
+        name, _, value = pair.partition("=")
+        if unquote(name).strip().lower() in CREDENTIAL_PARAMETERS and value:
+            secrets += [value, unquote(value)]
+    if isinstance(action.authentication, BasicAuthentication):
+        secrets.append(action.authentication.password.reveal())
+    if action.signing is not None:
+        secrets.append(action.signing.secret.reveal())
+    return sorted({secret for secret in secrets if len(secret) >= 4}, key=len, reverse=True)

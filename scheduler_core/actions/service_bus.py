@@ -50,12 +50,12 @@ from azure.servicebus.exceptions import (
     ServiceBusAuthenticationError,
     ServiceBusAuthorizationError,
     ServiceBusConnectionError,
-    ServiceBusError,
     ServiceBusQuotaExceededError,
     ServiceBusServerBusyError,
 )
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.outcome import outcome_message, shown
 from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
@@ -249,6 +249,9 @@ class ServiceBusSender:
     # --------------------------------------------------------------------------------------- send
 
     def send(self, action: ServiceBusQueueAction | ServiceBusTopicAction, context: ActionContext) -> ActionResult:
+        """Send the action's message. The history message starts with the outcome (``Message sent``, ``Entity
+        not found: <what the broker said>``, ``Access denied ...``; see :mod:`~scheduler_core.actions.outcome`)
+        and never quotes the key."""
         action_type, kind, entity, namespace = action.type_name, action.entity_kind, action.entity, action.namespace
         key = (action.sas_key.reveal() or None) if action.sas_key is not None else None
         key_name = (action.authentication.sas_key_name or None) if action.authentication is not None else None
@@ -256,22 +259,19 @@ class ServiceBusSender:
         try:
             message = build_message(action, context)
         except ValueError as exc:
-            return self._failed(action_type, f"message not sent to {where}: {first_line(str(exc))}", key)
+            return self._failed(action_type, ("Message not sent", _said(exc)), where, key)
         endpoint = namespace_endpoint(self.endpoint, namespace)
         if key is None:
             refusal = self.scope.service_bus_refusal(endpoint.hostname)
             if refusal is not None:  # checked when the job was written too; the settings may have changed
-                return self._failed(
-                    action_type,
-                    f"message not sent to {where}: no sasKey is given, and {refusal}; host "
-                    f"'{endpoint.hostname}' is not one of them",
-                    key,
-                )
+                detail = f"no sasKey is given, and {refusal}; host '{endpoint.hostname}' is not one of them"
+                return self._failed(action_type, ("Message not sent", detail), where, key)
         try:
             self._send(endpoint, kind, entity, key_name, key, message)
         except Exception as exc:
-            return self._failed(action_type, self._describe(exc, where, key is not None), key)
-        return ActionResult(True, f"{action_type} Action - Message sent to {where} (message id '{message.message_id}')")
+            return self._failed(action_type, self._describe(exc, key is not None), where, key)
+        sent = f"Message sent (message id '{message.message_id}')"
+        return ActionResult(True, outcome_message(action_type, sent, where=where))
 
     def _send(
         self, endpoint: Namespace, kind: str, entity: str, key_name: str | None, key: str | None, message: Any
@@ -302,35 +302,41 @@ class ServiceBusSender:
         raise ServiceBusConnectionError(message="no usable sender after several attempts")
 
     @staticmethod
-    def _describe(exc: Exception, where: str, with_key: bool) -> str:
-        detail = first_line(str(getattr(exc, "message", None) or exc))
+    def _describe(exc: Exception, with_key: bool) -> tuple[str, str]:
+        """(outcome, detail) of a failed send: what happened, then what the broker or the SDK said (its first
+        line) and the error's class."""
         name = type(exc).__name__
+        said = f"{_said(exc)} ({name})"
         if isinstance(exc, MessagingEntityNotFoundError):
-            return f"{where} was not found ({name}: {detail})"
+            return "Entity not found", said
         if isinstance(exc, MessagingEntityDisabledError):
-            return f"{where} is disabled ({name})"
+            return "Entity disabled", said
         if isinstance(exc, (ServiceBusAuthenticationError, ServiceBusAuthorizationError)):
             how = (
                 "the shared access key was refused (check sasKeyName and sasKey)"
                 if with_key
                 else "the function app's identity was refused (grant it Azure Service Bus Data Sender)"
             )
-            return f"access to {where} denied: {how} ({name})"
+            return "Access denied", f"{how}; {said}"
         if isinstance(exc, (ServiceBusServerBusyError, ServiceBusQuotaExceededError)):
-            return f"{where} is throttled or over quota ({name}: {detail}); the retry policy applies"
+            return "Throttled or over quota", f"{said}; the retry policy applies"
         if isinstance(exc, OperationTimeoutError):
-            return f"sending to {where} timed out ({name})"
+            return "Timed out", said
         if isinstance(exc, MessageSizeExceededError):
-            return f"the message is too large for {where} ({name})"
+            return "Message too large", said
         if isinstance(exc, ServiceBusConnectionError):
             return (
-                f"could not send to {where}: the connection or the link was refused or broke; check that the "
-                f"namespace and the entity exist ({name}: {detail})"
+                "Could not send",
+                f"the connection or the link was refused or broke; check that the namespace and the entity "
+                f"exist; {said}",
             )
-        if isinstance(exc, ServiceBusError):
-            return f"sending to {where} failed ({name}: {detail})"
-        return f"sending to {where} failed ({name}: {detail})"
+        return "Send failed", said
 
     @staticmethod
-    def _failed(action_type: str, text: str, key: str | None) -> ActionResult:
-        return ActionResult(False, redact(f"{action_type} Action - {text}", [key]))
+    def _failed(action_type: str, outcome: tuple[str, str], where: str, key: str | None) -> ActionResult:
+        return ActionResult(False, redact(outcome_message(action_type, *outcome, where), [key]))
+
+
+def _said(exc: Exception) -> str:
+    """The first line of what an SDK error says, shown (:func:`~scheduler_core.actions.outcome.shown`)."""
+    return shown(first_line(str(getattr(exc, "message", None) or exc)), one_line=True)

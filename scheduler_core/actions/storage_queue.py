@@ -23,7 +23,8 @@ With ``action.expandPlaceholders`` the message's placeholders are expanded first
 * ``text``: the message text as is.
 
 Every failure (missing queue, bad or expired token, throttling, network) is a failed result whose message
-names the account, the queue and the storage error code, and never the token.
+starts with the outcome and the storage error code, then the first line of what the service said, then the
+account and the queue (:mod:`~scheduler_core.actions.outcome`), and never quotes the token.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.queue import LinearRetry, QueueClient
 
 from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.outcome import failure_reason, outcome_message, shown
 from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
 from scheduler_core.adapters.azure.credentials import LazyCredential
@@ -145,6 +147,9 @@ class StorageQueueSender:
         return client
 
     def send(self, action: StorageQueueAction, context: ActionContext) -> ActionResult:
+        """Add the action's message to its queue. The history message starts with the outcome (``Message
+        added``, ``Queue not found (QueueNotFound): <the service's message>``, ``Access denied ...``; see
+        :mod:`~scheduler_core.actions.outcome`) and never quotes the token."""
         account = action.storage_account
         queue = action.queue_name
         raw_token = action.sas_token.reveal() if action.sas_token is not None else None
@@ -156,52 +161,51 @@ class StorageQueueSender:
             host = self.scope.storage_queue_host(account)
             refusal = self.scope.storage_queue_refusal(host)
             if refusal is not None:  # checked when the job was written too; the settings may have changed
-                return self._failed(
-                    f"message not added to {where}: no sasToken is given, and {refusal}; host '{host}' is not "
-                    "one of them",
-                    token,
-                )
+                detail = f"no sasToken is given, and {refusal}; host '{host}' is not one of them"
+                return self._failed("Message not added", detail, where, token)
         options: dict[str, Any] = {}
         if token is None and url.startswith("http://"):
             options["enforce_https"] = False  # a local emulator; in Azure the endpoint is always https
         try:
             client = self._client(url, queue, token)
             sent = client.send_message(content, **options)
-        except ResourceNotFoundError as exc:
-            code = self._code(exc, "QueueNotFound")
-            return self._failed(f"{where} was not found ({code})", token)
-        except ClientAuthenticationError as exc:
-            code = self._code(exc, f"HTTP {getattr(exc, 'status_code', None) or type(exc).__name__}")
-            how = (
-                "the SAS token is invalid, expired or lacks the 'add' permission"
-                if token
-                else ("the function app's identity was refused (grant it Storage Queue Data Message Sender)")
-            )
-            return self._failed(f"access to {where} denied: {how} ({code})", token)
-        except HttpResponseError as exc:
-            status = getattr(exc, "status_code", None)
-            code = self._code(exc, str(getattr(exc, "reason", None) or ""))
-            if status in (429, 500, 503) or code in ("ServerBusy", "OperationTimedOut"):
-                text = f"{where} is throttled or unavailable (HTTP {status}{', ' + str(code) if code else ''})"
-                return self._failed(f"{text}; the retry policy applies", token)
-            if status == 403:
-                return self._failed(
-                    f"access to {where} denied: the SAS token is invalid, expired or lacks the 'add' permission "
-                    f"(HTTP 403{', ' + str(code) if code else ''})",
-                    token,
-                )
-            return self._failed(f"sending to {where} failed (HTTP {status}{', ' + str(code) if code else ''})", token)
-        except (ServiceRequestError, ServiceResponseError) as exc:
-            reason = first_line(str(exc.message if hasattr(exc, "message") else exc))
-            return self._failed(f"could not reach {where} at '{url}': {type(exc).__name__}: {reason}", token)
-        except ValueError as exc:  # a malformed token or account URL, reported by the SDK before sending
-            return self._failed(f"could not send to {where}: {first_line(str(exc))}", token)
+        except Exception as exc:
+            outcome, detail = self._describe(exc, url, token)
+            return self._failed(outcome, detail, where, token)
         message_id = getattr(sent, "id", None) or ""
         return ActionResult(
             True,
-            f"StorageQueue Action - Message added to {where} (message id '{message_id}', "
-            f"{len(content)} characters, format {self.message_format})",
+            outcome_message(
+                "StorageQueue",
+                f"Message added (message id '{message_id}', {len(content)} characters, format {self.message_format})",
+                where=where,
+            ),
         )
+
+    @classmethod
+    def _describe(cls, exc: Exception, url: str, token: str | None) -> tuple[str, str]:
+        """(outcome, detail) of a failed send: the storage error code and the first line of the service's
+        message (or of the SDK error's). Raises ``exc`` again when it is not a storage or SDK error."""
+        said = _said(exc)
+        if isinstance(exc, ResourceNotFoundError):
+            return f"Queue not found ({cls._code(exc, 'QueueNotFound')})", said
+        if isinstance(exc, ClientAuthenticationError):
+            code = cls._code(exc, f"HTTP {getattr(exc, 'status_code', None) or type(exc).__name__}")
+            return "Access denied", _join(f"{_denied(token)} ({code})", said)
+        if isinstance(exc, HttpResponseError):
+            status = getattr(exc, "status_code", None)
+            code = cls._code(exc, str(getattr(exc, "reason", None) or ""))
+            http = f"HTTP {status}{', ' + code if code else ''}"
+            if status in (429, 500, 503) or code in ("ServerBusy", "OperationTimedOut"):
+                return f"Throttled or unavailable ({http})", _join(said, "the retry policy applies")
+            if status == 403:
+                return "Access denied", _join(f"{_denied(token)} ({http})", said)
+            return f"Failed ({http})", said
+        if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
+            return "Could not reach the account", f"{failure_reason(exc)} at '{url}'"
+        if isinstance(exc, ValueError):  # a malformed token or account URL, reported by the SDK before sending
+            return "Message not added", said
+        raise exc
 
     @staticmethod
     def _code(exc: Exception, default: str = "") -> str:
@@ -210,10 +214,26 @@ class StorageQueueSender:
         return str(getattr(code, "value", code)) if code else default
 
     @staticmethod
-    def _failed(text: str, token: str | None) -> ActionResult:
-        return ActionResult(False, redact(f"StorageQueue Action - {text}", [token]))
+    def _failed(outcome: str, detail: str, where: str, token: str | None) -> ActionResult:
+        return ActionResult(False, redact(outcome_message("StorageQueue", outcome, detail, where), [token]))
 
     def close(self) -> None:
         with self._lock:
             self._clients.clear()
         self._session.close()
+
+
+def _said(exc: Exception) -> str:
+    """The first line of what an SDK error says (the service's own message for a storage error), shown."""
+    return shown(first_line(str(getattr(exc, "message", None) or exc)), one_line=True)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
+def _denied(token: str | None) -> str:
+    """Why a send is refused, by the credential it was sent with."""
+    if token:
+        return "the SAS token is invalid, expired or lacks the 'add' permission"
+    return "the function app's identity was refused (grant it Storage Queue Data Message Sender)"

@@ -204,7 +204,8 @@ def _parse_one(
     if options.preview and not error_action:
         known += ("expandPlaceholders",)
     hint = "; an error action cannot have an errorAction of its own" if error_action else ""
-    fields = Fields(data, path, known, hint=hint)
+    preview = ("expandPlaceholders",) if not options.preview and not error_action else ()
+    fields = Fields(data, path, known, hint=hint, preview=preview)
     if "type" not in fields:
         raise ValidationError(fields.where("type"), f"is required (one of {', '.join(_TYPE_NAMES.values())})")
     kind = ACTION_KINDS[enum_value(fields.get("type"), fields.where("type"), _TYPE_NAMES).lower()]

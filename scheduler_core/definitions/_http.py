@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, assert_never
 
 from scheduler_core.definitions._certificates import read_pfx
-from scheduler_core.definitions._json import Fields, enum_value, join, str_map
+from scheduler_core.definitions._json import Fields, enum_value, join, preview_only, str_map
 from scheduler_core.definitions._prior import Prior, same_text, sub
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.actions import (
@@ -137,7 +137,7 @@ def parse_http(
     ``request`` (its secrets kept while allowed, see the module's docstring). ``preview``: the preview wire
     (``signing``, ManagedServiceIdentity authentication)."""
     known = ("uri", "method", "body", "headers", "authentication") + (("signing",) if preview else ())
-    fields = Fields(data, path, known)
+    fields = Fields(data, path, known, preview=() if preview else ("signing",))
     uri = _parse_uri(fields, https, limits, prior)
     method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
     assert method is not None
@@ -251,6 +251,9 @@ def _parse_http_auth(
     type_value = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "type"), None)
     if type_value is None:
         raise ValidationError(join(path, "type"), f"is required (one of {', '.join(types.values())})")
+    preview_type = PREVIEW_AUTH_TYPES.get(type_value.strip().lower()) if isinstance(type_value, str) else None
+    if preview_uri is None and preview_type is not None:
+        raise preview_only(join(path, "type"), f"authentication type ('{preview_type}')")
     auth_type = enum_value(type_value, join(path, "type"), types)
     ignored = _CERT_READ_ONLY if auth_type == "ClientCertificate" else ()
     fields = Fields(data, path, _AUTH_FIELDS[auth_type], ignored=ignored, hint=f" for {auth_type} authentication")

@@ -43,9 +43,10 @@ from scheduler_core.definitions._durations import (
     format_duration,
     read_duration,
 )
-from scheduler_core.definitions._json import Fields, enum_value
+from scheduler_core.definitions._json import Fields, enum_value, preview_only
 from scheduler_core.definitions._preview import (
     PREVIEW_PROPERTIES,
+    RECURRENCE_EXTRAS,
     check_jitter,
     check_placeholders,
     exclusions_json,
@@ -93,6 +94,8 @@ _CLIENT_STATES = {"enabled": "Enabled", "disabled": "Disabled"}
 _ALL_STATES = _CLIENT_STATES | {"completed": "Completed", "faulted": "Faulted"}
 _PROPERTIES = ("startTime", "action", "recurrence", "state")
 _READ_ONLY = ("id", "type", "name")
+#: The recurrence's fields of the preview wire, in lower case (an error with a classic api-version).
+_RECURRENCE_PREVIEW = frozenset(name.lower() for name in RECURRENCE_EXTRAS)
 #: Where the app's identity may go when no scope is given: the default endpoints, no extra host.
 _PUBLIC_CLOUD = IdentityScope()
 #: The fields of an action that hold durations (at any depth, in any casing).
@@ -241,15 +244,20 @@ def _job_properties(body: Mapping[str, Any], wire: Wire, *, validate_limits: boo
     if "properties" not in top:
         raise ValidationError("properties", "is required (a JSON object with at least an action)")
     known = _PROPERTIES + (PREVIEW_PROPERTIES if wire.preview else ())
-    return Fields(top.get("properties"), top.where("properties"), known, ignored=("status",))
+    preview = () if wire.preview else PREVIEW_PROPERTIES
+    return Fields(top.get("properties"), top.where("properties"), known, ignored=("status",), preview=preview)
 
 
 def _parse_recurrence(props: Fields, wire: Wire) -> tuple[Recurrence | None, dict[str, tuple[str, Any]]]:
     """The job's ``recurrence`` and, on the preview wire, its preview fields (see :func:`split_recurrence`;
-    none on the classic wire, where they are unknown fields of the recurrence)."""
+    none on the classic wire, where each is an error naming the api-version that accepts it)."""
     recurrence_data, extras = (
         split_recurrence(props.get("recurrence")) if wire.preview else (props.get("recurrence"), {})
     )
+    if not wire.preview and isinstance(recurrence_data, Mapping):
+        for key in recurrence_data:
+            if isinstance(key, str) and key.lower() in _RECURRENCE_PREVIEW:
+                raise preview_only(f"{props.where('recurrence')}.{key}")
     return parse_recurrence(recurrence_data, props.where("recurrence")), extras
 
 

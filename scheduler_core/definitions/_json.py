@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from scheduler_core.definitions._versions import CLASSIC_VERSION, PREVIEW_VERSION
 from scheduler_core.errors import ValidationError
 
 __all__ = [
@@ -90,6 +91,14 @@ def read_json(data: bytes | str, what: str, max_depth: int = MAX_DEPTH) -> Any:
         raise ValidationError("", f"{what} must not nest deeper than {max_depth} levels (arrays and objects)") from None
 
 
+def preview_only(path: str, what: str = "field") -> ValidationError:
+    """The error of a ``field`` (or a ``type``, ...) that only the preview api-version knows, written with a
+    classic one: ``is not a known field in api-version 2016-03-01; it is accepted with
+    api-version=2026-12-01-preview`` (a 400 ARM error body naming ``path``)."""
+    accepted = f"it is accepted with api-version={PREVIEW_VERSION}"
+    return ValidationError(path, f"is not a known {what} in api-version {CLASSIC_VERSION}; {accepted}")
+
+
 def join(path: str, key: str) -> str:
     """``path.key`` (just ``key`` at the top level)."""
     return f"{path}.{key}" if path else key
@@ -116,7 +125,9 @@ class Fields:
     """The fields of one JSON object, checked against the names it may carry.
 
     ``known`` are the canonical (swagger) spellings; ``ignored`` are read-only fields that a client may
-    echo back (``status``, ``id``): they are accepted and dropped. Anything else is an error naming
+    echo back (``status``, ``id``): they are accepted and dropped. ``preview`` are the fields only the
+    preview api-version knows, given when a classic one is spoken: such a field is an error naming
+    ``path.key`` and the api-version that accepts it (:func:`preview_only`). Anything else is an error naming
     ``path.key`` and the allowed names.
     """
 
@@ -127,12 +138,14 @@ class Fields:
         known: tuple[str, ...],
         ignored: tuple[str, ...] = (),
         hint: str = "",
+        preview: tuple[str, ...] = (),
     ) -> None:
         if not isinstance(data, Mapping):
             raise ValidationError(path, f"must be a JSON object, not {kind(data)}")
         self.path = path
         by_lower = {key.lower(): key for key in known}
         skip = {key.lower() for key in ignored}
+        preview_names = {key.lower() for key in preview}
         self._written: dict[str, str] = {}
         self._values: dict[str, Any] = {}
         for key, value in data.items():
@@ -143,6 +156,8 @@ class Fields:
             if canonical is None:
                 if lower in skip:
                     continue
+                if lower in preview_names:
+                    raise preview_only(join(path, key))
                 allowed = ", ".join(known)
                 raise ValidationError(join(path, key), f"is not a known field (allowed: {allowed}){hint}")
             if canonical in self._written:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from scheduler_core import telemetry
 from scheduler_core.actions import ActionResult
+from scheduler_core.actions.outcome import reason
 from scheduler_core.model import Job, JobState, OccurrenceEntry
 from scheduler_core.model.actions import Action, HttpAction, ServiceBusAction, StorageQueueAction
 from scheduler_core.model.retry import RetryPolicy
@@ -313,9 +314,11 @@ def attempt_ran(
     step: NextStep,
     retry_at: datetime | None,
 ) -> None:
-    """One INFO line per attempt run with every fact an operator acts on, also as ``scheduler_*`` fields;
-    the attempt counted by outcome and action type, and the lateness of a scheduled first attempt."""
+    """One INFO line per attempt run with every fact an operator acts on, also as ``scheduler_*`` fields; the
+    attempt counted by outcome and action type, the lateness of a scheduled first attempt. A failed attempt's
+    line ends with its reason (``scheduler_reason``: :func:`~scheduler_core.actions.outcome.reason`)."""
     action_type, target = describe_action(action)
+    why = None if result.succeeded else reason(result.message)
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
     status = result.status_code
     duration = _seconds(ended - started)
@@ -333,9 +336,10 @@ def attempt_ran(
         "scheduler_next": step.value,
         "scheduler_retry_at": format_instant(retry_at) if retry_at is not None else None,
         "scheduler_execution_id": execution_id,
+        "scheduler_reason": why,
     }
     execute_log.info(
-        "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %.3f s late; next: %s",
+        "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %.3f s late; next: %s%s",
         job.ref.collection.name,
         job.ref.name,
         message.occurrence,
@@ -350,6 +354,7 @@ def attempt_ran(
         duration,
         lateness,
         _next_text(step, retry_at, message.cause),
+        f"; reason: {why}" if why is not None else "",
         extra=fields,
     )
     meters = telemetry.instruments()

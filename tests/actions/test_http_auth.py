@@ -47,7 +47,7 @@ def test_right_certificate_succeeds(mtls: HttpsPeer, test_ca: TestCa, password: 
     sender = HttpSender()
     result = sender.send(cert_action(mtls.base_url + "/secure", pfx, password), action_context())
     assert result.succeeded, result.message
-    assert "'200 OK'" in result.message and "hello over mutual TLS" in result.message
+    assert result.message.startswith("200 OK: hello over mutual TLS | Http Action"), result.message
     [seen] = mtls.requests_to("/secure")
     assert seen.client_subject == "commonName=scheduler-client" and seen.body == b"hi"
     # the session (and its TLS context) is kept for the next call with the same certificate
@@ -61,7 +61,8 @@ def test_certificate_from_another_ca_fails(mtls: HttpsPeer) -> None:
         cert_action(mtls.base_url + "/secure", stranger.pfx_base64("pw"), "pw"), action_context()
     )
     assert not result.succeeded
-    assert result.message.startswith("Http Action - "), result.message
+    assert result.message.startswith("TLS error: "), result.message
+    assert result.message.endswith(" | Http Action - Request to host '127.0.0.1'"), result.message
     assert mtls.requests_to("/secure") == []
 
 

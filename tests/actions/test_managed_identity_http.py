@@ -114,7 +114,8 @@ def test_a_refusal_is_a_clear_failed_attempt_without_the_identity_header(
     actions = runner()
     result = actions.run(msi(target.base_url), action_context())
     assert not result.succeeded
-    assert result.message.startswith("Http Action - Request to host '127.0.0.1' not sent: no token of the app's")
+    assert result.message.startswith("Request not sent: no token of the app's"), result.message
+    assert result.message.endswith(" | Http Action - Request to host '127.0.0.1'"), result.message
     assert f"for audience '{ARM}'" in result.message
     assert "the identity endpoint answered HTTP 403" in result.message
     assert platform.header not in result.message and platform.header not in caplog.text

@@ -155,7 +155,8 @@ def test_service_bus_actions_and_a_storage_queue_error_action(
     }
     history = pipeline.run_once("sbt-bad", action)
     assert [(h.action_name, h.status) for h in history] == [("MainAction", "Failed"), ("ErrorAction", "Completed")]
-    assert "could not send to topic 'no-such-topic' in namespace 'contoso'" in history[0].message
+    assert history[0].message.startswith("Could not send: "), history[0].message  # the outcome first
+    assert history[0].message.endswith("| ServiceBusTopic Action - topic 'no-such-topic' in namespace 'contoso'")
     assert_no_secret(history, SB_KEY)
     assert azurite_queue.messages() == ["topic send failed"]
 

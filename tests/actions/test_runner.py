@@ -46,7 +46,7 @@ class RecordingSender:
 def test_an_action_class_without_a_sender_is_a_failed_result() -> None:
     runner = ActionRunner().register(HttpAction, HttpSender())
     result = runner.run(StorageQueueAction("acct", "q", "m"), action_context())
-    assert result == ActionResult(False, "StorageQueue Action - this action type is not supported here")
+    assert result == ActionResult(False, "Not supported: this action type is not sent here | StorageQueue Action")
     assert runner.sender_for(StorageQueueAction) is None
 
 
@@ -55,7 +55,7 @@ def test_a_sender_that_raises_is_a_failed_result_naming_only_the_exception_class
     runner = ActionRunner().register(ServiceBusQueueAction, broken).register(ServiceBusTopicAction, broken)
     action = ServiceBusTopicAction("ns", "t", "m")
     assert runner.run(action, action_context()) == ActionResult(
-        False, "ServiceBusTopic Action - internal error: RuntimeError"
+        False, "Internal error: RuntimeError | ServiceBusTopic Action"
     )
     runner.close()
     assert broken.closed == 1  # one sender registered for two classes is closed once

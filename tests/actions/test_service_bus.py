@@ -165,9 +165,8 @@ def test_idle_senders_are_closed_and_reopened_on_demand(broker: AmqpBroker) -> N
 def test_unknown_entity_fails_clearly(sender: ServiceBusSender, broker: AmqpBroker) -> None:
     result = sender.send(sb_action("ServiceBusQueue", "missing"), action_context())
     assert not result.succeeded
-    assert result.message.startswith(
-        "ServiceBusQueue Action - could not send to queue 'missing' in namespace 'contoso'"
-    )
+    assert result.message.startswith("Could not send: the connection or the link was refused or broke"), result.message
+    assert result.message.endswith("| ServiceBusQueue Action - queue 'missing' in namespace 'contoso'")
     assert KEY not in result.message
     assert sender.open_senders() == 0  # a failed sender is not kept
 
@@ -176,7 +175,8 @@ def test_refused_key_fails_without_quoting_it(sender: ServiceBusSender, broker: 
     broker.deny_key_names.add("RootManageSharedAccessKey")
     result = sender.send(sb_action("ServiceBusTopic", "events"), action_context())
     assert not result.succeeded
-    assert "access to topic 'events' in namespace 'contoso' denied" in result.message, result.message
+    assert result.message.startswith("Access denied: the shared access key was refused"), result.message
+    assert result.message.endswith("| ServiceBusTopic Action - topic 'events' in namespace 'contoso'")
     assert KEY not in result.message and "sig=" not in result.message.replace("sig=***", "")
     assert broker.received() == []
 
@@ -188,7 +188,8 @@ def test_partition_key_other_than_session_id_is_refused_before_sending(
     action = sb_action("ServiceBusQueue", "orders", brokered_properties=brokered)
     result = sender.send(action, action_context())
     assert not result.succeeded
-    assert "message not sent to queue 'orders'" in result.message and "partition_key" in result.message
+    assert result.message.startswith("Message not sent: ") and "partition_key" in result.message, result.message
+    assert result.message.endswith("| ServiceBusQueue Action - queue 'orders' in namespace 'contoso'")
     assert broker.stats() == (0, 0)
 
 

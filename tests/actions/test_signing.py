@@ -108,7 +108,7 @@ def test_a_receiver_with_another_secret_refuses_and_the_attempt_fails() -> None:
         result = HttpSender(timeout=5).send(signed(hook.base_url), context("exec-a", 0))
         [delivery] = hook.received()
     assert not delivery.verified and not result.succeeded
-    assert "'401 Unauthorized'" in result.message
+    assert result.message.startswith("401 Unauthorized | Http Action"), result.message
 
 
 def test_the_body_signed_is_the_body_sent_after_placeholders() -> None:

@@ -273,7 +273,8 @@ def test_a_redirect_to_a_metadata_address_is_refused_at_its_hop(
         result = sender(dns).send(get(allowed.base_url + "/start"), action_context())
         assert len(allowed.requests()) == 1
     assert not result.succeeded
-    assert result.message.startswith("Http Action - Request to host '127.0.0.1' refused by the outbound policy: ")
+    assert result.message.startswith("Request refused by the outbound policy: "), result.message
+    assert result.message.endswith(" | Http Action - Request to host '127.0.0.1'"), result.message
     assert "a redirect to '" in result.message, result.message
     assert tripwire.outside_loopback() == []
 

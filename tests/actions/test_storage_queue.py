@@ -78,7 +78,10 @@ def test_missing_queue_fails_clearly_without_the_token(azurite_queue: AzuriteQue
     action = queue_action(azurite_queue, token, queue_name="no-such-queue")
     result = StorageQueueSender(endpoint=azurite_queue.endpoint).send(action, action_context())
     assert not result.succeeded
-    assert "queue 'no-such-queue' of storage account 'devstoreaccount1' was not found" in result.message
+    assert result.message == (
+        "Queue not found (QueueNotFound): The specified queue does not exist. "
+        "| StorageQueue Action - queue 'no-such-queue' of storage account 'devstoreaccount1'"
+    )
     assert token not in result.message and "sig=" not in result.message
 
 
@@ -93,9 +96,9 @@ def with_wrong_signature(token: str) -> str:
 @pytest.mark.parametrize(
     ("make_token", "expected"),
     [
-        (lambda q: q.sas(expiry=timedelta(minutes=-1)), "access to queue"),  # expired
-        (lambda q: with_wrong_signature(q.sas()), "access to queue"),  # bad signature
-        (lambda q: q.sas(permission="r"), "access to queue"),  # no 'add' permission
+        (lambda q: q.sas(expiry=timedelta(minutes=-1)), "Access denied: "),  # expired
+        (lambda q: with_wrong_signature(q.sas()), "Access denied: "),  # bad signature
+        (lambda q: q.sas(permission="r"), "Access denied: "),  # no 'add' permission
     ],
     ids=["expired", "bad-signature", "read-only"],
 )
@@ -107,7 +110,10 @@ def test_bad_or_expired_token_fails_without_quoting_it(
         queue_action(azurite_queue, token), action_context()
     )
     assert not result.succeeded
-    assert expected in result.message and "denied" in result.message, result.message
+    assert result.message.startswith(expected) and "the SAS token is invalid, expired" in result.message, result.message
+    assert result.message.endswith(
+        f"| StorageQueue Action - queue '{azurite_queue.name}' of storage account 'devstoreaccount1'"
+    )
     signature = token.split("sig=")[1]
     assert token not in result.message and signature not in result.message
     assert azurite_queue.messages() == []
@@ -120,7 +126,7 @@ def test_throttled_endpoint_is_a_failure_naming_the_status() -> None:
         action = StorageQueueAction("acct", "q1", "m", Secret(token))
         result = sender.send(action, action_context())
     assert not result.succeeded
-    assert "throttled or unavailable (HTTP 503" in result.message
+    assert result.message.startswith("Throttled or unavailable (HTTP 503"), result.message
     assert "c2VjcmV0c2lnbmF0dXJl" not in result.message
     assert target.received and target.received[0].path.startswith("/acct/q1/messages")
 
@@ -147,5 +153,6 @@ def test_a_sas_token_may_go_to_the_host_the_job_names(resolved: list[str]) -> No
     action = StorageQueueAction("acct", "q1", "m", Secret("sv=1&sig=x"))
     result = sender.send(action, action_context())
     assert not result.succeeded  # the guard stops the lookup of 'acct': the rule did not
-    assert "not one of them" not in result.message and "could not reach" in result.message, result.message
+    assert "not one of them" not in result.message, result.message
+    assert result.message.startswith("Could not reach the account: "), result.message
     assert resolved and resolved[0] == "acct"

@@ -271,8 +271,8 @@ def test_the_sender_reports_the_refusal_without_a_connection(real: bytes) -> Non
     spent = time.process_time() - start
     assert not result.succeeded
     assert result.message == (
-        "Http Action - Request to host '127.0.0.1' not sent: the client certificate (PFX) is refused before it "
-        f"is opened: the MAC iteration count {HOSTILE} exceeds {MAX_ITERATIONS}"
+        "Request not sent: the client certificate (PFX) is refused before it is opened: the MAC iteration count "
+        f"{HOSTILE} exceeds {MAX_ITERATIONS} | Http Action - Request to host '127.0.0.1'"
     )
     assert text not in result.message and PASSWORD not in result.message
     assert spent < 0.5

@@ -1,0 +1,144 @@
+"""Preview features in plain sight (issue 27): a preview property written with a classic api-version is still
+refused (a 400 naming the field, as 2016-03-01 always refused an unknown field), and the error says which
+api-version accepts it. Every property the preview document adds to a writable definition is covered, at
+every place it can appear; the list is read from the two OpenAPI documents, so a new preview property
+without its hint fails here."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_core.api import openapi
+from scheduler_core.definitions import CLASSIC_VERSION, PREVIEW_VERSION, Wire, parse_collection, parse_job
+from scheduler_core.errors import ValidationError
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+START = (NOW + timedelta(days=1)).strftime("%Y-%m-%dT%H:00:00Z")
+HINT = f"is not a known field in api-version {CLASSIC_VERSION}; it is accepted with api-version={PREVIEW_VERSION}"
+SECRET = "whsec_" + "a" * 32
+DOCUMENTS = Path(openapi.__file__).parent
+
+#: A value the preview accepts for each preview property, by the definition that holds it.
+VALUES: dict[tuple[str, str], Any] = {
+    ("JobProperties", "overlapPolicy"): "Skip",
+    ("JobProperties", "missedRunPolicy"): {"mode": "Skip"},
+    ("JobProperties", "pauseAfterFailures"): 3,
+    ("JobProperties", "deleteAfterCompletion"): True,
+    ("JobRecurrence", "jitter"): "PT1M",
+    ("JobRecurrence", "exclusions"): {"dates": ["2031-01-01"]},
+    ("JobAction", "expandPlaceholders"): True,
+    ("HttpRequest", "signing"): {"scheme": "StandardWebhooks", "secret": SECRET},
+}
+#: Where each definition sits in a job body (the JSON paths of its objects; an error action's request too).
+PLACES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "JobProperties": (("properties",),),
+    "JobRecurrence": (("properties", "recurrence"),),
+    "JobAction": (("properties", "action"),),
+    "HttpRequest": (("properties", "action", "request"), ("properties", "action", "errorAction", "request")),
+}
+#: Read-only preview properties: answered, never written (a client echoing them back is not refused for it).
+READ_ONLY = {("JobStatus", "disabledReason"), ("JobHistoryDefinitionProperties", "trigger")}
+
+
+def body() -> dict[str, Any]:
+    request = {"uri": "https://example.org/hook", "method": "POST", "body": "x"}
+    return {
+        "properties": {
+            "startTime": START,
+            "action": {
+                "type": "Https",
+                "request": request,
+                "errorAction": {"type": "Https", "request": copy.deepcopy(request)},
+            },
+            "recurrence": {"frequency": "Hour", "interval": 1},
+        }
+    }
+
+
+def refused(job: dict[str, Any], wire: Wire = Wire.CLASSIC) -> ValidationError:
+    with pytest.raises(ValidationError) as caught:
+        parse_job(job, now=NOW, wire=wire)
+    return caught.value
+
+
+def placed(place: tuple[str, ...], name: str, value: Any) -> dict[str, Any]:
+    job = body()
+    target = job
+    for key in place:
+        target = target[key]
+    target[name] = copy.deepcopy(value)
+    return job
+
+
+def added_by_the_preview() -> set[tuple[str, str]]:
+    """(definition, property) of every property the preview document adds to a 2016-03-01 definition."""
+    classic = json.loads((DOCUMENTS / "microsoft-scheduler-2016-03-01.json").read_text())["definitions"]
+    preview = json.loads((DOCUMENTS / "microsoft-scheduler-2026-12-01-preview.json").read_text())["definitions"]
+    return {
+        (name, prop)
+        for name, definition in preview.items()
+        if name in classic
+        for prop in set(definition.get("properties", {})) - set(classic[name].get("properties", {}))
+    }
+
+
+def test_the_properties_covered_here_are_every_one_the_preview_adds() -> None:
+    assert added_by_the_preview() == set(VALUES) | READ_ONLY
+    assert ("JobCollectionProperties", "calendars") not in added_by_the_preview()  # a collection gains none
+
+
+@pytest.mark.parametrize(
+    ("definition", "name", "place"),
+    [(definition, name, place) for (definition, name) in VALUES for place in PLACES[definition]],
+    ids=lambda part: ".".join(part) if isinstance(part, tuple) else str(part),
+)
+def test_a_preview_property_with_the_classic_version_names_the_version_that_accepts_it(
+    definition: str, name: str, place: tuple[str, ...]
+) -> None:
+    value = VALUES[(definition, name)]
+    for spelling in (name, name.upper()):  # field names are not case-sensitive
+        error = refused(placed(place, spelling, value))
+        assert (error.path, error.rule) == (".".join((*place, spelling)), HINT)
+        assert str(error) == f"{'.'.join((*place, spelling))}: {HINT}"  # the ARM error's message
+        assert error.status == 400 and error.code == "BadRequest"
+    parse_job(placed(place, name, value), now=NOW, wire=Wire.PREVIEW)  # the preview takes it
+
+
+@pytest.mark.parametrize("place", PLACES["HttpRequest"], ids=".".join)
+def test_managed_identity_authentication_with_the_classic_version_names_the_version_that_accepts_it(
+    place: tuple[str, ...],
+) -> None:
+    authentication = {"type": "managedServiceIdentity", "audience": "https://management.azure.com/"}
+    error = refused(placed(place, "authentication", authentication))
+    assert error.path == ".".join((*place, "authentication", "type"))
+    assert error.rule == (
+        f"is not a known authentication type ('ManagedServiceIdentity') in api-version {CLASSIC_VERSION}; "
+        f"it is accepted with api-version={PREVIEW_VERSION}"
+    )
+    parse_job(placed(place, "authentication", authentication), now=NOW, wire=Wire.PREVIEW)
+
+
+def test_a_field_that_no_version_knows_keeps_the_plain_error() -> None:
+    for wire in Wire:
+        error = refused(placed(("properties",), "flowControl", {"maxConcurrency": 1}), wire)
+        assert error.rule.startswith("is not a known field (allowed: startTime, action, recurrence, state")
+        assert PREVIEW_VERSION not in error.rule
+    # expandPlaceholders belongs to the job's action, not its error action: no version takes it there
+    for wire in Wire:
+        error = refused(placed(("properties", "action", "errorAction"), "expandPlaceholders", True), wire)
+        assert error.path == "properties.action.errorAction.expandPlaceholders"
+        assert error.rule.startswith("is not a known field (allowed: ") and PREVIEW_VERSION not in error.rule
+
+
+def test_collection_properties_have_no_preview_field_and_keep_the_plain_error() -> None:
+    collection = {"location": "westus", "properties": {"sku": {"name": "Standard"}, "calendars": {}}}
+    with pytest.raises(ValidationError) as caught:
+        parse_collection(collection, name="jc1")
+    assert caught.value.path == "properties.calendars"
+    assert caught.value.rule == "is not a known field (allowed: sku, state, quota)"
