@@ -45,6 +45,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
+from scheduler_core.actions.outcome import outcome_message
 from scheduler_core.model import (
     CLAIM_LEASE,
     ClaimOutcome,
@@ -86,7 +87,10 @@ log = logging.getLogger("scheduler_core.execute")
 #: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
 #: The result of an error-action attempt whose job no longer has an error action.
-NO_ERROR_ACTION = ActionResult(False, "Unknown Action - this action type is not supported here")
+NO_ERROR_ACTION = ActionResult(
+    False,
+    outcome_message("Unknown", "Not run", "the job has no error action any more (removed since this attempt was sent)"),
+)
 #: The history message of an attempt whose worker died (or lost storage) before recording it.
 WORKER_LOST = "worker lost; the call may have been delivered"
 #: The start of the history message of an attempt given up after its workers were lost
