@@ -51,6 +51,9 @@ log = logging.getLogger("local_host")
 
 #: Where ``--init`` keeps the API key it made, under the project root (git-ignored).
 KEY_FILE = Path(".run") / "api-key"
+#: Where ``run`` writes the address it listens on while it runs, for the command line (``python -m
+#: scheduler_core``) to find whatever port it was given; removed when it stops.
+ENDPOINT_FILE = Path(".run") / "endpoint"
 
 #: How a message names the port options, by what started the host (``--option-names``).
 PORT_OPTIONS = {
@@ -150,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     _apply_log_format()
     azurite: Azurite | None = None
     host: LocalHost | None = None
+    endpoint = ""
     signal.signal(signal.SIGTERM, _stop_on_signal)  # `kill` stops cleanly, like Ctrl-C
     # Ctrl-C (or `kill -INT`) stops it too when it was started in the background by a script, whose shell
     # starts background jobs with SIGINT ignored (Python then installs no KeyboardInterrupt handler).
@@ -201,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             worker_app=args.app,
         )
         host.start()
+        endpoint = _write_endpoint(root / ENDPOINT_FILE, port)
         if config.execution_queue_count > 1:
             queues = ", ".join(config.execution_queues)
             print(f"Execution queues ({config.execution_queue_count}, SCHEDULER_EXECUTION_QUEUE_COUNT): {queues}")
@@ -211,10 +216,28 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if host is not None:
             host.stop()
+            _remove_endpoint(root / ENDPOINT_FILE, endpoint)
         if azurite is not None:
             azurite.stop()
             print("Azurite stopped.", flush=True)
     return 0
+
+
+def _write_endpoint(path: Path, port: int) -> str:
+    """Write ``http://127.0.0.1:<port>`` to ``path`` (the command line's default endpoint); returns it."""
+    endpoint = f"http://127.0.0.1:{port}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(endpoint + "\n", encoding="utf-8")
+    return endpoint
+
+
+def _remove_endpoint(path: Path, endpoint: str) -> None:
+    """Remove ``path`` unless another run has written its own address there since."""
+    try:
+        if path.read_text(encoding="utf-8").strip() == endpoint:
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _banner(host: LocalHost, key: str | None, queue_endpoint: str | None, started: float) -> None:

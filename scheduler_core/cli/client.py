@@ -1,4 +1,5 @@
-"""A small client of the Microsoft.Scheduler REST API (api-version 2016-03-01) on ``requests``.
+"""A small client of the Microsoft.Scheduler REST API on ``requests``, in the api-version of its connection
+(default: the newest, 2026-12-01-preview; ``--api-version``).
 
 Every method is one documented ARM operation (``scheduler_core/api/openapi``); an answer of 400 or more
 raises :class:`ApiError` with the ARM error's code and message as the service sent them, and no answer at
@@ -28,10 +29,12 @@ from scheduler_core.cli.common import (
     CliError,
     Connection,
 )
-from scheduler_core.definitions import read_json
+from scheduler_core.definitions import CLASSIC_VERSION, PREVIEW_VERSION, read_json, wire_of
 from scheduler_core.errors import ValidationError
 
-API_VERSION = "2016-03-01"
+#: The newest api-version (the default of every command), and the classic one of Azure Scheduler.
+API_VERSION = PREVIEW_VERSION
+CLASSIC_API_VERSION = CLASSIC_VERSION
 PROVIDER = "providers/Microsoft.Scheduler"
 USER_AGENT = "scheduler-core-cli"
 #: The dashboard's read-only job API (``scheduler_core/dashboard``): a stored job's next occurrences.
@@ -141,6 +144,15 @@ class SchedulerClient:
         headers.update(dict(conn.headers))
         self.headers = headers
 
+    @property
+    def api_version(self) -> str:
+        return self.conn.api_version
+
+    @property
+    def preview(self) -> bool:
+        """Whether the requests speak the preview wire (calendars, occurrences, the preview properties)."""
+        return wire_of(self.conn.api_version).preview
+
     # ------------------------------------------------------------------------------------------- paths
 
     def subscription_path(self) -> str:
@@ -177,7 +189,7 @@ class SchedulerClient:
         if raw_query is not None:
             url = f"{url}?{raw_query}"
         else:
-            query = {"api-version": API_VERSION, **(params or {})}
+            query = {"api-version": self.api_version, **(params or {})}
         try:
             response = self.session.request(
                 method, url, params=query, json=body, headers=headers, timeout=self.conn.timeout, allow_redirects=False
@@ -265,6 +277,24 @@ class SchedulerClient:
 
     def run_job(self, group: str, collection: str, job: str) -> None:
         self.call("POST", f"{self.job_path(group, collection, job)}/run")
+
+    def list_calendars(self, group: str, collection: str) -> list[dict[str, Any]]:
+        """The collection's calendars (preview api-version only)."""
+        return list(self.pages(f"{self.collection_path(group, collection)}/calendars"))
+
+    def put_calendar(self, group: str, collection: str, name: str, body: Mapping[str, Any]) -> Answer:
+        return self.call("PUT", f"{self.collection_path(group, collection)}/calendars/{_segment(name)}", dict(body))
+
+    def occurrences(
+        self, group: str, collection: str, job: str, top: int, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The first page (at most ``top``, 1 to 100) of the job's occurrences (preview api-version only):
+        ``{"scheduledTime", "fireTime"}`` each; without ``after`` from the first not yet run, with it those
+        firing after it."""
+        params = {"$top": str(top), **({"after": after} if after is not None else {})}
+        body = self.call("GET", f"{self.job_path(group, collection, job)}/occurrences", params=params).body
+        items = body.get("value") if isinstance(body, dict) else None
+        return [item for item in items or [] if isinstance(item, dict)]
 
     def job_insight(
         self, group: str, collection: str, job: str, count: int, after: datetime | None = None

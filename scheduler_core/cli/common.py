@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from scheduler_core.definitions import MAX_DEPTH, read_json
+from scheduler_core.definitions import API_VERSIONS, MAX_DEPTH, PREVIEW_VERSION, read_json
 from scheduler_core.errors import ValidationError
 
 #: Exit statuses (documented in docs/cli.md).
@@ -36,10 +36,29 @@ ENV_COLLECTION = "SCHEDULER_COLLECTION"
 #: ENTRA ID SIGN-IN: the scope of the access token (``<Application ID URI>/.default``, docs/security.md).
 ENV_ENTRA_SCOPE = "SCHEDULER_ENTRA_SCOPE"
 
-#: The endpoint of `make run`.
+#: The endpoint of `make run` when it has written none (``.run/endpoint``) and ``local.settings.json`` names
+#: no ``Host.LocalHttpPort``.
 DEFAULT_ENDPOINT = "http://127.0.0.1:7071"
-#: Where `make run` writes the API key it generated (read only for a loopback endpoint).
-LOCAL_KEY_FILE = Path(".run") / "api-key"
+#: The project directory: the checkout this package runs from, where `make run` writes ``.run/`` and
+#: ``local.settings.json`` (so the command line finds them from any working directory).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def project_file(relative: str) -> Path:
+    """A file `make run` writes, in the working directory when it is there (a project directory), else in
+    :data:`PROJECT_ROOT`."""
+    here = Path(relative)
+    return here if here.is_file() else PROJECT_ROOT / relative
+
+
+#: Where `make run` writes the API key it generated (read only for a loopback endpoint), the address it
+#: listens on while it runs (``python -m local_host run``), and the settings it reads its port from
+#: (``Host.LocalHttpPort``) when no ``PORT`` is given; each found by :func:`project_file`.
+LOCAL_KEY_FILE = ".run/api-key"
+LOCAL_ENDPOINT_FILE = ".run/endpoint"
+LOCAL_SETTINGS_FILE = "local.settings.json"
+#: The api-version the resource commands speak unless ``--api-version`` says otherwise: the newest.
+DEFAULT_API_VERSION = PREVIEW_VERSION
 DEFAULT_TIMEOUT = 60.0
 #: How deep a JSON file the command line reads may nest (arrays and objects): an export file holds each job
 #: 5 levels down (the document, its collections, a collection, its jobs, the job), and a job may nest as
@@ -92,6 +111,8 @@ class Connection:
     #: ENTRA ID SIGN-IN: when set, requests carry an Entra ID access token for this scope (from
     #: azure-identity's DefaultAzureCredential) as ``Authorization: Bearer``, and no API key.
     entra_scope: str | None = None
+    #: The api-version of every request (one of ``scheduler_core.definitions.API_VERSIONS``).
+    api_version: str = DEFAULT_API_VERSION
 
     def require_subscription(self) -> str:
         if not self.subscription:
@@ -121,18 +142,28 @@ def _timeout(text: str) -> float:
     return value
 
 
+def api_version_arg(text: str) -> str:
+    """An api-version the service accepts (``--api-version``), spelled as the service lists it."""
+    for known in API_VERSIONS:
+        if known.lower() == text.strip().lower():
+            return known
+    raise argparse.ArgumentTypeError(f"must be one of {', '.join(API_VERSIONS)}, not {text!r}")
+
+
 def add_connection_options(parser: argparse.ArgumentParser, *, resource_group: bool = True) -> None:
     """The options every command that calls the API takes (after the command's name)."""
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--endpoint", help=f"base URL of the service (default: ${ENV_ENDPOINT}, else {DEFAULT_ENDPOINT})"
+        "--endpoint",
+        help=f"base URL of the service (default: ${ENV_ENDPOINT}, else the address `make run` listens on, "
+        f"else {DEFAULT_ENDPOINT})",
     )
     group.add_argument("--api-key", help=f"API key (default: ${ENV_API_KEY}); sent as 'Authorization: Bearer KEY'")
     group.add_argument(
         "--api-key-file",
         metavar="PATH",
         help=f"read the API key from a file (default: ${ENV_API_KEY_FILE}; for a loopback endpoint, "
-        f"{LOCAL_KEY_FILE} as `make run` writes it)",
+        "the project's .run/api-key as `make run` writes it)",
     )
     group.add_argument(
         "--entra-scope",
@@ -159,6 +190,13 @@ def add_connection_options(parser: argparse.ArgumentParser, *, resource_group: b
     group.add_argument(
         "--timeout", type=_timeout, default=DEFAULT_TIMEOUT, help="seconds to wait for each answer (default 60)"
     )
+    group.add_argument(
+        "--api-version",
+        type=api_version_arg,
+        metavar="VERSION",
+        help=f"the api-version of the requests (default {DEFAULT_API_VERSION}, the newest; "
+        "2016-03-01 shows and sends no preview property)",
+    )
 
 
 def environment() -> Mapping[str, str]:
@@ -170,7 +208,7 @@ def environment() -> Mapping[str, str]:
 def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
     """The connection of a parsed command line: each flag, else its environment variable, else a default."""
     env = environment() if environ is None else environ
-    endpoint = (args.endpoint or env.get(ENV_ENDPOINT) or DEFAULT_ENDPOINT).strip().rstrip("/")
+    endpoint = (args.endpoint or env.get(ENV_ENDPOINT) or local_endpoint()).strip().rstrip("/")
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise CliError(f"the endpoint must be an http(s) URL such as {DEFAULT_ENDPOINT}, not {endpoint!r}")
@@ -187,7 +225,33 @@ def connection(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
         headers=tuple(args.header or ()),
         timeout=float(args.timeout),
         entra_scope=scope,
+        api_version=getattr(args, "api_version", None) or DEFAULT_API_VERSION,
     )
+
+
+def local_endpoint(endpoint_file: Path | None = None, settings_file: Path | None = None) -> str:
+    """The address of the local host `make run` started: the one it wrote to ``.run/endpoint`` while it runs
+    (whatever ``PORT`` it was given), else ``http://127.0.0.1:<Host.LocalHttpPort>`` of
+    ``local.settings.json`` (the port `make run` takes without ``PORT``), else :data:`DEFAULT_ENDPOINT`. An
+    unreadable or odd file is passed over: the command then reports the address it could not reach. The files
+    are :func:`project_file`'s unless given."""
+    endpoint_file = endpoint_file or project_file(LOCAL_ENDPOINT_FILE)
+    settings_file = settings_file or project_file(LOCAL_SETTINGS_FILE)
+    try:
+        written = endpoint_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        written = ""
+    if written and _is_loopback(written) and urlsplit(written).scheme == "http":
+        return written
+    try:
+        document = read_json(settings_file.read_text(encoding="utf-8-sig"), str(settings_file))
+    except (OSError, UnicodeDecodeError, ValidationError):
+        return DEFAULT_ENDPOINT
+    host = document.get("Host") if isinstance(document, dict) else None
+    port = host.get("LocalHttpPort") if isinstance(host, dict) else None
+    if isinstance(port, int | str) and str(port).isdigit() and 0 < int(str(port)) < 65536:
+        return f"http://127.0.0.1:{int(str(port))}"
+    return DEFAULT_ENDPOINT
 
 
 def _api_key(args: argparse.Namespace, env: Mapping[str, str], endpoint: str) -> str | None:
@@ -197,8 +261,9 @@ def _api_key(args: argparse.Namespace, env: Mapping[str, str], endpoint: str) ->
     key_file = args.api_key_file or (None if args.api_key or env.get(ENV_API_KEY) else env.get(ENV_API_KEY_FILE))
     if key is None and not key_file:
         key = env.get(ENV_API_KEY) or None
-    if key is None and not key_file and _is_loopback(endpoint) and LOCAL_KEY_FILE.is_file():
-        key_file = str(LOCAL_KEY_FILE)
+    local_key = project_file(LOCAL_KEY_FILE)
+    if key is None and not key_file and _is_loopback(endpoint) and local_key.is_file():
+        key_file = str(local_key)
     if key is None and key_file:
         try:
             key = Path(key_file).read_text(encoding="utf-8").strip() or None
@@ -232,3 +297,22 @@ def _entra_scope(args: argparse.Namespace, env: Mapping[str, str], endpoint: str
     if urlsplit(endpoint).scheme != "https" and not _is_loopback(endpoint):
         raise CliError(f"an Entra ID token is sent over https only (or to this machine), not to {endpoint}")
     return scope
+
+
+def _properties_of(document: Any, source: str) -> dict[str, Any]:
+    """A job file's ``properties``: the file is a job's ARM JSON or just its properties."""
+    if not isinstance(document, dict):
+        raise CliError(f"{source}: a job definition must be a JSON object")
+    if any(isinstance(k, str) and k.lower() == "properties" for k in document):
+        key = next(k for k in document if isinstance(k, str) and k.lower() == "properties")
+        properties = document[key]
+        if not isinstance(properties, dict):
+            raise CliError(f"{source}: 'properties' must be a JSON object")
+        return dict(properties)
+    return dict(document)
+
+
+def job_body(document: Any, source: str) -> dict[str, Any]:
+    """The PUT body of a job file: ``{"properties": ...}`` without the read-only ``status``."""
+    properties = _properties_of(document, source)
+    return {"properties": {k: v for k, v in properties.items() if not (isinstance(k, str) and k.lower() == "status")}}

@@ -17,10 +17,12 @@ from scheduler_core.cli.common import (
     add_connection_options,
     connection,
     environment,
+    job_body,
     read_json_file,
 )
 from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_line, write_table
 from scheduler_core.cli.preview import instant_arg, positive
+from scheduler_core.definitions import wire_of
 from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import (
     compile_schedule,
@@ -91,25 +93,6 @@ def confirm(question: str, yes: bool) -> None:
         raise CliError("cancelled")
 
 
-def _properties_of(document: Any, source: str) -> dict[str, Any]:
-    """A job file's ``properties``: the file is a job's ARM JSON or just its properties."""
-    if not isinstance(document, dict):
-        raise CliError(f"{source}: a job definition must be a JSON object")
-    if any(isinstance(k, str) and k.lower() == "properties" for k in document):
-        key = next(k for k in document if isinstance(k, str) and k.lower() == "properties")
-        properties = document[key]
-        if not isinstance(properties, dict):
-            raise CliError(f"{source}: 'properties' must be a JSON object")
-        return dict(properties)
-    return dict(document)
-
-
-def job_body(document: Any, source: str) -> dict[str, Any]:
-    """The PUT body of a job file: ``{"properties": ...}`` without the read-only ``status``."""
-    properties = _properties_of(document, source)
-    return {"properties": {k: v for k, v in properties.items() if not (isinstance(k, str) and k.lower() == "status")}}
-
-
 # ------------------------------------------------------------------------------------ how jobs read
 
 
@@ -154,6 +137,8 @@ def _authentication(action: Any) -> str:
         return "none"
     request = action.get("request")
     auth = request.get("authentication") if isinstance(request, dict) else None
+    if isinstance(auth, dict) and str(auth.get("type")).lower() == "managedserviceidentity":
+        return f"ManagedServiceIdentity: the function app's identity, audience {auth.get('audience', '')}"
     if isinstance(auth, dict) and auth.get("type") not in (None, "NotSpecified"):
         return f"{auth['type']} (its secret is write-only: never shown)"
     if isinstance(action.get("queueMessage"), dict):
@@ -166,6 +151,53 @@ def _authentication(action: Any) -> str:
         if isinstance(message, dict):
             return "the function app's identity"
     return "none"
+
+
+def _signing(action: Any) -> str:
+    request = action.get("request") if isinstance(action, dict) else None
+    signing = request.get("signing") if isinstance(request, dict) else None
+    if not isinstance(signing, dict):
+        return "none"
+    return f"{signing.get('scheme', '')} (its secret is write-only: never shown)"
+
+
+def _exclusions(recurrence: Any) -> str:
+    exclusions = recurrence.get("exclusions") if isinstance(recurrence, dict) else None
+    if not isinstance(exclusions, dict):
+        return "none"
+    parts = []
+    if exclusions.get("dates"):
+        parts.append(f"dates {', '.join(str(d) for d in exclusions['dates'])}")
+    for item in exclusions.get("ranges") or []:
+        if isinstance(item, dict):
+            parts.append(f"from {item.get('start')} to {item.get('end')}")
+    if exclusions.get("calendars"):
+        parts.append(f"calendars {', '.join(str(c) for c in exclusions['calendars'])}")
+    return "; ".join(parts) or "none"
+
+
+def _missed_runs(policy: Any) -> str:
+    if not isinstance(policy, dict):
+        return "RunOnce (the default: one late run stands for those missed)"
+    window = f", window {policy['window']}" if policy.get("window") else ""
+    return f"{policy.get('mode', '')}{window}"
+
+
+def _preview_fields(props: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The rows of the properties that only the preview api-version shows (each with its default)."""
+    action = props.get("action") or {}
+    recurrence = props.get("recurrence")
+    pause = props.get("pauseAfterFailures")
+    return [
+        ("jitter", recurrence.get("jitter") if isinstance(recurrence, dict) and recurrence.get("jitter") else "none"),
+        ("exclusions", _exclusions(recurrence)),
+        ("overlap policy", props.get("overlapPolicy") or "AllowAll (the default)"),
+        ("missed runs", _missed_runs(props.get("missedRunPolicy"))),
+        ("pause after failures", f"after {pause} faulted occurrences in a row" if pause else "never"),
+        ("delete after completion", "yes" if props.get("deleteAfterCompletion") else "no"),
+        ("placeholders", "expanded" if isinstance(action, dict) and action.get("expandPlaceholders") else "no"),
+        ("signing", _signing(action)),
+    ]
 
 
 def _job_row(job: Mapping[str, Any]) -> list[Any]:
@@ -202,25 +234,37 @@ COLLECTION_HEADERS = ("name", "resource group", "location", "sku", "state", "max
 JOB_HEADERS = ("name", "state", "recurrence", "next run", "last run", "runs/fails/faults", "action")
 
 
-def _show_job(job: Mapping[str, Any]) -> None:
+def _show_job(job: Mapping[str, Any], api_version: str) -> None:
+    """Every property that shapes the job's schedule or its call, its state and counters; the properties of
+    the preview api-version when it was read with it (a note says which version was read otherwise)."""
     props = job.get("properties") or {}
     status = props.get("status") or {}
     action = props.get("action") or {}
     error_action = action.get("errorAction") if isinstance(action, dict) else None
     retry = action.get("retryPolicy") if isinstance(action, dict) else None
     segments = id_segments(str(job.get("id") or ""))
+    preview = wire_of(api_version).preview
+    extra = (
+        _preview_fields(props)
+        if preview
+        else [("api-version", f"{api_version}: jitter, policies, exclusions, signing and identity not shown")]
+    )
+    state = props.get("state")
+    if preview and status.get("disabledReason"):
+        state = f"{state} ({status['disabledReason']})"
     write_fields(
         [
             ("name", _short_name(job)),
             ("collection", segments.get("jobcollections", "")),
             ("resource group", segments.get("resourcegroups", "")),
-            ("state", props.get("state")),
+            ("state", state),
             ("start time", props.get("startTime") or "(the creation second)"),
             ("recurrence", describe_recurrence(props.get("recurrence"))),
             ("action", describe_action(action)),
             ("authentication", _authentication(action)),
             ("retry policy", _retry_text(retry)),
             ("error action", describe_action(error_action) if error_action else "none"),
+            *extra,
             ("next run", status.get("nextExecutionTime") or "-"),
             ("last run", status.get("lastExecutionTime") or "-"),
             ("executions", status.get("executionCount", 0)),
@@ -389,7 +433,7 @@ def jobs_show(args: argparse.Namespace) -> int:
     if args.output == JSON:
         write_json(job)
     else:
-        _show_job(job)
+        _show_job(job, client.api_version)
     return EXIT_OK
 
 

@@ -19,6 +19,8 @@ from scheduler_core.uris import HIDDEN, hidden_credentials, restore_credentials
 SECRET_NAMES = ("password", "secret", "pfx", "sasToken", "sasKey")
 #: Value of a stand-in secret (a stored secret the service keeps, as far as validation is concerned).
 STAND_IN = "stored-secret"
+#: The stand-in of a stored request signing secret: a well-formed Standard Webhooks secret (32 zero bytes).
+STAND_IN_SIGNING = "whsec_" + base64.b64encode(bytes(32)).decode()
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,41 @@ def _actions(properties: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, 
         yield f"{action_key}.{error_key}", error
 
 
+def _request_slots(base: str, request: Mapping[str, Any]) -> list[SecretSlot]:
+    """The secrets of an HTTP action's ``request`` at ``base``: its URI's query credentials, its signing
+    secret (preview) and its authentication's secret."""
+    slots: list[SecretSlot] = []
+    uri_key = _key(request, "uri")
+    if uri_key is not None and hidden_credentials(request.get(uri_key)):
+        slots.append(
+            SecretSlot(
+                f"{base}.{uri_key}",
+                True,
+                "the target URI with the credentials of its query (sig, code, key, ...) where the export shows "
+                f"{HIDDEN}",
+                kept=True,
+            )
+        )
+    signing_key = _key(request, "signing")
+    if signing_key is not None and isinstance(request.get(signing_key), Mapping):
+        note = "the request signing secret (Standard Webhooks: whsec_ and base64)"
+        slots.append(SecretSlot(f"{base}.{signing_key}.secret", True, note))
+    auth_key = _key(request, "authentication")
+    auth = request.get(auth_key) if auth_key else None
+    if not isinstance(auth, Mapping):
+        return slots
+    kind = str(_lower(auth).get("type", "")).lower()
+    where = f"{base}.{auth_key}"
+    if kind == "basic":
+        slots.append(SecretSlot(f"{where}.password", True, "Basic authentication password"))
+    elif kind == "activedirectoryoauth":
+        slots.append(SecretSlot(f"{where}.secret", True, "the client secret of ActiveDirectoryOAuth"))
+    elif kind == "clientcertificate":
+        slots.append(SecretSlot(f"{where}.pfx", True, "the client certificate, base64 PFX"))
+        slots.append(SecretSlot(f"{where}.password", False, "the PFX password, if it has one", False))
+    return slots
+
+
 def secret_slots(properties: Mapping[str, Any]) -> list[SecretSlot]:
     """Every place a secret of this job may go, as its (secret-less) definition shows."""
     slots: list[SecretSlot] = []
@@ -68,30 +105,7 @@ def secret_slots(properties: Mapping[str, Any]) -> list[SecretSlot]:
                 continue
             name = str(field).lower()
             if name == "request":
-                uri_key = _key(value, "uri")
-                if uri_key is not None and hidden_credentials(value.get(uri_key)):
-                    slots.append(
-                        SecretSlot(
-                            f"{where}.{field}.{uri_key}",
-                            True,
-                            "the target URI with the credentials of its query (sig, code, key, ...) where the "
-                            f"export shows {HIDDEN}",
-                            kept=True,
-                        )
-                    )
-                auth_key = _key(value, "authentication")
-                auth = value.get(auth_key) if auth_key else None
-                if not isinstance(auth, Mapping):
-                    continue
-                kind = str(_lower(auth).get("type", "")).lower()
-                base = f"{where}.{field}.{auth_key}"
-                if kind == "basic":
-                    slots.append(SecretSlot(f"{base}.password", True, "Basic authentication password"))
-                elif kind == "activedirectoryoauth":
-                    slots.append(SecretSlot(f"{base}.secret", True, "the client secret of ActiveDirectoryOAuth"))
-                elif kind == "clientcertificate":
-                    slots.append(SecretSlot(f"{base}.pfx", True, "the client certificate, base64 PFX"))
-                    slots.append(SecretSlot(f"{base}.password", False, "the PFX password, if it has one", False))
+                slots.extend(_request_slots(f"{where}.{field}", value))
             elif name == "queuemessage":
                 slots.append(
                     SecretSlot(
@@ -168,8 +182,17 @@ def stand_ins(properties: Mapping[str, Any]) -> dict[str, str]:
             shown = str(parent.get(_key(parent, leaf) or leaf, "")) if parent is not None else ""
             found[slot.path] = restore_credentials(shown, shown.replace(f"={HIDDEN}", f"={STAND_IN}"))[0]
         else:
-            found[slot.path] = stand_in_pfx() if slot.path.endswith(".pfx") else STAND_IN
+            found[slot.path] = _stand_in_value(slot.path)
     return found
+
+
+def _stand_in_value(path: str) -> str:
+    """A stand-in that passes the rules of the secret at ``path`` (a certificate, a signing secret, other)."""
+    if path.endswith(".pfx"):
+        return stand_in_pfx()
+    if path.lower().endswith("signing.secret"):
+        return STAND_IN_SIGNING
+    return STAND_IN
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,34 +1,31 @@
 """``export`` and ``import``: every collection and job to a JSON file, and back into a deployment.
 
-The import plans first, then acts. The plan reads the target (its collections, their jobs, the
-subscription's Free collections) and decides each request as the service will: the same name rule
-(``scheduler_core.api.paths``), the same definition parser (``scheduler_core.definitions.parse_job``,
-with the collection plan's default retry interval and the stored job's secrets standing in for a
-replace), the same plan and quota rules (``scheduler_core.service.plans``), ``maxJobCount`` counted over
-the collection's jobs and those the import creates before, the same refusal of a finished job, in the
-service's order, and the same error code and message. ``--dry-run`` prints that plan; the real run sends
-every request of it (those predicted to fail too, so that the service has the last word) and reports
-what the service answered.
+The export reads with the connection's api-version (default: the newest, 2026-12-01-preview), so every
+property of every job and each collection's calendars are in the file, with each unfinished recurring job's
+effective start and runs left written out (:mod:`.series`); secrets, which the API never returns, are
+listed to re-enter.
+
+The import plans first, then acts (:mod:`.import_plan`: every request decided as the service will, in the
+order the real run sends them: collections, their calendars, jobs). ``--dry-run`` prints that plan with
+what each job fires in the next hour; the real run sends every request of it (those predicted to fail too,
+so that the service has the last word), in the export's api-version, and reports what the service answered.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from scheduler_core import definitions
-from scheduler_core.api.handler import MAX_BODY_BYTES
-from scheduler_core.api.paths import COLLECTION, JOB, RESOURCE_GROUP, SUBSCRIPTION, check_name
-from scheduler_core.cli.client import API_VERSION, ApiError, SchedulerClient
+from scheduler_core.cli.client import CLASSIC_API_VERSION, ApiError, SchedulerClient
 from scheduler_core.cli.common import (
     EXIT_API_ERROR,
     EXIT_OK,
@@ -39,42 +36,103 @@ from scheduler_core.cli.common import (
     environment,
     read_json_file,
 )
+from scheduler_core.cli.import_plan import (
+    KINDS,
+    OUTCOMES,
+    Item,
+    Options,
+    Planner,
+    Result,
+    Target,
+    TargetState,
+    hint_for,
+    identity_scope,
+    plan,
+)
 from scheduler_core.cli.output import JSON, Progress, add_output_option, json_text, write_json, write_line, write_table
 from scheduler_core.cli.resources import id_segments
-from scheduler_core.cli.secrets import SECRET_NAMES, put_secret, secret_slots, stand_ins, strip_secrets
-from scheduler_core.definitions import CollectionSpec, JobSpec
-from scheduler_core.definitions._json import read_json
-from scheduler_core.errors import (
-    ConflictError,
-    PayloadTooLargeError,
-    QuotaExceededError,
-    SchedulerError,
-    ValidationError,
-)
-from scheduler_core.identity import IdentityScope
-from scheduler_core.model import JobCollection, JobDefinition
-from scheduler_core.service import plans
-from scheduler_core.service.reads import collection_not_found
-from scheduler_core.storage.keys import CollectionRef, JobRef, escape_key
+from scheduler_core.cli.secrets import put_secret, secret_slots, strip_secrets
+from scheduler_core.cli.series import anchor
+from scheduler_core.definitions import API_VERSIONS, wire_of
+from scheduler_core.errors import ValidationError
 
 FORMAT = "scheduler-export"
 FORMAT_VERSION = 1
 COLLECTION_TYPE = "microsoft.scheduler/jobcollections"
 JOB_TYPE = "microsoft.scheduler/jobcollections/jobs"
-FINAL_STATES = {"completed": "Completed", "faulted": "Faulted"}
 
 # ================================================================================================ export
 
 
-def _collection_entry(collection: Mapping[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+def _collection_entry(
+    collection: Mapping[str, Any], calendars: list[dict[str, Any]], jobs: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "id": collection.get("id"),
         "name": collection.get("name"),
         "location": collection.get("location"),
         "tags": collection.get("tags") or {},
         "properties": collection.get("properties") or {},
+        "calendars": calendars,
         "jobs": jobs,
     }
+
+
+@dataclass
+class _Exported:
+    """What the export gathers besides the collections: the secrets to re-enter and the jobs' schedules it
+    wrote out (:func:`scheduler_core.cli.series.anchor`)."""
+
+    secrets: list[dict[str, Any]] = field(default_factory=list)
+    adjustments: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _export_calendars(client: SchedulerClient, group: str, name: str) -> list[dict[str, Any]]:
+    """The collection's calendars, ``{"name", "properties": {"dates"}}`` each (none with a classic
+    api-version, which has no calendars)."""
+    if not client.preview:
+        return []
+    return [
+        {"name": str(item.get("name") or "").rsplit("/", 1)[-1], "properties": item.get("properties") or {}}
+        for item in client.list_calendars(group, name)
+    ]
+
+
+def _export_job(
+    client: SchedulerClient, group: str, name: str, job: dict[str, Any], dates: dict[str, list[date]], found: _Exported
+) -> dict[str, Any]:
+    """One job of the export: anchored (its effective start and runs left written out), its secrets removed
+    and listed in ``found``."""
+    clean = copy.deepcopy(job)
+    adjusted = anchor(client, group, name, clean, dates)
+    if adjusted is not None:
+        found.adjustments.append({"job": clean.get("id"), **adjusted})
+    props = clean.get("properties")
+    if isinstance(props, dict):
+        strip_secrets(props)
+        for slot in secret_slots(props):
+            found.secrets.append(
+                {
+                    "job": clean.get("id"),
+                    "path": f"properties.{slot.path}",
+                    "required": slot.required,
+                    "note": slot.note,
+                    "value": None,
+                }
+            )
+    return clean
+
+
+def _calendar_dates(calendars: list[dict[str, Any]]) -> dict[str, list[date]]:
+    """The dates of exported calendars by name in lower case (a date that does not parse is left out)."""
+    found: dict[str, list[date]] = {}
+    for item in calendars:
+        try:
+            dates = definitions.parse_calendar({"properties": item.get("properties") or {}})
+        except ValidationError:
+            continue
+        found[str(item.get("name") or "").lower()] = list(dates)
+    return found
 
 
 def build_export(
@@ -83,7 +141,9 @@ def build_export(
     only: str | None,
     progress: Callable[[int], Progress],
 ) -> dict[str, Any]:
-    """The export document of the subscription (or of one resource group, or of one collection)."""
+    """The export document of the subscription (or of one resource group, or of one collection), read with
+    the client's api-version: with the preview (the default) every property of every job, each collection's
+    calendars, and each unfinished recurring job's effective start and runs left (``adjustments``)."""
     if only:
         if not group:
             raise CliError("--collection needs a resource group: pass -g or set SCHEDULER_RESOURCE_GROUP")
@@ -91,39 +151,26 @@ def build_export(
     else:
         collections = client.list_collections(group)
     entries: list[dict[str, Any]] = []
-    to_reenter: list[dict[str, Any]] = []
+    found = _Exported()
     with progress(len(collections)) as bar:
         for collection in collections:
             segments = id_segments(str(collection.get("id") or ""))
             rg = segments.get("resourcegroups") or group or ""
             name = str(collection.get("name") or segments.get("jobcollections") or "")
-            jobs: list[dict[str, Any]] = []
-            for job in client.list_jobs(rg, name):
-                clean = copy.deepcopy(job)
-                props = clean.get("properties")
-                if isinstance(props, dict):
-                    strip_secrets(props)
-                    for slot in secret_slots(props):
-                        to_reenter.append(
-                            {
-                                "job": clean.get("id"),
-                                "path": f"properties.{slot.path}",
-                                "required": slot.required,
-                                "note": slot.note,
-                                "value": None,
-                            }
-                        )
-                jobs.append(clean)
-            entries.append(_collection_entry(collection, jobs))
+            calendars = _export_calendars(client, rg, name)
+            dates = _calendar_dates(calendars)
+            jobs = [_export_job(client, rg, name, job, dates, found) for job in client.list_jobs(rg, name)]
+            entries.append(_collection_entry(collection, calendars, jobs))
             bar.advance(f"{name} ({len(jobs)} jobs)")
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "apiVersion": API_VERSION,
+        "apiVersion": client.api_version,
         "exportedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": {"endpoint": client.endpoint, "subscription": client.conn.subscription},
         "collections": entries,
-        "secretsToReenter": to_reenter,
+        "secretsToReenter": found.secrets,
+        "adjustments": found.adjustments,
     }
 
 
@@ -148,6 +195,12 @@ def _write_file(path: str, document: Any) -> None:
 def export_command(args: argparse.Namespace) -> int:
     client = SchedulerClient(connection(args))
     client.conn.require_subscription()
+    if not client.preview:
+        write_line(
+            f"warning: api-version {client.api_version} shows no preview property and no calendar: the file "
+            "leaves them out, and the jobs without startTime are not anchored (the default api-version keeps all)",
+            sys.stderr,
+        )
     document = build_export(
         client,
         client.conn.resource_group,
@@ -159,98 +212,29 @@ def export_command(args: argparse.Namespace) -> int:
     secrets = document["secretsToReenter"]
     summary = {
         "file": args.file,
+        "apiVersion": document["apiVersion"],
         "collections": len(document["collections"]),
+        "calendars": sum(len(c["calendars"]) for c in document["collections"]),
         "jobs": jobs,
         "secretsToReenter": len(secrets),
         "requiredSecrets": sum(1 for s in secrets if s["required"]),
+        "adjustments": len(document["adjustments"]),
     }
     stream = sys.stderr if args.file == "-" else sys.stdout
     if args.output == JSON:
         write_json(summary, stream)
     else:
         write_line(
-            f"exported {summary['collections']} collections and {jobs} jobs to {args.file}; "
-            f"{len(secrets)} secret places to re-enter ({summary['requiredSecrets']} required): "
-            "see secretsToReenter",
+            f"exported {summary['collections']} collections ({summary['calendars']} calendars) and {jobs} jobs "
+            f"to {args.file} with api-version {summary['apiVersion']}; {len(secrets)} secret places to re-enter "
+            f"({summary['requiredSecrets']} required): see secretsToReenter; {summary['adjustments']} jobs' "
+            "effective start or runs left written out: see adjustments",
             stream,
         )
     return EXIT_OK
 
 
 # ================================================================================================ import
-
-
-@dataclass(frozen=True)
-class Target:
-    subscription: str
-    resource_group: str
-    collection: str
-    job: str | None = None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (escape_key(self.subscription), escape_key(self.resource_group), escape_key(self.collection))
-
-    @property
-    def label(self) -> str:
-        base = f"{self.resource_group}/{self.collection}"
-        return f"{base}/{self.job}" if self.job is not None else base
-
-    def collection_ref(self) -> CollectionRef:
-        return CollectionRef(self.subscription, self.resource_group, self.collection)
-
-
-@dataclass
-class Item:
-    """One request the file asks for: a collection or a job PUT (``target`` None: it cannot be addressed)."""
-
-    kind: str  # "collection" | "job"
-    source: str
-    target: Target | None
-    body: dict[str, Any]
-    problem: str | None = None  # why it cannot be sent at all
-
-
-@dataclass
-class Result:
-    """What happens to one item: planned (``--dry-run``) or done. ``send``: the real run sends it."""
-
-    kind: str
-    source: str
-    target: Target | None
-    outcome: str  # create | replace | keep | skip | fail
-    status: int | None = None
-    code: str | None = None
-    message: str | None = None
-    hint: str | None = None
-    send: bool = False
-    body: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        t = self.target
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "subscription": t.subscription if t else None,
-            "resourceGroup": t.resource_group if t else None,
-            "collection": t.collection if t else None,
-            "name": (t.job if self.kind == "job" else t.collection) if t else None,
-            "outcome": self.outcome,
-            "status": self.status,
-            "code": self.code,
-            "message": self.message,
-            "hint": self.hint,
-        }
-
-
-@dataclass(frozen=True)
-class Options:
-    subscription: str | None = None
-    resource_group: str | None = None
-    collection: str | None = None
-    create_collection: str | None = None  # a location
-    if_exists: str = "skip"  # skip | replace | fail
-    completed_as: str | None = None  # Disabled | Enabled | skip | None (sent as it is: refused)
 
 
 # ----------------------------------------------------------------------------------------- the file
@@ -304,9 +288,14 @@ def _retarget(segments: Mapping[str, str], options: Options, name_hint: str = ""
 
 @dataclass
 class Source:
+    """What a file asks for: its collections, their calendars and its jobs, in the api-version to send them
+    with, and the warnings about the file."""
+
     collections: list[Item]
+    calendars: list[Item]
     jobs: list[Item]
     warnings: list[str]
+    api_version: str = CLASSIC_API_VERSION
 
 
 @dataclass
@@ -316,23 +305,30 @@ class _Resources:
     lower case to (path under ``properties``, value) pairs) and the warnings about the file."""
 
     collections: list[tuple[str, Any]] = field(default_factory=list)
+    #: (source, calendar, index of its collection in ``collections``)
+    calendars: list[tuple[str, Any, int]] = field(default_factory=list)
     jobs: list[tuple[str, Any]] = field(default_factory=list)
+    api_version: str = CLASSIC_API_VERSION
     secrets: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
 def _read_export(document: Mapping[str, Any], origin: str) -> _Resources:
-    """The collections, jobs and secrets of an export file (:func:`build_export`); refused when its version
-    is not :data:`FORMAT_VERSION` or its ``collections`` is no list. An optional secret without a value is
-    left out, with a warning."""
+    """The collections, calendars, jobs and secrets of an export file (:func:`build_export`) and the
+    api-version it was read with; refused when its version is not :data:`FORMAT_VERSION`, its
+    ``collections`` is no list or its ``apiVersion`` is none the service accepts. An optional secret without
+    a value is left out, with a warning."""
     if document.get("version") != FORMAT_VERSION:
         raise CliError(f"{origin}: export format version {document.get('version')!r} is not supported")
     exported = document.get("collections")
     if not isinstance(exported, list):
         raise CliError(f"{origin}: 'collections' must be a list")
-    found = _Resources()
+    found = _Resources(api_version=_file_api_version(document.get("apiVersion"), origin))
     for number, entry in enumerate(exported):
         found.collections.append((f"collections[{number}]", entry))
+        its_calendars = entry.get("calendars") if isinstance(entry, dict) else None
+        for index, calendar in enumerate(its_calendars if isinstance(its_calendars, list) else []):
+            found.calendars.append((f"collections[{number}].calendars[{index}]", calendar, number))
         its_jobs = entry.get("jobs") if isinstance(entry, dict) else None
         for index, job in enumerate(its_jobs if isinstance(its_jobs, list) else []):
             found.jobs.append((f"collections[{number}].jobs[{index}]", job))
@@ -350,6 +346,20 @@ def _read_export(document: Mapping[str, Any], origin: str) -> _Resources:
             "them (a Storage queue or Service Bus action then sends with the function app's identity)"
         )
     return found
+
+
+def _file_api_version(value: Any, origin: str) -> str:
+    """An export file's ``apiVersion``: one the service accepts (spelled as it lists them), else refused;
+    2016-03-01 when the file names none (the version of the first exports)."""
+    if value is None:
+        return CLASSIC_API_VERSION
+    for known in API_VERSIONS:
+        if isinstance(value, str) and value.lower() == known.lower():
+            return known
+    raise CliError(
+        f"{origin}: apiVersion must be one of {', '.join(API_VERSIONS)} (the api-version the export read with), "
+        f"not {value!r}"
+    )
 
 
 def _read_listing(document: Any, origin: str) -> _Resources:
@@ -383,6 +393,20 @@ def _collection_item(source: str, resource: Any, origin: str, options: Options) 
     if missing:
         return Item("collection", source, None, {}, "cannot tell the " + ", ".join(missing))
     return Item("collection", source, Target(sub, group, name), _collection_body(resource))
+
+
+def _calendar_item(source: str, resource: Any, origin: str, collection: Item) -> Item:
+    """The PUT of a calendar of the file (``{"name", "properties": {"dates"}}``) in the collection the file
+    holds it in, as that collection is addressed; refused when it is no JSON object."""
+    if not isinstance(resource, dict):
+        raise CliError(f"{origin}: {source} is not a JSON object")
+    name = str(resource.get("name") or "").rsplit("/", 1)[-1]
+    body = {"properties": copy.deepcopy(resource.get("properties"))}
+    if collection.target is None:
+        return Item("calendar", source, None, body, f"{name or source}: its collection: {collection.problem}")
+    if not name:
+        return Item("calendar", source, None, body, f"{source}: cannot tell the calendar name")
+    return Item("calendar", source, replace(collection.target, calendar=name), body)
 
 
 def _job_item(source: str, resource: Any, origin: str, options: Options, found: _Resources) -> Item:
@@ -425,293 +449,21 @@ def _missing_collections(collections: list[Item], jobs: list[Item], location: st
 
 
 def load_source(document: Any, origin: str, options: Options) -> Source:
-    """The collections and jobs of an export file, or of an Azure Scheduler REST listing (a JSON list of
-    jobs and/or collections, or ``{"value": [...]}``)."""
+    """The collections, calendars and jobs of an export file, or of an Azure Scheduler REST listing (a JSON
+    list of jobs and/or collections, or ``{"value": [...]}``), with the api-version to send them with:
+    ``--api-version``, else the export's ``apiVersion``, else 2016-03-01 (a listing's)."""
     if isinstance(document, dict) and document.get("format") == FORMAT:
         found = _read_export(document, origin)
     else:
         found = _read_listing(document, origin)
     collections = [_collection_item(source, resource, origin, options) for source, resource in found.collections]
+    calendars = [
+        _calendar_item(source, resource, origin, collections[number]) for source, resource, number in found.calendars
+    ]
     jobs = [_job_item(source, resource, origin, options, found) for source, resource in found.jobs]
     if options.create_collection:
         collections.extend(_missing_collections(collections, jobs, options.create_collection))
-    return Source(collections, jobs, found.warnings)
-
-
-# ------------------------------------------------------------------------------------- the target
-
-
-class TargetState:
-    """What the target holds, read once per collection (``clients`` None: offline, nothing is read)."""
-
-    def __init__(self, clients: Callable[[str], SchedulerClient] | None) -> None:
-        self.clients = clients
-        self._collections: dict[tuple[str, str, str], dict[str, Any] | None] = {}
-        self._jobs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        self._free: dict[str, list[dict[str, Any]]] = {}
-
-    @property
-    def offline(self) -> bool:
-        return self.clients is None
-
-    def collection(self, target: Target) -> dict[str, Any] | None:
-        if self.clients is None:
-            return None
-        if target.key not in self._collections:
-            client = self.clients(target.subscription)
-            self._collections[target.key] = client.find_collection(target.resource_group, target.collection)
-        return self._collections[target.key]
-
-    def jobs(self, target: Target) -> list[dict[str, Any]]:
-        if self.clients is None or self.collection(target) is None:
-            return []
-        if target.key not in self._jobs:
-            client = self.clients(target.subscription)
-            self._jobs[target.key] = client.list_jobs(target.resource_group, target.collection)
-        return self._jobs[target.key]
-
-    def free_collections(self, subscription: str) -> list[dict[str, Any]]:
-        if self.clients is None:
-            return []
-        key = escape_key(subscription)
-        if key not in self._free:
-            items = self.clients(subscription).list_collections()
-            self._free[key] = [c for c in items if ((c.get("properties") or {}).get("sku") or {}).get("name") == "Free"]
-        return self._free[key]
-
-
-@dataclass
-class _Job:
-    """A job of a collection as the plan knows it: stored, or created earlier in this import."""
-
-    name: str  # as stored
-    state: str
-    previous: JobDefinition
-
-
-@dataclass
-class _Collection:
-    name: str  # as stored (or as this import creates it)
-    limits: CollectionSpec
-    jobs: dict[str, _Job]
-    assumed: bool = False  # offline: not read, assumed to exist with the Standard plan
-    planned: bool = False  # created by this import
-
-
-def _error(result: Result, exc: SchedulerError) -> Result:
-    result.outcome = "fail"
-    result.status = exc.status
-    result.code = exc.code
-    result.message = exc.message
-    result.hint = hint_for(exc.code, exc.message)
-    return result
-
-
-def read_as_the_service(body: dict[str, Any]) -> None:
-    """The service's rules of a request body, decided on ``body`` as the command line sends it: 413 over
-    ``MAX_BODY_BYTES``, 400 when it nests deeper than the API reads (the service's own
-    :func:`~scheduler_core.definitions._json.read_json`), with the service's message."""
-    sent = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    if len(sent.encode()) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError("", f"the request body is larger than {MAX_BODY_BYTES} bytes")
-    read_json(sent, "the request body")
-
-
-def hint_for(code: str | None, message: str | None) -> str | None:
-    """What to do about a refusal (from its ARM code and message: the same for a prediction and an answer)."""
-    if code != "BadRequest" or not message:
-        return None
-    field_path = message.split(": ", 1)[0] if ": " in message else ""
-    if field_path.rsplit(".", 1)[-1] in SECRET_NAMES:
-        return (
-            "the file has no value for this secret: fill in its 'value' in secretsToReenter (an export), "
-            "or add it to the job's properties (an Azure Scheduler listing never held secrets)"
-        )
-    if "is set by the service when a job ends" in message:
-        return "a finished job: pass --completed-as Disabled (or Enabled, or skip)"
-    return None
-
-
-def _identity_scope(environ: Mapping[str, str]) -> IdentityScope:
-    """Where the service presents its identity: as the service's settings of the same names say (set them
-    here as the deployment does; the defaults are the service's: the public cloud)."""
-    defaults = IdentityScope()
-    hosts = tuple(
-        h for h in (environ.get("SCHEDULER_IDENTITY_ALLOWED_HOSTS") or "").replace(",", ";").split(";") if h.strip()
-    )
-    return IdentityScope(
-        service_bus_endpoint=(environ.get("SCHEDULER_SERVICE_BUS_ENDPOINT") or "").strip()
-        or defaults.service_bus_endpoint,
-        storage_queue_endpoint=(environ.get("SCHEDULER_STORAGE_QUEUE_ENDPOINT") or "").strip()
-        or defaults.storage_queue_endpoint,
-        extra_hosts=tuple(h.strip() for h in hosts),
-    )
-
-
-class Planner:
-    """Decides each item as the service will, in the order the real run sends them."""
-
-    def __init__(self, state: TargetState, options: Options, identity: IdentityScope) -> None:
-        self.state = state
-        self.options = options
-        self.identity = identity
-        self.collections: dict[tuple[str, str, str], _Collection | None] = {}
-        self.planned_free: dict[str, list[tuple[str, str, str]]] = {}
-
-    # ----------------------------------------------------------------------------------- collections
-
-    def _known(self, target: Target) -> _Collection | None:
-        if target.key not in self.collections:
-            stored = self.state.collection(target)
-            if stored is None:
-                if not self.state.offline:
-                    self.collections[target.key] = None
-                    return None
-                limits = definitions.parse_collection({"location": "offline"}, name=target.collection)
-                self.collections[target.key] = _Collection(target.collection, limits, {}, assumed=True)
-                return self.collections[target.key]
-            body = {"location": stored.get("location"), "tags": stored.get("tags") or {}}
-            body["properties"] = stored.get("properties") or {}
-            limits = definitions.parse_collection(body, name=str(stored.get("name")), validate_limits=False)
-            jobs: dict[str, _Job] = {}
-            for job in self.state.jobs(target):
-                props = {k: v for k, v in (job.get("properties") or {}).items() if k != "status"}
-                name = str(job.get("name") or "").rsplit("/", 1)[-1]
-                spec = definitions.read_job_definition(props, stand_ins(props))
-                jobs[escape_key(name)] = _Job(name, str(props.get("state")), spec)
-            self.collections[target.key] = _Collection(str(stored.get("name")), limits, jobs)
-        return self.collections[target.key]
-
-    def plan_collection(self, item: Item) -> Result:
-        result = Result("collection", item.source, item.target, "create", body=item.body)
-        if item.target is None:
-            result.outcome, result.code, result.message = "fail", "InvalidInput", item.problem
-            return result
-        target = item.target
-        known = self.collections.get(target.key)
-        if known is None and not self.state.offline and target.key not in self.collections:
-            known = self._known(target)
-        if known is not None:
-            result.outcome = "keep"
-            result.message = "created earlier in this import" if known.planned else "exists; kept as it is"
-            return result
-        result.send = True
-        try:
-            for field_name, name in (
-                (SUBSCRIPTION, target.subscription),
-                (RESOURCE_GROUP, target.resource_group),
-                (COLLECTION, target.collection),
-            ):
-                check_name(field_name, name)
-            read_as_the_service(item.body)
-            spec = definitions.parse_collection(item.body, name=target.collection)
-            if spec.sku == "Free":
-                sub = escape_key(target.subscription)
-                others: list[Any] = [*self.state.free_collections(target.subscription), *self.planned_free.get(sub, [])]
-                plans.check_free_collections(target.collection_ref(), spec, cast("list[JobCollection]", others))
-                self.planned_free.setdefault(sub, []).append(target.key)
-        except SchedulerError as exc:
-            return _error(result, exc)
-        result.status = 201
-        self.collections[target.key] = _Collection(target.collection, spec, {}, planned=True)
-        return result
-
-    # ------------------------------------------------------------------------------------------ jobs
-
-    def plan_job(self, item: Item) -> Result:
-        result = Result("job", item.source, item.target, "create", body=item.body)
-        if item.target is None or item.target.job is None:
-            result.outcome, result.code, result.message = "fail", "InvalidInput", item.problem
-            return result
-        target = item.target
-        name = target.job
-        assert name is not None
-        body = item.body
-        props = body.get("properties")
-        if isinstance(props, dict):
-            state_key = next((k for k in props if isinstance(k, str) and k.lower() == "state"), None)
-            state = str(props.get(state_key, "")).lower() if state_key else ""
-            if state in FINAL_STATES and self.options.completed_as is not None:
-                if self.options.completed_as == "skip":
-                    result.outcome = "skip"
-                    result.message = f"state {FINAL_STATES[state]} (--completed-as skip)"
-                    return result
-                props = {**props, state_key: self.options.completed_as}
-                body = {**body, "properties": props}
-                result.body = body
-        collection = self._known(target)
-        if collection is not None:
-            existing = collection.jobs.get(escape_key(name))
-            if existing is not None and self.options.if_exists != "replace":
-                what = f"job '{existing.name}' already exists in job collection '{collection.name}'"
-                if self.options.if_exists == "skip":
-                    result.outcome, result.message = "skip", f"{what} (--if-exists skip)"
-                else:
-                    result.outcome, result.code, result.message = "fail", "AlreadyExists", f"{what} (--if-exists fail)"
-                return result
-        result.send = True
-        try:
-            spec = self._decide(target, name, body, collection)
-        except SchedulerError as exc:
-            return _error(result, exc)
-        assert collection is not None
-        created = escape_key(name) not in collection.jobs
-        result.outcome, result.status = ("create", 201) if created else ("replace", 200)
-        collection.jobs[escape_key(name)] = _Job(name, str(spec.state), spec.definition)
-        if collection.assumed:
-            result.message = "offline: the collection, its quota and its jobs were not read"
-        return result
-
-    def _decide(self, target: Target, name: str, body: dict[str, Any], collection: _Collection | None) -> JobSpec:
-        """The service's decision for ``PUT .../jobs/{name}`` with ``body``: its spec, or its error."""
-        for field_name, value in (
-            (SUBSCRIPTION, target.subscription),
-            (RESOURCE_GROUP, target.resource_group),
-            (COLLECTION, target.collection),
-            (JOB, name),
-        ):
-            check_name(field_name, value)
-        read_as_the_service(body)
-        if collection is None:
-            raise collection_not_found(target.collection_ref())
-        ref = JobRef(CollectionRef(target.subscription, target.resource_group, collection.name), name)
-        limits = collection.limits
-        retry = plans.default_retry_interval(limits)
-        existing = collection.jobs.get(escape_key(name))
-        # The service's first try does not read the job (most PUTs create); it reads it and decides again
-        # when the body does not parse alone, or when it finds the job or a full collection.
-        try:
-            first: JobSpec | None = definitions.parse_job(body, identity=self.identity, default_retry_interval=retry)
-        except ValidationError:
-            if existing is None:
-                raise
-            first = None
-        if first is not None:
-            plans.check_job_fits(ref, first.definition, limits)
-            if existing is None:
-                if len(collection.jobs) >= limits.quota.max_job_count:
-                    raise QuotaExceededError(
-                        f"job collection '{collection.name}' already has {limits.quota.max_job_count} jobs, "
-                        "its quota.maxJobCount"
-                    )
-                return first
-        assert existing is not None
-        if existing.state in FINAL_STATES.values():
-            raise ConflictError(
-                f"job '{existing.name}' is {existing.state}; a finished job cannot be updated, only deleted"
-            )
-        spec = definitions.parse_job(
-            body, previous=existing.previous, identity=self.identity, default_retry_interval=retry
-        )
-        plans.check_job_fits(ref, spec.definition, limits)
-        return spec
-
-
-def plan(source: Source, state: TargetState, options: Options, identity: IdentityScope) -> list[Result]:
-    planner = Planner(state, options, identity)
-    results = [planner.plan_collection(item) for item in source.collections]
-    results.extend(planner.plan_job(item) for item in source.jobs)
-    return results
+    return Source(collections, calendars, jobs, found.warnings, options.api_version or found.api_version)
 
 
 # -------------------------------------------------------------------------------------- the real run
@@ -730,6 +482,9 @@ def execute(results: list[Result], clients: Callable[[str], SchedulerClient], ba
         try:
             if planned.kind == "collection":
                 answer = client.put_collection(target.resource_group, target.collection, planned.body)
+            elif planned.kind == "calendar":
+                assert target.calendar is not None
+                answer = client.put_calendar(target.resource_group, target.collection, target.calendar, planned.body)
             else:
                 assert target.job is not None
                 answer = client.put_job(target.resource_group, target.collection, target.job, planned.body)
@@ -758,9 +513,7 @@ _DID = {"create": "created", "replace": "replaced", "keep": "kept", "skip": "ski
 
 
 def summary_of(results: Iterable[Result]) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = {
-        kind: dict.fromkeys(("create", "replace", "keep", "skip", "fail"), 0) for kind in ("collection", "job")
-    }
+    counts: dict[str, dict[str, int]] = {kind: dict.fromkeys(OUTCOMES, 0) for kind in KINDS}
     for result in results:
         counts[result.kind][result.outcome] += 1
     return counts
@@ -775,7 +528,20 @@ def _detail(result: Result) -> str:
         parts.append(result.message)
     if result.hint:
         parts.append(f"(hint: {result.hint})")
+    if result.next_hour is not None and result.next_hour["count"] and result.outcome in ("create", "replace"):
+        parts.append(_next_hour_text(result.next_hour))
     return " ".join(parts)
+
+
+#: How many of a job's instants in the next hour the table shows (``-o json`` lists up to 100).
+SHOWN_INSTANTS = 3
+
+
+def _next_hour_text(next_hour: Mapping[str, Any]) -> str:
+    """How often a job fires in the next hour, and the first :data:`SHOWN_INSTANTS` instants."""
+    count, instants = int(next_hour["count"]), list(next_hour["instants"])
+    shown = ", ".join(instants[:SHOWN_INSTANTS]) + (", ..." if count > SHOWN_INSTANTS else "")
+    return f"fires {count} time{'s' if count != 1 else ''} in the next hour: {shown}"
 
 
 def report(results: list[Result], dry_run: bool, offline: bool, warnings: list[str], output: str) -> None:
@@ -807,10 +573,12 @@ def report(results: list[Result], dry_run: bool, offline: bool, warnings: list[s
     prefix = (
         "dry run (nothing sent" + ("; offline: the target was not read" if offline else "") + "): " if dry_run else ""
     )
-    write_line(f"{prefix}{line('collection')}; {line('job')}")
+    kinds = [kind for kind in KINDS if kind != "calendar" or any(counts[kind].values())]
+    write_line(f"{prefix}" + "; ".join(line(kind) for kind in kinds))
 
 
 def _clients(conn: Connection) -> Callable[[str], SchedulerClient]:
+    """A client per subscription, sharing one session (the import's api-version is ``conn``'s)."""
     made: dict[str, SchedulerClient] = {}
     shared = SchedulerClient(conn)
 
@@ -832,11 +600,13 @@ def run_import(
     progress: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[list[Result], list[str]]:
-    """Plan (and unless ``dry_run``, carry out) the import of ``document``; ``conn`` None: offline."""
+    """Plan (and unless ``dry_run``, carry out) the import of ``document``; ``conn`` None: offline. Every
+    request is sent with the source's api-version (:func:`load_source`)."""
     source = load_source(document, origin, options)
-    clients = _clients(conn) if conn is not None else None
-    identity = _identity_scope(environment() if environ is None else environ)
-    results = plan(source, TargetState(clients), options, identity)
+    clients = _clients(replace(conn, api_version=source.api_version)) if conn is not None else None
+    identity = identity_scope(environment() if environ is None else environ)
+    planner = Planner(TargetState(clients), options, identity, wire_of(source.api_version), datetime.now(UTC))
+    results = plan(source.collections, source.calendars, source.jobs, planner)
     if dry_run:
         return results, source.warnings
     assert clients is not None
@@ -855,6 +625,7 @@ def import_command(args: argparse.Namespace) -> int:
         create_collection=args.create_collection,
         if_exists=args.if_exists,
         completed_as=args.completed_as,
+        api_version=args.api_version,
     )
     conn = None if args.offline else connection(args)
     results, warnings = run_import(document, args.file, options, conn, args.dry_run, not args.no_progress)

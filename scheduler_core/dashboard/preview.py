@@ -75,20 +75,7 @@ def preview_job(jobs: JobService, ref: JobRef, body: Mapping[str, Any], count: i
     before: Mapping[str, str] = {}
     if existing is not None:
         before = definitions.job_json(existing.definition, existing.state)[1]
-    given = _given_paths(body["properties"])
-    fields = []
-    for path in write_only_fields(properties):
-        was = path in before
-        now_set = path in secrets
-        if not now_set:
-            fate = "not set"
-        elif was and secrets[path] == before[path]:
-            fate = "kept"
-        elif path in given:
-            fate = "new value"
-        else:
-            fate = "set"
-        fields.append({"path": path, "set": now_set, "wasSet": was, "fate": fate})
+    fields = _write_only(properties, secrets, before, _given_paths(body["properties"]))
     dropped = [path for path in before if path not in secrets]
     return {
         "id": ref.resource_id,
@@ -108,6 +95,27 @@ def preview_job(jobs: JobService, ref: JobRef, body: Mapping[str, Any], count: i
         "writeOnly": fields,
         "droppedSecrets": dropped,
     }
+
+
+def _write_only(
+    properties: Mapping[str, Any], secrets: Mapping[str, str], before: Mapping[str, str], given: set[str]
+) -> list[dict[str, Any]]:
+    """Each write-only field of the job as it would be stored: set or not, set before or not, and its fate
+    ("kept", "new value", "set", "not set")."""
+    fields = []
+    for path in write_only_fields(properties):
+        was = path in before
+        now_set = path in secrets
+        if not now_set:
+            fate = "not set"
+        elif was and secrets[path] == before[path]:
+            fate = "kept"
+        elif path in given:
+            fate = "new value"
+        else:
+            fate = "set"
+        fields.append({"path": path, "set": now_set, "wasSet": was, "fate": fate})
+    return fields
 
 
 def _given_paths(properties: Mapping[str, Any], prefix: str = "") -> set[str]:

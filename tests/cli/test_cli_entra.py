@@ -138,7 +138,7 @@ def test_the_token_is_sent_as_a_bearer_and_no_key_with_it(
         ["Scheduler.Contributor"],
     )
     assert "x-functions-key" not in {name.lower() for name in seen.headers}
-    assert seen.path == "/subscriptions/s1/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"
+    assert seen.path == "/subscriptions/s1/providers/Microsoft.Scheduler/jobCollections?api-version=2026-12-01-preview"
 
 
 def test_the_options_are_judged_before_any_token_or_request(

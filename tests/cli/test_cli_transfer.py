@@ -109,10 +109,13 @@ def test_export_then_import_into_a_fresh_collection_round_trips(cli: Cli, tmp_pa
     assert exported.code == 0, exported.err
     assert exported.json() == {
         "file": str(export_file),
+        "apiVersion": "2026-12-01-preview",
         "collections": 1,
+        "calendars": 0,
         "jobs": 5,
         "secretsToReenter": 3,
         "requiredSecrets": 1,
+        "adjustments": 0,  # every job has a startTime and no count
     }
     assert "export: 1/1" in exported.err  # the counter of a non-terminal
     text = export_file.read_text(encoding="utf-8")
@@ -406,9 +409,10 @@ def test_export_of_one_collection_to_standard_output(cli: Cli) -> None:
     document = json.loads(exported.out)
     assert [c["name"] for c in document["collections"]] == ["one"]
     assert [j["name"] for j in document["collections"][0]["jobs"]] == ["one/j1"]
-    assert (
-        exported.err
-        == "exported 1 collections and 1 jobs to -; 0 secret places to re-enter (0 required): see secretsToReenter\n"
+    assert exported.err == (
+        "exported 1 collections (0 calendars) and 1 jobs to - with api-version 2026-12-01-preview; 0 secret places "
+        "to re-enter (0 required): see secretsToReenter; 0 jobs' effective start or runs left written out: see "
+        "adjustments\n"
     )
     missing = cli("export", "-", "--collection", "three")
     assert missing.code == 5 and missing.out == ""

@@ -31,6 +31,9 @@ def write(tmp_path: Path, document: Any) -> str:
     return str(path)
 
 
+#: The action every definition needs: ``preview`` validates a file as ``jobs create`` does.
+ACTION = {"type": "Http", "request": {"uri": "https://example.com", "method": "GET"}}
+
 ARM_JOB = {
     "id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc/jobs/j1",
     "name": "jc/j1",
@@ -61,33 +64,37 @@ def test_properties_only_and_after(tmp_path: Path) -> None:
 
 
 def test_phase_example_from_standard_input() -> None:
-    job = {"startTime": "2015-04-07T14:00:00Z", "recurrence": {"frequency": "day", "interval": 2}}
+    job = {"startTime": "2015-04-07T14:00:00Z", "recurrence": {"frequency": "day", "interval": 2}, "action": ACTION}
     result = run("preview", "-", "--count", "3", "--now", "2015-04-08T13:00:00Z", stdin=json.dumps(job))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["2015-04-09T14:00:00Z", "2015-04-11T14:00:00Z", "2015-04-13T14:00:00Z"]
 
 
 def test_count_limits_the_series(tmp_path: Path) -> None:
-    job = {"startTime": "2024-05-01T00:00:00Z", "recurrence": {"frequency": "hour", "count": 2}}
+    job = {"startTime": "2024-05-01T00:00:00Z", "recurrence": {"frequency": "hour", "count": 2}, "action": ACTION}
     result = run("preview", write(tmp_path, job), "--count", "10", "--now", "2024-05-01T00:00:00Z")
     assert result.stdout.splitlines() == ["2024-05-01T00:00:00Z", "2024-05-01T01:00:00Z"]
 
 
 def test_time_zone_job(tmp_path: Path) -> None:
-    job = {"startTime": "2024-03-29T02:30:00", "recurrence": {"frequency": "day", "timeZone": "Europe/Berlin"}}
+    job = {
+        "startTime": "2024-03-29T02:30:00",
+        "recurrence": {"frequency": "day", "timeZone": "Europe/Berlin"},
+        "action": ACTION,
+    }
     result = run("preview", write(tmp_path, job), "--count", "3", "--now", "2024-03-01T00:00:00Z")
     assert result.stdout.splitlines() == ["2024-03-29T01:30:00Z", "2024-03-30T01:30:00Z", "2024-04-01T00:30:00Z"]
 
 
 def test_one_shot_job_without_recurrence(tmp_path: Path) -> None:
-    job = {"startTime": "2030-01-01T00:00:00Z"}
+    job = {"startTime": "2024-06-01T00:00:00Z", "action": ACTION}
     result = run("preview", write(tmp_path, job), "--now", "2024-01-01T00:00:00Z")
     assert result.returncode == 0
-    assert result.stdout == "2030-01-01T00:00:00Z\n"
+    assert result.stdout == "2024-06-01T00:00:00Z\n"
 
 
 def test_default_now_is_the_current_time(tmp_path: Path) -> None:
-    job = {"recurrence": {"frequency": "minute"}}
+    job = {"recurrence": {"frequency": "minute"}, "action": ACTION}
     result = run("preview", write(tmp_path, job), "--count", "2")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -99,16 +106,16 @@ def test_default_now_is_the_current_time(tmp_path: Path) -> None:
     ("document", "message"),
     [
         (
-            {"properties": {"recurrence": {"frequency": "day", "schedule": {"hours": [24]}}}},
+            {"properties": {"recurrence": {"frequency": "day", "schedule": {"hours": [24]}}, "action": ACTION}},
             "error: properties.recurrence.schedule.hours[0]: must be an integer between 0 and 23, not 24\n",
         ),
         (
-            {"recurrence": {"frequency": "daily"}},
-            "error: recurrence.frequency: must be one of Minute, Hour, Day, Week, Month, Year (any casing), "
+            {"recurrence": {"frequency": "daily"}, "action": ACTION},
+            "error: properties.recurrence.frequency: must be one of Minute, Hour, Day, Week, Month, Year (any casing), "
             "not 'daily'\n",
         ),
         (
-            {"properties": {"startTime": "yesterday", "recurrence": {"frequency": "day"}}},
+            {"properties": {"startTime": "yesterday", "recurrence": {"frequency": "day"}, "action": ACTION}},
             None,
         ),
     ],
