@@ -130,9 +130,10 @@ def test_status_reports_health_and_live_counts(proxied: Proxied, target: HttpTar
     assert counts["jobsByState"] == {"Enabled": 2, "Disabled": 1, "Completed": 0, "Faulted": 0}
     assert (counts["executions"], counts["failures"]) == (0, 0)
 
-    # Storage unreachable: the health answer says so; nothing is counted.
+    # Storage unreachable (down: its connections reset, new ones refused): the health answer says so; nothing
+    # is counted.
     for proxy in proxied.proxies:
-        proxy.set_mode("cut")
+        proxy.set_mode("down")
     down = proxied.status()
     assert down.status_code == 200, down.text
     assert down.json()["health"]["httpStatus"] == 503

@@ -64,7 +64,7 @@ def leftovers(cli: Cli) -> list[str]:
 @pytest.mark.azurite
 @pytest.mark.e2e
 def test_verify_meets_its_bounds_and_leaves_nothing(live_cli: Cli) -> None:
-    ran = live_cli("verify", "--one-shot", "3", "--idle", "5", "--burst", "10", "--lead", "3", "--deadline", "30")
+    ran = live_cli("verify", "--one-shot", "3", "--idle", "2", "--burst", "10", "--lead", "3", "--deadline", "30")
     assert ran.code == 0, ran.out + ran.err
     rows = table(ran.out)
     assert list(rows) == ["one-shot", "idle", "burst"], ran.out

@@ -97,7 +97,7 @@ def host(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hos
     wiring.reset()
 
 
-def soon(seconds: int = 6) -> datetime:
+def soon(seconds: int = 4) -> datetime:
     return (datetime.now(UTC) + timedelta(seconds=seconds)).replace(microsecond=0)
 
 

@@ -127,7 +127,7 @@ def test_jobs_fire_through_their_queues_and_a_retry_stays_on_its_queue(running: 
     per_queue, flaky = _job_names()
     queues = running.config.execution_queues
     assert len(queues) == K
-    due = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
+    due = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
     with http_target() as target, http_target([500, 200]) as flaky_target:
         for names in per_queue.values():
             for name in names:

@@ -41,7 +41,9 @@ JOBS = 30
 CHUNK = 8
 #: The worker hangs (and is killed) after this many execution messages of its chunk.
 SENT_BEFORE_KILL = 5
-LOOKAHEAD_SECONDS = 15
+#: The scans' window (SCHEDULER_LOOKAHEAD_SECONDS): short, so that the executions the scans enqueue become
+#: visible a few seconds after them; the jobs are written beyond it all the same.
+LOOKAHEAD_SECONDS = 8
 
 
 def scan_worker(chunk: int, sends_before_hang: int) -> None:

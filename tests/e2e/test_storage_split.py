@@ -4,7 +4,9 @@ SchedulerHistoryStorage and one by SchedulerExecutionStorage. The local host run
 deployment with these settings indexes it (the execution function's trigger on the SchedulerExecutionStorage
 connection); jobs created through the API fire into a real HTTP target, one of them failing first and
 retried; their history is listed through the API. Every table row and queue message lands in the account of
-its part and in no other, and /health answers 503 when the history account cannot be reached."""
+its part and in no other, and /health answers 503 when the history account cannot be reached (stopped), or the
+execution queues' account (down: behind a fault proxy, so that it can come back before the host stops, whose
+queue pollers would otherwise wait out their back-off against it)."""
 
 from __future__ import annotations
 
@@ -19,12 +21,13 @@ import requests
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueServiceClient
 
-from local_host.azurite import Azurite, free_port
+from local_host.azurite import Azurite, AzuritePorts, free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.storage.names import CLAIMS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
 from tests.e2e.conftest import ROOT
+from tests.support.fault_proxy import FaultProxy, fault_proxy
 from tests.support.http_target import http_target
 from tests.support.jobs import fixed_retries, http_action, job_body
 from tests.unit.test_execution_queues import load_function_app
@@ -42,6 +45,8 @@ class Deployment:
     main: Azurite
     history: Azurite
     executions: Azurite
+    #: In front of the execution queues' account's queue service: the app reaches it through this.
+    executions_queues: FaultProxy
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> requests.Response:
         url = f"{self.base_url}/{path}{'&' if '?' in path else '?'}api-version=2016-03-01"
@@ -82,11 +87,12 @@ def wait(condition: Callable[[], bool], timeout: float) -> None:
 def deployment(
     azurite: Azurite, storage_env: settings.Settings, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Deployment]:
-    with Azurite() as history, Azurite() as executions:
+    with Azurite() as history, Azurite() as executions, fault_proxy(("127.0.0.1", executions.ports.queue)) as proxy:
         key = auth.generate_key()
         monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
         monkeypatch.setenv("SchedulerHistoryStorage", history.connection_string)
-        monkeypatch.setenv("SchedulerExecutionStorage", executions.connection_string)
+        proxied = AzuritePorts(blob=executions.ports.blob, queue=proxy.port, table=executions.ports.table)
+        monkeypatch.setenv("SchedulerExecutionStorage", proxied.connection_string())
         monkeypatch.setenv("SCHEDULER_EXECUTION_QUEUE_COUNT", "2")
         wiring.reset()
         config = settings.load()
@@ -94,7 +100,7 @@ def deployment(
         app = load_function_app(monkeypatch, 2)  # as the worker indexes the app with these settings
         host = LocalHost(app, ROOT / "host.json", port=free_port())
         with host:
-            yield Deployment(host.base_url, key, config, azurite, history, executions)
+            yield Deployment(host.base_url, key, config, azurite, history, executions, proxy)
         wiring.reset()
 
 
@@ -115,7 +121,7 @@ def test_each_part_of_the_storage_lives_in_its_own_account(deployment: Deploymen
     assert not {config.scan_queue, config.cleanup_queue} & queue_names(d.executions)
 
     assert d.call("PUT", JC, {"location": "west"}).status_code == 201
-    due = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
+    due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
     with http_target() as target, http_target([500, 200]) as flaky:
         for name, url, retry in (
             ("steady", target.base_url, {}),
@@ -162,12 +168,14 @@ def test_each_part_of_the_storage_lives_in_its_own_account(deployment: Deploymen
     queues(d.executions).create_queue(config.execution_queues[1])
     assert requests.get(f"{d.base_url}/health", timeout=60).status_code == 200
 
-    d.executions.stop()
+    d.executions_queues.set_mode("down")  # the account's queue service refuses connections, as when stopped
     started = time.monotonic()
     down = requests.get(f"{d.base_url}/health", timeout=120)
     assert down.status_code == 503, down.text
     assert down.json()["execution_storage"] == "unreachable"
     assert time.monotonic() - started < 10  # no retry with back-off per queue (it took minutes)
+    d.executions_queues.set_mode("pass")
+    assert requests.get(f"{d.base_url}/health", timeout=60).status_code == 200
 
     d.history.stop()
     down = requests.get(f"{d.base_url}/health", timeout=120)

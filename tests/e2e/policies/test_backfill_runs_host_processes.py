@@ -26,7 +26,7 @@ import pytest
 import requests
 
 from scheduler_core import wiring
-from scheduler_core.model import HistoryStatus
+from scheduler_core.model import CLAIM_LEASE, HistoryStatus
 from scheduler_core.model.history import Trigger
 from scheduler_core.pipeline.execute import WORKER_LOST
 from scheduler_core.recurrence import format_instant
@@ -40,7 +40,9 @@ pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 PREVIEW = "2026-12-01-preview"
 JC = "subscriptions/sub1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/jc1"
-LEASE_SECONDS = 20
+#: The deployed claim lease: renewed every 5 s while its worker lives, so the held call stays claimed however
+#: long it lasts, and the killed worker's attempt is taken over a lease after its last renewal.
+LEASE_SECONDS = CLAIM_LEASE.total_seconds()
 EXPECTED = "x-ms-scheduler-expected-execution-time"
 MINUTES = list(range(0, 60, 3))  # 20 occurrences in the hour
 
