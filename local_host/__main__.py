@@ -28,7 +28,7 @@ from pathlib import Path
 
 from local_host.app_index import load_app
 from local_host.azurite import PROJECT_ROOT, Azurite, AzuritePorts
-from local_host.hostjson import load_host_json
+from local_host.hostjson import apply_log_levels, load_host_json
 from local_host.http_server import HttpLimits
 from local_host.local_settings import (
     STORAGE_QUEUE_ENDPOINT,
@@ -46,6 +46,7 @@ from scheduler_core import auth, settings
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import MAX_BODY_BYTES
 from scheduler_core.errors import ConfigurationError
+from scheduler_core.settings import LOG_LEVEL_NAMES
 
 log = logging.getLogger("local_host")
 
@@ -80,6 +81,19 @@ def _apply_log_format() -> None:
     if settings.log_format() == "json":
         for handler in logging.getLogger().handlers:
             handler.setFormatter(telemetry.JsonFormatter())
+
+
+def _apply_log_level(chosen: str | None, host_json: Path) -> None:
+    """The console's level: ``--log-level``, else ``SCHEDULER_LOG_LEVEL`` (the environment or
+    local.settings.json), else host.json's ``logging.logLevel.default``, else INFO; host.json's other
+    categories (``Function.<name>``: a function's invocation lines) as it says. A level chosen here is passed on
+    to the worker process and to the app (``SCHEDULER_LOG_LEVEL``)."""
+    if chosen:
+        os.environ["SCHEDULER_LOG_LEVEL"] = chosen
+    levels = load_host_json(host_json).log_levels
+    default = {category.lower(): level for category, level in levels}.get("default", logging.INFO)
+    level = settings.log_level()
+    apply_log_levels(levels, level if level is not None else default)
 
 
 def ensure_local_settings(
@@ -151,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     apply_local_settings(settings_file)
     binding_defaults()  # settings added since the file was written (SCHEDULER_CLEANUP_QUEUE)
     _apply_log_format()
+    _apply_log_level(args.log_level, root / "host.json")
     azurite: Azurite | None = None
     host: LocalHost | None = None
     endpoint = ""
@@ -318,6 +333,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=WORKERS,
         default="threads",
         help="process: run the functions in a worker process, killed on a functionTimeout, replaced if it dies",
+    )
+    run_parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVEL_NAMES,
+        help="the console's least level (default: SCHEDULER_LOG_LEVEL, else host.json's logging.logLevel.default, "
+        "else info); debug also shows every empty scan",
     )
     run_parser.add_argument("--option-names", choices=sorted(PORT_OPTIONS), default="cli", help=argparse.SUPPRESS)
     run_parser.set_defaults(handler=run)

@@ -1,9 +1,11 @@
 """The parts of ``host.json`` the local host honours: the HTTP route prefix and concurrency, the queue settings,
-and the ``singleton`` section's listener lock (the lease that makes a timer trigger run on one instance)."""
+the ``singleton`` section's listener lock (the lease that makes a timer trigger run on one instance), and
+``logging.logLevel`` (the least level logged per category, as the Functions host filters its logs)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +84,18 @@ class SingletonOptions:
             )
 
 
+#: host.json's (.NET's) log levels as Python's: ``None`` logs nothing of its category.
+LOG_LEVELS = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "information": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "none": logging.CRITICAL + 10,
+}
+
+
 @dataclass(frozen=True)
 class HostConfig:
     route_prefix: str = "api"
@@ -89,6 +103,26 @@ class HostConfig:
     function_timeout: float | None = None
     http: HttpOptions = HttpOptions()
     singleton: SingletonOptions = SingletonOptions()
+    #: ``logging.logLevel``: (category, Python level) per category named, ``default`` included.
+    log_levels: tuple[tuple[str, int], ...] = ()
+
+
+def load_log_levels(section: object) -> tuple[tuple[str, int], ...]:
+    """``host.json`` ``logging.logLevel``: each category's least level. A category is a logger name prefix
+    (``Function`` is every function's invocation lines, ``Function.scan_shard`` one function's), the longest
+    one naming a logger wins, as in the Functions host; ``default`` is every other category."""
+    if section is None:
+        return ()
+    if not isinstance(section, dict):
+        raise ConfigurationError("host.json: logging.logLevel must be an object")
+    levels = []
+    for category, name in section.items():
+        level = LOG_LEVELS.get(str(name).lower())
+        if level is None:
+            allowed = ", ".join(word.title() for word in LOG_LEVELS)
+            raise ConfigurationError(f"host.json: logging.logLevel.{category} must be one of {allowed}, got {name!r}")
+        levels.append((str(category), level))
+    return tuple(levels)
 
 
 def _bounded(value: object, default: int, name: str) -> int:
@@ -153,4 +187,21 @@ def load_host_json(path: Path) -> HostConfig:
         function_timeout=parse_timespan(timeout) if timeout else None,
         http=http,
         singleton=load_singleton(data.get("singleton")),
+        log_levels=load_log_levels((data.get("logging") or {}).get("logLevel")),
     )
+
+
+def invocation_log(function: str) -> logging.Logger:
+    """The logger of a function's invocation lines: category ``Function.<name>``, as the Functions host's (so
+    ``logging.logLevel`` in host.json quiets one function's lines, or every function's with ``Function``)."""
+    return logging.getLogger(f"Function.{function}")
+
+
+def apply_log_levels(levels: tuple[tuple[str, int], ...], default: int | None = None) -> None:
+    """Set each category's level (``default``, if given, is the root's: the console's threshold for every
+    category host.json does not name)."""
+    for category, level in levels:
+        if category.lower() != "default":
+            logging.getLogger(category).setLevel(level)
+    if default is not None:
+        logging.getLogger().setLevel(default)

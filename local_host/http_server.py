@@ -50,6 +50,7 @@ from urllib.parse import parse_qsl, urlsplit
 import azure.functions as func
 
 from local_host.app_index import HttpFunction
+from local_host.hostjson import invocation_log
 from local_host.ports import bind_listener
 from local_host.routing import Router
 from scheduler_core.triggers import answer_headers
@@ -718,7 +719,7 @@ class _Exchange(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     def _log(self, name: str, status: int, started: float, invocation: str) -> None:
-        log.info(
+        invocation_log(name).info(
             "function=%s trigger=http %s %s -> %d in %.1f ms (invocation %s)",
             name,
             self.command,

@@ -73,7 +73,7 @@ from azure.storage.queue import ExponentialRetry, QueueClient, QueueMessage
 from local_host import connections
 from local_host.app_index import QueueFunction, resolve_setting_references
 from local_host.connections import StorageConnection
-from local_host.hostjson import QueueOptions
+from local_host.hostjson import QueueOptions, invocation_log
 from local_host.http_server import invoke
 from local_host.worker import HostStoppingError
 from scheduler_core.errors import ConfigurationError
@@ -304,7 +304,7 @@ class QueuePoller:
             outcome = self._poison_unrun(message, text, reason)
         else:
             outcome = self._invoke_and_settle(message, text, body)
-        log.info(
+        invocation_log(self.function.name).info(
             "function=%s trigger=queue queue=%s message=%s dequeue_count=%s -> %s in %.1f ms (invocation %s)",
             self.function.name,
             self.queue_name,

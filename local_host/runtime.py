@@ -13,7 +13,7 @@ from typing import TypeVar
 import azure.functions as func
 
 from local_host.app_index import AppIndex, HttpFunction, QueueFunction, TimerFunction, index_app
-from local_host.hostjson import HostConfig, load_host_json
+from local_host.hostjson import HostConfig, apply_log_levels, load_host_json
 from local_host.http_server import HttpHost, HttpLimits, Preflight
 from local_host.queues import QueuePoller, worker_thread_count
 from local_host.timers import TimerRunner, timer_runners
@@ -79,6 +79,7 @@ class LocalHost:
         self.index: AppIndex = index_app(app)
         self.worker_threads = worker_thread_count() if worker_threads is None else worker_threads
         self.config = host_json if isinstance(host_json, HostConfig) else load_host_json(host_json)
+        apply_log_levels(self.config.log_levels)  # each category host.json names (not the console's default)
         self._stop = threading.Event()
         self.plan = plan
         self.worker = self._make_worker(worker, worker_app, worker_init, timeout_grace)

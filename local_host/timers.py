@@ -27,7 +27,7 @@ from azure.functions.timer import TimerRequest
 from croniter import croniter
 
 from local_host.app_index import TimerFunction, resolve_setting_references
-from local_host.hostjson import SingletonOptions
+from local_host.hostjson import SingletonOptions, invocation_log
 from local_host.http_server import invoke
 from local_host.schedule_status import ScheduleStatus
 from scheduler_core.errors import ConfigurationError
@@ -171,7 +171,7 @@ class TimerRunner:
         except Exception:
             outcome = "failed"
             log.exception("function=%s trigger=timer invocation %s raised", self.function.name, invocation)
-        log.info(
+        invocation_log(self.function.name).info(
             "function=%s trigger=timer scheduled=%s past_due=%s -> %s in %.1f ms (invocation %s)",
             self.function.name,
             scheduled.strftime("%Y-%m-%dT%H:%M:%SZ"),

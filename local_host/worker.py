@@ -668,8 +668,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--init")
     args = parser.parse_args(argv)
     logging.Formatter.converter = time.gmtime
+    from scheduler_core import settings
+
     logging.basicConfig(
-        level=logging.INFO,
+        level=settings.log_level() or logging.INFO,  # the host's console level, passed on (SCHEDULER_LOG_LEVEL)
         format=f"%(asctime)s.%(msecs)03dZ %(levelname)s worker[{os.getpid()}] %(threadName)s %(name)s: %(message)s",
         datefmt="%Y-%m-%dT%H:%M:%S",
     )

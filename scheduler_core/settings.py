@@ -9,6 +9,7 @@ listed in ``local.settings.sample.json`` and that no other module reads the envi
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import urllib.parse
@@ -251,6 +252,14 @@ TELEMETRY_SETTINGS: tuple[SettingSpec, ...] = (
         "opentelemetry-exporter-otlp-proto-http).",
     ),
     SettingSpec(
+        "SCHEDULER_LOG_LEVEL",
+        "",
+        "The least level of the scheduler's own log lines (loggers scheduler_core.*): DEBUG (also every empty "
+        "scan), INFO (one line per attempt; the default when empty), WARNING or ERROR. Under the local host it is "
+        "also its console's level (`--log-level` wins); the host's invocation lines follow host.json's "
+        "logging.logLevel.",
+    ),
+    SettingSpec(
         "SCHEDULER_LOG_FORMAT",
         "text",
         "The local host's console: 'text' (one line per record) or 'json' (one JSON object per line with "
@@ -483,6 +492,8 @@ class Settings:
     appinsights_connection_string: str = ""
     otlp_endpoint: str = ""
     log_format: str = "text"
+    #: ``SCHEDULER_LOG_LEVEL`` as a ``logging`` level (None: not set, INFO).
+    log_level: int | None = None
     execution_queue_count: int = 1
     python_threadpool_thread_count: int = 40
     cleanup_queue: str = "scheduler-cleanup"
@@ -539,9 +550,26 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         appinsights_connection_string=(raw("APPLICATIONINSIGHTS_CONNECTION_STRING", environ) or "").strip(),
         otlp_endpoint=(raw("OTEL_EXPORTER_OTLP_ENDPOINT", environ) or "").strip(),
         log_format=log_format(environ),
+        log_level=log_level(environ),
         history_storage=_storage_account(HISTORY_CONNECTION, "table", environ),
         execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
     )
+
+
+#: The names ``SCHEDULER_LOG_LEVEL`` and the local host's ``--log-level`` accept.
+LOG_LEVEL_NAMES = ("debug", "info", "warning", "error")
+
+
+def log_level(environ: Mapping[str, str] | None = None) -> int | None:
+    """``SCHEDULER_LOG_LEVEL`` as a ``logging`` level (None: not set)."""
+    text = (raw("SCHEDULER_LOG_LEVEL", environ) or "").strip().lower()
+    if not text:
+        return None
+    if text not in LOG_LEVEL_NAMES:
+        raise ConfigurationError(
+            f"setting SCHEDULER_LOG_LEVEL must be one of {', '.join(LOG_LEVEL_NAMES)} (any case), got {text!r}"
+        )
+    return int(logging.getLevelName(text.upper()))
 
 
 def log_format(environ: Mapping[str, str] | None = None) -> str:

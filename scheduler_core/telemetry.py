@@ -288,6 +288,13 @@ def _configure_otlp() -> None:
     trace.set_tracer_provider(tracer_provider)
 
 
+def set_log_level(level: int | None) -> None:
+    """``SCHEDULER_LOG_LEVEL``: the least level of the scheduler's own loggers (``scheduler_core.*``; None: leave
+    them as the host configured them)."""
+    if level is not None:
+        logging.getLogger("scheduler_core").setLevel(level)
+
+
 def reset_configuration() -> None:
     """Forget the exporter choice (tests)."""
     with _lock:

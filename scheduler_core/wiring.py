@@ -239,6 +239,7 @@ def services() -> Services:
             if not _current:
                 config = settings.load()
                 telemetry.configure(config.appinsights_connection_string, config.otlp_endpoint)
+                telemetry.set_log_level(config.log_level)
                 _current.append(build(config))
     return _current[0]
 
