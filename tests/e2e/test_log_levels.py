@@ -71,13 +71,11 @@ def test_host_json_levels_are_read_and_a_wrong_one_is_refused_naming_it() -> Non
         ("Function.scan_shard", logging.WARNING),
         ("Host", logging.CRITICAL + 10),
     )
-    with pytest.raises(ConfigurationError, match="logging.logLevel.Function must be one of Trace, Debug"):
+    with pytest.raises(ConfigurationError, match=r"logging\.logLevel\.Function must be one of Trace, Debug"):
         load_log_levels({"Function": "Verbose"})
 
 
-def test_scheduler_log_level_sets_the_apps_own_lines(
-    monkeypatch: pytest.MonkeyPatch, restored_levels: None
-) -> None:
+def test_scheduler_log_level_sets_the_apps_own_lines(monkeypatch: pytest.MonkeyPatch, restored_levels: None) -> None:
     monkeypatch.setenv("SCHEDULER_LOG_LEVEL", "Warning")
     assert settings.log_level() == logging.WARNING
     telemetry.set_log_level(settings.log_level())
