@@ -42,6 +42,7 @@ from local_host.ports import PortInUseError, ensure_free, suggest_azurite_ports,
 from local_host.preflight import api_key_preflight
 from local_host.queues import THREAD_COUNT_SETTING
 from local_host.runtime import PLANS, WORKERS, LocalHost
+from local_host.sas import add_sas_command
 from scheduler_core import auth, settings
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import MAX_BODY_BYTES
@@ -349,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         "--role", choices=("contributor", "reader"), default="contributor", help="reader: a read-only key"
     )
     keygen_parser.set_defaults(handler=keygen)
+    add_sas_command(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])

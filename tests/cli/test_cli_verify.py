@@ -203,3 +203,14 @@ def test_percentile_is_the_nearest_rank() -> None:
     assert (percentile(values, 50), percentile(values, 99), percentile(values, 100)) == (50.0, 99.0, 100.0)
     assert percentile([0.5], 99) == 0.5 and percentile([], 50) is None
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+def test_a_one_shot_created_after_its_due_second_is_measured_at_the_instant_the_service_scheduled() -> None:
+    planned = (datetime(2026, 1, 1, 12, 0, 1, tzinfo=UTC),)
+    created = {"properties": {"status": {"nextExecutionTime": "2026-01-01T12:00:19Z"}}}
+    assert verify.as_scheduled(planned, created) == (datetime(2026, 1, 1, 12, 0, 19, tzinfo=UTC),)
+    on_time = {"properties": {"status": {"nextExecutionTime": "2026-01-01T12:00:01Z"}}}
+    assert verify.as_scheduled(planned, on_time) == planned
+    assert verify.as_scheduled(planned, {"properties": {}}) == planned  # no next time said: as planned
+    recurring = (planned[0], planned[0] + timedelta(minutes=1))
+    assert verify.as_scheduled(recurring, created) == recurring  # a series keeps its planned instants

@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 import requests
-from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
+from azure.storage.queue import QueueClient
 
-from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite, free_port
+from local_host.azurite import DEV_ACCOUNT, Azurite, free_port
 from local_host.hostjson import load_host_json
 from local_host.runtime import LocalHost
 from scheduler_core import auth, wiring
@@ -237,14 +237,15 @@ def test_storage_queue_without_sas_token_needs_https(host: Api, azurite: Azurite
     assert row["properties"]["message"].startswith("Message not added: Token credential is only supported with HTTPS.")
 
     # With a SAS token made with Azurite's well-known account key, the message arrives.
-    sas = generate_queue_sas(
-        DEV_ACCOUNT,
-        queue,
-        DEV_KEY,
-        permission=QueueSasPermissions(add=True),
-        expiry=datetime.now(UTC) + timedelta(hours=1),
-        start=datetime.now(UTC) - timedelta(minutes=5),
+    made = subprocess.run(  # as the page says: python -m local_host sas --queue NAME
+        [sys.executable, "-m", "local_host", "sas", "--queue", queue],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
+    assert made.returncode == 0, made.stderr
+    sas = made.stdout.strip()
     keyed = {"action": {"type": "StorageQueue", "queueMessage": {**message, "sasToken": sas}, **one_time}}
     assert _put(host, "keyed", keyed).status_code == 201
     [row] = _history(host, "keyed", 1)
