@@ -538,6 +538,7 @@ async function editJobs() {
   await page.getByRole("button", { name: "Create job" }).click();
   await page.getByRole("heading", { level: 1, name: ARGS.created }).waitFor();
   observed.savedNotice = (await page.locator("main p.notice", { hasText: `Job ${ARGS.created} saved.` }).textContent()).trim();
+  await page.locator("dl.summary dt", { hasText: /^Schedule$/ }).first().waitFor(); // the job's details are in
   observed.createdSchedule = (await summary(page)).Schedule;
 
   step("edit a job with a stored password: change the body only");
