@@ -57,9 +57,19 @@ export function outcomes(rows: HistoryRow[]): Outcomes {
   return { labels, counts, bucketMs };
 }
 
-/** Lateness (start - expected, seconds) of each execution with an expected time, oldest first. */
+/** Whether a history row is the first attempt of a scheduled occurrence: the only kind whose start against
+ * its expected time says how late the scheduler was (a retry starts at its retry time, an error action after
+ * the last retry, a run on demand or a backfill when it was asked for). */
+export function scheduledRun(row: HistoryRow): boolean {
+  const p = row.properties;
+  const trigger = p.trigger ?? "Scheduled";
+  return p.actionName !== "ErrorAction" && (p.retryCount ?? 0) === 0 && trigger === "Scheduled";
+}
+
+/** Lateness (start - expected, seconds) of each scheduled run ({@link scheduledRun}), oldest first. */
 export function latenessSeries(rows: HistoryRow[]): { labels: string[]; values: number[] } {
   const points = rows
+    .filter(scheduledRun)
     .map((row) => ({ start: row.properties.startTime, late: secondsBetween(row.properties.expectedExecutionTime, row.properties.startTime) }))
     .filter((point): point is { start: string; late: number } => point.late !== null)
     .sort((a, b) => a.start.localeCompare(b.start));
@@ -118,7 +128,9 @@ export class HistoryCharts {
     const worst = late.values.length ? Math.max(...late.values) : 0;
     this.latenessCanvas.setAttribute(
       "aria-label",
-      late.values.length ? `Lateness of the last ${late.values.length} executions; at most ${span(worst)}.` : "Lateness: no executions yet.",
+      late.values.length
+        ? `Lateness of the last ${late.values.length} executions (scheduled runs; retries, error actions, runs on demand and backfills left out); at most ${span(worst)}.`
+        : "Lateness: no scheduled run yet (retries, error actions, runs on demand and backfills are left out).",
     );
     const dataset = { label: "lateness (s)", data: late.values, borderColor: "#0969da", backgroundColor: "#0969da", pointRadius: 3 };
     if (!this.latenessChart) {

@@ -322,7 +322,11 @@ def attempt_ran(
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
     status = result.status_code
     duration = _seconds(ended - started)
-    lateness = _seconds(started - message.occurrence_time)
+    since = _seconds(started - message.occurrence_time)
+    # Lateness is the scheduler's, of a scheduled occurrence's first call only: a retry starts at its retry time,
+    # an error action after the last retry, a run on demand or a backfill when it was asked for.
+    scheduled = message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE
+    lateness = since if scheduled else None
     coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
     fields = {
         **message_fields(message, job),
@@ -333,13 +337,14 @@ def attempt_ran(
         "scheduler_status_code": status,
         "scheduler_duration_s": duration,
         "scheduler_lateness_s": lateness,
+        "scheduler_since_occurrence_s": since,
         "scheduler_next": step.value,
         "scheduler_retry_at": format_instant(retry_at) if retry_at is not None else None,
         "scheduler_execution_id": execution_id,
         "scheduler_reason": why,
     }
     execute_log.info(
-        "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %.3f s late; next: %s%s",
+        "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %s; next: %s%s",
         job.ref.collection.name,
         job.ref.name,
         message.occurrence,
@@ -352,14 +357,14 @@ def attempt_ran(
         outcome,
         f" ({status})" if status is not None else "",
         duration,
-        lateness,
+        f"{lateness:.3f} s late" if lateness is not None else f"{since:.3f} s after its occurrence (not lateness)",
         _next_text(step, retry_at, message.cause),
         f"; reason: {why}" if why is not None else "",
         extra=fields,
     )
     meters = telemetry.instruments()
     meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
-    if message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE:
+    if lateness is not None:
         meters.lateness.record(max(0.0, lateness), {"action_type": action_type})
 
 

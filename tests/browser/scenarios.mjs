@@ -705,8 +705,10 @@ async function operateJobs() {
     bodies.map((body) => ({
       heading: body.querySelector("tr.occurrence-head th").textContent,
       rows: [...body.querySelectorAll("tr[data-status]")].map((row) => [row.cells[1].textContent, row.cells[2].textContent, row.cells[5].textContent]),
+      lateness: [...body.querySelectorAll("tr[data-status]")].map((row) => row.cells[4].textContent),
     })),
   );
+  observed.groupsChart = await page.locator("#chart-lateness").getAttribute("aria-label");
   if (ARGS.audit) await auditPage(page, observed, "job with grouped history");
   await shot(page, "history-grouped.png");
 

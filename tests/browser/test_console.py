@@ -225,6 +225,9 @@ def test_bulk_actions_columns_sorting_times_history_and_a_reader(dashboard: Dash
         for r in history
     )
     assert "(manual)" in group["heading"]
+    # A run on demand, its retry and its error action are not lateness: none has any, in the table or the chart.
+    assert group["lateness"] == ["—"] * len(history)
+    assert seen["groupsChart"].startswith("Lateness: no scheduled run yet")
     assert "2 attempts, 1 retry, error action Completed; Failed" in group["heading"]
     # An unknown job: "not found", no button, nothing loading.
     assert "no-such-job was not found" in seen["unknown"]["alert"]

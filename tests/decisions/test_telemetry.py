@@ -120,6 +120,9 @@ def test_a_failed_attempt_says_when_it_is_retried_and_the_last_one_that_the_job_
     assert f"next: retry at {one['scheduler_retry_at']}" in first.getMessage()
     assert (two["scheduler_attempt"], two["scheduler_outcome"], two["scheduler_next"]) == (2, "failed", "faulted")
     assert "next: job Faulted" in last.getMessage()
+    # The retry's start against the occurrence is its retry interval, not the scheduler's lateness.
+    assert two["scheduler_lateness_s"] is None and two["scheduler_since_occurrence_s"] > 15  # PT20S, shown early
+    assert "s after its occurrence (not lateness)" in last.getMessage() and " s late" in first.getMessage()
     assert_no_secret(caplog)
 
     assert points(reader, telemetry.ATTEMPTS) == [({"outcome": "failed", "action_type": "Http"}, 2)]
