@@ -404,20 +404,7 @@ class Planner:
         if collection is None:
             raise collection_not_found(target.collection_ref())
         dates = definitions.parse_calendar(body)
-        others = [item for key, item in collection.calendars.items() if key != name.lower()]
-        if name.lower() not in collection.calendars and len(others) >= definitions.MAX_CALENDARS:
-            raise ValidationError(
-                "calendarName",
-                f"job collection '{target.collection}' already has {definitions.MAX_CALENDARS} calendars, the most "
-                "it may have",
-            )
-        total = len(dates) + sum(len(item.dates) for item in others)
-        if total > definitions.MAX_CALENDAR_DATES:
-            raise ValidationError(
-                "properties.dates",
-                f"the calendars of a job collection may hold at most {definitions.MAX_CALENDAR_DATES} dates in "
-                f"all; with these {len(dates)} they would hold {total}",
-            )
+        definitions.check_calendar_limits(target.collection, name, dates, collection.calendars.values())
         return dates
 
     # ------------------------------------------------------------------------------------------ jobs

@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 from scheduler_core import auth, health
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
-from scheduler_core.api.paths import parse_path
+from scheduler_core.api.paths import ResourcePath, parse_path
+from scheduler_core.auth.roles import Principal
 from scheduler_core.dashboard.insight import job_insight
 from scheduler_core.dashboard.preview import preview_job
 from scheduler_core.definitions import read_json
@@ -252,19 +253,28 @@ def live_counts(services: ApiServices, subscription: str) -> dict[str, Any]:
     return counts
 
 
+def _subscription_reader(
+    api: str, route_path: str, headers: Mapping[str, str], services: ApiServices
+) -> tuple[ResourcePath, Principal]:
+    """The subscription a dashboard API ``api`` is asked about, and its caller, who may list its collections
+    (else the service's 401 or 403)."""
+    path = parse_path(ApiRequest.path_from_route(route_path))
+    principal = services.authenticate(headers)
+    if path.kind != "subscription_collections":
+        raise NotFoundError(
+            f"expected /dashboard/api/{api}/subscriptions/{{sub}}/providers/Microsoft.Scheduler/jobCollections"
+        )
+    services.authorize(principal, path, "GET")  # the role to list the subscription's collections
+    return path, principal
+
+
 def _status_api(
     route_path: str,
     headers: Mapping[str, str],
     services: ApiServices,
     fleet: Callable[[], Services],
 ) -> ApiResponse:
-    path = parse_path(ApiRequest.path_from_route(route_path))
-    principal = services.authenticate(headers)
-    if path.kind != "subscription_collections":
-        raise NotFoundError(
-            "expected /dashboard/api/status/subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections"
-        )
-    services.authorize(principal, path, "GET")  # the role to list the subscription's collections
+    path, _ = _subscription_reader("status", route_path, headers, services)
     code, checked = health.check(fleet)
     body: dict[str, Any] = {
         "subscription": path.subscription,
@@ -279,13 +289,7 @@ def _status_api(
 def _access_api(route_path: str, headers: Mapping[str, str], services: ApiServices) -> ApiResponse:
     """The caller's role in the subscription, so the page shows write controls only to who may write (the
     service still decides: a write without the role is its 403)."""
-    path = parse_path(ApiRequest.path_from_route(route_path))
-    principal = services.authenticate(headers)
-    if path.kind != "subscription_collections":
-        raise NotFoundError(
-            "expected /dashboard/api/access/subscriptions/{sub}/providers/Microsoft.Scheduler/jobCollections"
-        )
-    services.authorize(principal, path, "GET")  # the role to list the subscription's collections
+    path, principal = _subscription_reader("access", route_path, headers, services)
     role = principal.role_in(path.subscription)
     assert role is not None  # authorize refused a principal without one
     can_write = role >= auth.Role.CONTRIBUTOR

@@ -9,7 +9,7 @@ and read them back with :func:`read_calendars`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_CALENDAR_DATES",
     "calendar_json",
     "calendars_json",
+    "check_calendar_limits",
     "format_local_date",
     "parse_calendar",
     "parse_local_date",
@@ -78,6 +79,26 @@ def parse_dates(value: object, path: str, limit: int) -> tuple[date, ...]:
         raise ValidationError(path, f"must hold at most {limit} dates, not {len(value)}")
     dates = [parse_local_date(item, f"{path}[{index}]") for index, item in enumerate(value)]
     return tuple(dict.fromkeys(dates))
+
+
+def check_calendar_limits(collection: str, name: str, dates: Sequence[date], calendars: Iterable[Calendar]) -> None:
+    """Refuse a calendar ``name`` of ``dates`` written into the collection named ``collection`` that holds
+    ``calendars``: past :data:`MAX_CALENDARS` calendars (a new one) or :data:`MAX_CALENDAR_DATES` dates in all
+    (the calendar it replaces not counted)."""
+    others = [item for item in calendars if item.name.lower() != name.lower()]
+    replaces = any(item.name.lower() == name.lower() for item in calendars)
+    if not replaces and len(others) >= MAX_CALENDARS:
+        raise ValidationError(
+            "calendarName",
+            f"job collection '{collection}' already has {MAX_CALENDARS} calendars, the most it may have",
+        )
+    total = len(dates) + sum(len(item.dates) for item in others)
+    if total > MAX_CALENDAR_DATES:
+        raise ValidationError(
+            "properties.dates",
+            f"the calendars of a job collection may hold at most {MAX_CALENDAR_DATES} dates in all; with these "
+            f"{len(dates)} they would hold {total}",
+        )
 
 
 def parse_calendar(body: Mapping[str, Any]) -> tuple[date, ...]:

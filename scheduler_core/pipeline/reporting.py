@@ -301,6 +301,17 @@ def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
     }[step]
 
 
+def _lateness(message: ExecutionMessage, started: datetime) -> tuple[float, float | None, str]:
+    """Seconds from the occurrence to the attempt's start; the scheduler's lateness, the same for a scheduled
+    occurrence's first call only (None otherwise: a retry starts at its retry time, an error action after the
+    last retry, a run on demand or a backfill when it was asked for); and the log line's words for them."""
+    since = _seconds(started - message.occurrence_time)
+    scheduled = message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE
+    if not scheduled:
+        return since, None, f"{since:.3f} s after its occurrence (not lateness)"
+    return since, since, f"{since:.3f} s late"
+
+
 def attempt_ran(
     job: Job,
     message: ExecutionMessage,
@@ -320,13 +331,8 @@ def attempt_ran(
     action_type, target = describe_action(action)
     why = None if result.succeeded else reason(result.message)
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
-    status = result.status_code
     duration = _seconds(ended - started)
-    since = _seconds(started - message.occurrence_time)
-    # Lateness is the scheduler's, of a scheduled occurrence's first call only: a retry starts at its retry time,
-    # an error action after the last retry, a run on demand or a backfill when it was asked for.
-    scheduled = message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE
-    lateness = since if scheduled else None
+    since, lateness, after = _lateness(message, started)
     coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
     fields = {
         **message_fields(message, job),
@@ -334,7 +340,7 @@ def attempt_ran(
         "scheduler_action_type": action_type,
         "scheduler_target": target,
         "scheduler_outcome": outcome,
-        "scheduler_status_code": status,
+        "scheduler_status_code": result.status_code,
         "scheduler_duration_s": duration,
         "scheduler_lateness_s": lateness,
         "scheduler_since_occurrence_s": since,
@@ -355,9 +361,9 @@ def attempt_ran(
         action_type,
         target,
         outcome,
-        f" ({status})" if status is not None else "",
+        f" ({result.status_code})" if result.status_code is not None else "",
         duration,
-        f"{lateness:.3f} s late" if lateness is not None else f"{since:.3f} s after its occurrence (not lateness)",
+        after,
         _next_text(step, retry_at, message.cause),
         f"; reason: {why}" if why is not None else "",
         extra=fields,

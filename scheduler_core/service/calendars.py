@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core import definitions
-from scheduler_core.errors import ConflictError, NotFoundError, ValidationError
+from scheduler_core.errors import ConflictError, NotFoundError
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import JobCollection
 from scheduler_core.model.collection import Calendar
@@ -64,20 +64,8 @@ class CalendarService:
             collection = live_collection(self.stores, ref)
             existing = collection.calendar(name)
             calendar = Calendar(existing.name if existing is not None else name, dates)
+            definitions.check_calendar_limits(ref.name, name, dates, collection.calendars)
             others = [item for item in collection.calendars if item.name.lower() != name.lower()]
-            if existing is None and len(others) >= definitions.MAX_CALENDARS:
-                raise ValidationError(
-                    "calendarName",
-                    f"job collection '{ref.name}' already has {definitions.MAX_CALENDARS} calendars, the most it "
-                    "may have",
-                )
-            total = len(dates) + sum(len(item.dates) for item in others)
-            if total > definitions.MAX_CALENDAR_DATES:
-                raise ValidationError(
-                    "properties.dates",
-                    f"the calendars of a job collection may hold at most {definitions.MAX_CALENDAR_DATES} dates in "
-                    f"all; with these {len(dates)} they would hold {total}",
-                )
             calendars = tuple(sorted([*others, calendar], key=lambda item: item.name.lower()))
             saved = self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
             return saved, calendar, existing is None
