@@ -117,9 +117,10 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 # No method list: every method reaches the function, so that a write gets an ARM 405 error body.
 @app.route(route="dashboard/{*path}")  # scheduler_core.dashboard.ROUTE
 def dashboard(req: func.HttpRequest) -> func.HttpResponse:
-    """The web dashboard: its page and assets (anonymous), and its API (API key, as the management API)."""
+    """The web dashboard: its page and assets (anonymous), its API (API key, as the management API), and the
+    page's reads of the management API (``dashboard/api/arm/subscriptions/...``, handed to its handler)."""
     from scheduler_core import dashboard as web
-    from scheduler_core.wiring import api_services
+    from scheduler_core.wiring import api_services, management_api
 
     response = web.serve(
         req.method,
@@ -128,8 +129,21 @@ def dashboard(req: func.HttpRequest) -> func.HttpResponse:
         dict(req.params),
         api_services,
         body=req.get_body(),
+        url=req.url,
+        management_api=management_api,
     )
     return _http_response(response)
+
+
+@app.function_name("home")
+# No method list: every method reaches the function, so that a write gets an ARM 405 error body (with a list,
+# the Functions host would answer a method left out with its own home page: HomepageMiddleware).
+@app.route(route="{ignored:maxlength(0)?}")  # scheduler_core.home.ROUTE: the empty path only, "/"
+def home(req: func.HttpRequest) -> func.HttpResponse:
+    """``/``: a 302 to the dashboard, with a page linking the dashboard, the API's documents and /health."""
+    from scheduler_core import home as root
+
+    return _http_response(root.serve(req.method))
 
 
 @app.function_name("health")

@@ -23,6 +23,10 @@ On Azure a method left out of a trigger's method list is a route constraint
 not match and the host answers 404. Here such a request is a 405 with ``Allow`` (RFC 9110 §15.5.6). The
 function app declares no method list, so every method reaches its functions on both hosts, and the app
 answers a method it does not serve with its own 405 and ``Allow``.
+
+At ``/`` a request no function serves gets the host's home page, as on Azure (``local_host/homepage.py``):
+200 with a page, or 204 with ``AzureWebJobsDisableHomepage=true``, whatever the method. This app owns ``/``
+with a function of its own (``scheduler_core/home.py``), so this answer is seen only by apps that do not.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from urllib.parse import parse_qsl, urlsplit
 import azure.functions as func
 
 from local_host.app_index import HttpFunction
+from local_host.homepage import homepage_response, is_homepage_request
 from local_host.hostjson import invocation_log
 from local_host.ports import bind_listener
 from local_host.routing import Router
@@ -165,7 +170,7 @@ Preflight = Callable[[RequestHead], func.HttpResponse | None]
 
 
 class _Refused(Exception):
-    """A request the host answers itself with an ARM error (and closes the connection)."""
+    """A request the host answers itself, with an ARM error or its home page (and closes the connection)."""
 
     def __init__(
         self,
@@ -506,13 +511,20 @@ class HttpHost:
             sock.close()
 
     def route(self, method: str, target: str) -> tuple[HttpFunction, dict[str, str]]:
-        """The function serving ``method target`` and its route parameters; :class:`_Refused` (404, 405)."""
-        matches = self.router.match(urlsplit(target).path)
-        if not matches:
-            raise _Refused(404, f"no function serves the path '{urlsplit(target).path}'")
+        """The function serving ``method target`` and its route parameters; else :class:`_Refused`: at ``/``
+        the host's home page (``local_host/homepage.py``: 200, or 204 with ``AzureWebJobsDisableHomepage``),
+        for any method, as the Functions host answers a request no function serves there; elsewhere 404
+        when no route matches, 405 when no matching route accepts the method."""
+        path = urlsplit(target).path
+        matches = self.router.match(path)
         for function, route_params in matches:
             if not function.methods or method in function.methods:
                 return function, route_params
+        if is_homepage_request(path):
+            answer = homepage_response()
+            raise _Refused(answer.status_code, response=answer)
+        if not matches:
+            raise _Refused(404, f"no function serves the path '{path}'")
         allowed = sorted({m for function, _ in matches for m in (function.methods or STANDARD_METHODS)})
         raise _Refused(
             405, f"the method {method} is not allowed here; use {', '.join(allowed)}", {"Allow": ", ".join(allowed)}

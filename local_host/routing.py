@@ -1,8 +1,11 @@
 """Route templates of HTTP triggers, matched the way the Functions host (ASP.NET Core routing) does.
 
 Supported forms: literal segments (matched case-insensitively), ``{name}``, ``{name?}``, ``{*name}``
-(catch-all, may span segments) and ``{name:constraint}`` (``int`` and ``alpha`` are checked, others
-accepted).
+(catch-all, may span segments) and ``{name:constraint}`` (``int``, ``alpha``, ``minlength(n)``,
+``maxlength(n)`` and ``length(n)`` / ``length(min,max)`` are checked, others accepted). An optional parameter
+that is absent is not checked, as ASP.NET Core's ``OptionalRouteConstraint`` does not, so
+``{ignored:maxlength(0)?}`` matches the empty path alone (how a function owns ``/`` with the route prefix
+"").
 More specific routes win: a route is tried before another when it has more literal segments, and catch-all
 routes come last.
 
@@ -20,8 +23,10 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-_PARAMETER = re.compile(r"^\{(\*)?([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z]+)(?:\([^)]*\))?)?(\?)?\}$")
+_PARAMETER = re.compile(r"^\{(\*)?([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z]+)(?:\(([^)]*)\))?)?(\?)?\}$")
 _CONSTRAINTS = {"int": r"-?\d+", "alpha": r"[A-Za-z]+"}
+#: Constraints on a value's length, with their arguments: (fewest, most) characters of one segment.
+_LENGTHS = {"minlength": (1, 1), "maxlength": (1, 1), "length": (1, 2)}
 
 
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -91,6 +96,31 @@ def decode_path(path: str) -> str:
     return "".join(out)
 
 
+def _value_pattern(template: str, constraint: str | None, argument: str | None) -> str:
+    """The pattern of one parameter's value (a segment, never empty) under ``constraint``: ``int`` and
+    ``alpha`` as ASP.NET Core checks them; ``minlength(n)``, ``maxlength(n)``, ``length(n)`` and
+    ``length(min,max)`` as bounds on its length (a bound that leaves no length possible matches nothing);
+    any other constraint is accepted unchecked."""
+    name = (constraint or "").lower()
+    if name in _CONSTRAINTS:
+        return _CONSTRAINTS[name]
+    if name not in _LENGTHS:
+        return r"[^/]+"
+    numbers = [part.strip() for part in (argument or "").split(",")]
+    fewest, most = _LENGTHS[name]
+    if not fewest <= len(numbers) <= most or not all(n.isascii() and n.isdigit() for n in numbers):
+        raise ValueError(f"route {template!r}: {constraint}({argument or ''}) needs {most} whole number(s)")
+    low, high = {
+        "minlength": (int(numbers[0]), None),
+        "maxlength": (1, int(numbers[0])),
+        "length": (int(numbers[0]), int(numbers[-1])),
+    }[name]
+    low = max(low, 1)  # a segment holds at least one character
+    if high is not None and high < low:
+        return r"(?!)"
+    return f"[^/]{{{low},{'' if high is None else high}}}"
+
+
 @dataclass(frozen=True)
 class CompiledRoute(Generic[T]):
     template: str
@@ -118,12 +148,12 @@ def compile_route(template: str, target: T) -> CompiledRoute[T]:
             literal += 1
             parts.append(separator + re.escape(segment))
             continue
-        star, name, constraint, optional = match.groups()
+        star, name, constraint, argument, optional = match.groups()
         if star:
             catch_all = True
             parts.append(f"(?:{separator}(?P<{name}>.*))?")
             continue
-        value = _CONSTRAINTS.get((constraint or "").lower(), r"[^/]+")
+        value = _value_pattern(template, constraint, argument)
         if optional:
             parts.append(f"(?:{separator}(?P<{name}>{value}))?")
         else:

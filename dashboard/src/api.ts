@@ -2,8 +2,15 @@
 // property, jitter, overlapPolicy, pauseAfterFailures, missedRunPolicy, exclusions, signing, identity) and
 // the dashboard's own API, called with the API key (or an Entra ID access token) as a bearer token. The
 // credential lives in session storage only; there are no cookies.
+//
+// READS AND WRITES TAKE DIFFERENT ROUTES: a GET of a management API path is sent to the dashboard's read
+// route, /dashboard/api/arm/subscriptions/... (the same handler, keys and answers, served by the dashboard
+// function), so the page's polls are not invocation lines of the management API's function; every write
+// (PUT, PATCH, POST, DELETE) goes to the management API itself (/subscriptions/...).
 
 export const API_VERSION = "2026-12-01-preview";
+/** The dashboard's route for reads of the management API (GET only). */
+export const READ_ROUTE = "/dashboard/api/arm";
 const KEY_ITEM = "scheduler.dashboard.apiKey";
 // ENTRA ID SIGN-IN (client side): a pasted access token is kept under its own item, so a page knows which kind
 // of credential it holds (an expired token asks for a new token, not for a key). The server validates it
@@ -128,6 +135,9 @@ export interface HistoryRow {
     repeatCount: number;
     /** api-version 2026-12-01-preview: what started the occurrence (Scheduled, Manual, Backfill). */
     trigger?: string;
+    /** api-version 2026-12-01-preview: when the attempt was due, where not its expected time (a retry's retry
+     * time, an error action's send, a backfill's start slot). */
+    dueTime?: string;
   };
 }
 
@@ -269,7 +279,7 @@ export class Api {
     }
     let response: Response;
     try {
-      response = await fetch(url, init);
+      response = await fetch(method === "GET" ? readUrl(url) : url, init);
     } catch {
       throw new ApiError(0, "NetworkError", "the scheduler did not answer (is it running?)");
     }
@@ -300,7 +310,9 @@ export class Api {
     return `${path}?${params.toString()}`;
   }
 
-  /** Every item of a list, following nextLink (same origin: only its path and query are used). */
+  /** Every item of a list, following nextLink (same origin: only its path and query are used; a nextLink
+   * names the read route when the list was read through it, and one that names the management API's own
+   * path is read through the read route too, by ``exchange``). */
   private async list<T>(url: string, limit = 1000): Promise<T[]> {
     const items: T[] = [];
     let next: string | undefined = url;
@@ -393,4 +405,10 @@ export class Api {
 function sameOrigin(link: string): string {
   const url = new URL(link, window.location.href);
   return url.pathname + url.search;
+}
+
+/** Where a GET of ``url`` is sent: a management API path (/subscriptions/...) through the dashboard's read
+ * route; any other (the dashboard's own API, a nextLink that names the read route already) as it is. */
+export function readUrl(url: string): string {
+  return url.toLowerCase().startsWith("/subscriptions/") ? READ_ROUTE + url : url;
 }

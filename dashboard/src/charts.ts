@@ -1,5 +1,6 @@
-// The job page's two charts, drawn by Chart.js (bundled, tree-shaken to the parts used): outcomes over time
-// (stacked bars per time bucket) and lateness per execution (a line). Each canvas is an image with a text
+// The job page's three charts, drawn by Chart.js (bundled, tree-shaken to the parts used): outcomes over time
+// (stacked bars per time bucket), the lateness of each attempt of a scheduled occurrence (a line), and apart
+// from it the start delay of runs on demand and backfills (a line). Each canvas is an image with a text
 // summary for screen readers; the history table below them holds the same data as text.
 
 import {
@@ -57,38 +58,67 @@ export function outcomes(rows: HistoryRow[]): Outcomes {
   return { labels, counts, bucketMs };
 }
 
-/** Whether a history row is the first attempt of a scheduled occurrence: the only kind whose start against
- * its expected time says how late the scheduler was (a retry starts at its retry time, an error action after
- * the last retry, a run on demand or a backfill when it was asked for). */
-export function scheduledRun(row: HistoryRow): boolean {
+/** When a history row's attempt was due to start: its dueTime (a retry's retry time, an error action's send, a
+ * backfill's start slot), else its expected time for the first attempt of the main action; null when unknown
+ * (a later attempt recorded before entries carried dueTime). */
+export function dueOf(row: HistoryRow): string | null {
   const p = row.properties;
-  const trigger = p.trigger ?? "Scheduled";
-  return p.actionName !== "ErrorAction" && (p.retryCount ?? 0) === 0 && trigger === "Scheduled";
+  if (p.dueTime) return p.dueTime;
+  return p.actionName !== "ErrorAction" && (p.retryCount ?? 0) === 0 ? (p.expectedExecutionTime ?? null) : null;
 }
 
-/** Lateness (start - expected, seconds) of each scheduled run ({@link scheduledRun}), oldest first. */
-export function latenessSeries(rows: HistoryRow[]): { labels: string[]; values: number[] } {
+/** Whether a history row belongs to an occurrence of the schedule (not a run on demand or a backfill). */
+export function scheduledRun(row: HistoryRow): boolean {
+  return (row.properties.trigger ?? "Scheduled") === "Scheduled";
+}
+
+/** The scheduler's lateness of an attempt of a scheduled occurrence: seconds from its own due time
+ * ({@link dueOf}: a retry against its retry time) to its start; null for a run on demand, a backfill, or an
+ * attempt whose due time is unknown. */
+export function attemptLateness(row: HistoryRow): number | null {
+  return scheduledRun(row) ? secondsBetween(dueOf(row) ?? undefined, row.properties.startTime) : null;
+}
+
+/** A run on demand's or a backfill's start delay: seconds from when it was due (asked for, or its start
+ * slot) to its start; null for an attempt of a scheduled occurrence. Shown apart from lateness. */
+export function startDelay(row: HistoryRow): number | null {
+  return scheduledRun(row) ? null : secondsBetween(dueOf(row) ?? undefined, row.properties.startTime);
+}
+
+/** ``measure`` of each row that has one, oldest first, as a chart's labels (start, UTC) and values. */
+export function series(rows: HistoryRow[], measure: (row: HistoryRow) => number | null): { labels: string[]; values: number[] } {
   const points = rows
-    .filter(scheduledRun)
-    .map((row) => ({ start: row.properties.startTime, late: secondsBetween(row.properties.expectedExecutionTime, row.properties.startTime) }))
-    .filter((point): point is { start: string; late: number } => point.late !== null)
+    .map((row) => ({ start: row.properties.startTime, value: measure(row) }))
+    .filter((point): point is { start: string; value: number } => point.value !== null)
     .sort((a, b) => a.start.localeCompare(b.start));
-  return { labels: points.map((p) => p.start.slice(11, 19)), values: points.map((p) => Math.round(p.late * 1000) / 1000) };
+  return { labels: points.map((p) => p.start.slice(11, 19)), values: points.map((p) => Math.round(p.value * 1000) / 1000) };
+}
+
+/** Lateness of each attempt of a scheduled occurrence ({@link attemptLateness}), oldest first. */
+export function latenessSeries(rows: HistoryRow[]): { labels: string[]; values: number[] } {
+  return series(rows, attemptLateness);
 }
 
 export class HistoryCharts {
   readonly element: HTMLElement;
   private readonly outcomeCanvas: HTMLCanvasElement;
   private readonly latenessCanvas: HTMLCanvasElement;
+  private readonly delayCanvas: HTMLCanvasElement;
   private outcomeChart: Chart | null = null;
   private latenessChart: Chart | null = null;
+  private delayChart: Chart | null = null;
 
   constructor() {
     this.outcomeCanvas = canvas("chart-outcomes");
     this.latenessCanvas = canvas("chart-lateness");
+    this.delayCanvas = canvas("chart-on-demand");
     this.element = document.createElement("div");
     this.element.className = "charts";
-    this.element.append(figure("Outcomes over time", this.outcomeCanvas), figure("Lateness (seconds after the due time)", this.latenessCanvas));
+    this.element.append(
+      figure("Outcomes over time", this.outcomeCanvas),
+      figure("Lateness (seconds after each attempt's due time)", this.latenessCanvas),
+      figure("Runs on demand and backfills (seconds from due to start)", this.delayCanvas),
+    );
   }
 
   update(rows: HistoryRow[]): void {
@@ -125,36 +155,49 @@ export class HistoryCharts {
     }
 
     const late = latenessSeries(rows);
-    const worst = late.values.length ? Math.max(...late.values) : 0;
     this.latenessCanvas.setAttribute(
       "aria-label",
       late.values.length
-        ? `Lateness of the last ${late.values.length} executions (scheduled runs; retries, error actions, runs on demand and backfills left out); at most ${span(worst)}.`
-        : "Lateness: no scheduled run yet (retries, error actions, runs on demand and backfills are left out).",
+        ? `Lateness of the last ${late.values.length} executions (the attempts of scheduled occurrences, each against its own due time: a retry against its retry time; runs on demand and backfills are in the next chart); at most ${span(Math.max(...late.values))}.`
+        : "Lateness: no scheduled run yet (runs on demand and backfills are in the next chart).",
     );
-    const dataset = { label: "lateness (s)", data: late.values, borderColor: "#0969da", backgroundColor: "#0969da", pointRadius: 3 };
-    if (!this.latenessChart) {
-      this.latenessChart = new Chart(this.latenessCanvas, {
-        type: "line",
-        data: { labels: late.labels, datasets: [dataset] },
-        options: {
-          responsive: true,
-          maintainAspectRatio: false,
-          plugins: { legend: { display: false } },
-          scales: { x: { title: { display: true, text: "start (UTC)" } }, y: { beginAtZero: true, title: { display: true, text: "seconds" } } },
-        },
-      });
-    } else {
-      this.latenessChart.data.labels = late.labels;
-      this.latenessChart.data.datasets = [dataset];
-      this.latenessChart.update("none");
-    }
+    this.latenessChart = line(this.latenessChart, this.latenessCanvas, late, "lateness (s)", "#0969da");
+    const delay = series(rows, startDelay);
+    this.delayCanvas.setAttribute(
+      "aria-label",
+      delay.values.length
+        ? `Start delay of the last ${delay.values.length} runs on demand and backfills (from when each was asked for or its start slot, not lateness); at most ${span(Math.max(...delay.values))}.`
+        : "Runs on demand and backfills: none yet.",
+    );
+    this.delayChart = line(this.delayChart, this.delayCanvas, delay, "start delay (s)", "#8250df");
   }
 
   dispose(): void {
     this.outcomeChart?.destroy();
     this.latenessChart?.destroy();
+    this.delayChart?.destroy();
   }
+}
+
+/** Draw (or redraw in place) a line chart of seconds per execution. */
+function line(chart: Chart | null, element: HTMLCanvasElement, data: { labels: string[]; values: number[] }, name: string, color: string): Chart {
+  const dataset = { label: name, data: data.values, borderColor: color, backgroundColor: color, pointRadius: 3 };
+  if (chart) {
+    chart.data.labels = data.labels;
+    chart.data.datasets = [dataset];
+    chart.update("none");
+    return chart;
+  }
+  return new Chart(element, {
+    type: "line",
+    data: { labels: data.labels, datasets: [dataset] },
+    options: {
+      responsive: true,
+      maintainAspectRatio: false,
+      plugins: { legend: { display: false } },
+      scales: { x: { title: { display: true, text: "start (UTC)" } }, y: { beginAtZero: true, title: { display: true, text: "seconds" } } },
+    },
+  });
 }
 
 function canvas(id: string): HTMLCanvasElement {

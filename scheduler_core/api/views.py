@@ -107,7 +107,9 @@ def occurrences(items: Sequence[tuple[datetime, datetime]], next_link: str | Non
 
 def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
     """A history entry as ``wire`` shows it: the preview adds ``trigger`` (``Scheduled``, ``Manual`` or
-    ``Backfill``: what started the occurrence); 2016-03-01 answers exactly as it always did."""
+    ``Backfill``: what started the occurrence) and, where the attempt was due at another instant than its
+    expected execution time, ``dueTime`` (a retry's retry time, an error action's send, a backfill's start
+    slot: what its lateness is measured against); 2016-03-01 answers exactly as it always did."""
     properties: dict[str, Any] = {
         "startTime": format_instant(row.start_time),
         "actionName": row.action_name,
@@ -122,6 +124,8 @@ def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[s
         properties["expectedExecutionTime"] = format_instant(row.expected_execution_time)
     if wire.preview:
         properties["trigger"] = str(row.trigger)
+        if row.due_time is not None:
+            properties["dueTime"] = format_instant(row.due_time)
     return {
         "id": f"{ref.resource_id}/history/{row.execution_id}",
         "type": HISTORY_TYPE,

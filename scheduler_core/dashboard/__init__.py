@@ -23,10 +23,20 @@ What it serves (``path`` is what follows ``/dashboard/``):
   of this instance (:func:`scheduler_core.health.check`: storage reachable, the dispatch heartbeat's age,
   queue depths, warnings) and live counts of the subscription (collections, jobs by state, their
   counters, jobs due within a minute), behind the same check (the role to list the subscription's
-  collections).
+  collections);
+* ``api/arm/subscriptions/<ARM path>?api-version=...`` (GET and HEAD only): the page's reads of the
+  management API (collections, jobs, a job, its history), handed to the management API's own handler
+  (:meth:`scheduler_core.api.ManagementApi.handle`, the process's one, ``scheduler_core.wiring.management_api``)
+  exactly as the ``management_api`` function hands its requests: same authentication (the request's headers
+  are passed on: ``Authorization: Bearer`` or ``x-functions-key``), same checks in the same order, same
+  answer. Only the route differs, so the page's polls are invocations of the ``dashboard`` function, whose
+  per-invocation lines host.json keeps below Information (``Function.dashboard``), not of
+  ``management_api``. The API sees the URL as the client sent it, so a list's ``nextLink`` names this route
+  again. A path that does not start with ``subscriptions/`` is a 404; HEAD is answered as GET (the host
+  sends no body for HEAD).
 
-Everything else the page shows and does (lists, history, create and edit, run now, enable, disable, delete)
-goes through the management API.
+The page's writes (create and edit, run now, enable, disable, delete) go to the management API itself, so
+that each stays an invocation line of ``management_api`` at Information.
 
 Every answer carries a strict Content-Security-Policy (scripts, styles and connections from this origin
 only, no inline code, Trusted Types for DOM sinks, no framing) and the other :data:`SECURITY_HEADERS`;
@@ -48,7 +58,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core import auth, health
-from scheduler_core.api.handler import ApiServices
+from scheduler_core.api.handler import ApiServices, ManagementApi
 from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paths import ResourcePath, parse_path
 from scheduler_core.auth.roles import Principal
@@ -119,6 +129,8 @@ _JOB_API = "api/job/"
 _STATUS_API = "api/status/"
 _PREVIEW_API = "api/preview/"
 _ACCESS_API = "api/access/"
+#: The page's reads of the management API (``api/arm/subscriptions/...``).
+_ARM_API = "api/arm/"
 #: The live counts' "due soon" window.
 DUE_SOON = timedelta(seconds=60)
 
@@ -296,6 +308,36 @@ def _access_api(route_path: str, headers: Mapping[str, str], services: ApiServic
     return ApiResponse.json(200, {"subscription": path.subscription, "role": role.title, "canWrite": can_write})
 
 
+def _arm_read(
+    method: str, route_path: str, url: str, query: Mapping[str, str], headers: Mapping[str, str], api: ManagementApi
+) -> ApiResponse:
+    """A read of the management API through the dashboard's route: ``route_path`` is what follows
+    ``api/arm/`` (as the host decoded it), ``url`` the request's URL as the client sent it.
+
+    A path that does not start with ``subscriptions/`` is a 404 (nothing else is the management API's); any
+    other goes to ``api.handle`` as the ``management_api`` function hands it over (the ARM path re-encoded
+    from the decoded route value, the query and the headers as sent, no body), so authentication (401
+    without a credential), the path and name rules, api-version, roles (403) and the answer are the
+    management API's own. HEAD is handed over as GET (the host sends no body for HEAD); the caller has
+    refused every other method."""
+    head, _, rest = route_path.partition("/")
+    if head.lower() != "subscriptions":
+        raise NotFoundError(
+            "expected /dashboard/api/arm/subscriptions/... (a path of the management API, read with GET)"
+        )
+    assert method.upper() in READ_METHODS
+    request = ApiRequest(
+        method="GET",
+        url=url,
+        # The host has percent-decoded the route value once; the API decodes each name exactly once.
+        path=ApiRequest.path_from_route("subscriptions/" + rest),
+        query=dict(query),
+        headers=dict(headers),
+        body=b"",
+    )
+    return api.handle(request)
+
+
 def _fleet() -> Services:
     """The process's services (``/health`` reads the same), imported on first use."""
     from scheduler_core.wiring import services
@@ -311,13 +353,18 @@ def serve(
     services: Callable[[], ApiServices] | None = None,
     fleet: Callable[[], Services] | None = None,
     body: bytes = b"",
+    url: str = "",
+    management_api: Callable[[], ManagementApi] | None = None,
 ) -> ApiResponse:
     """The answer to ``method`` on ``/dashboard/<path>`` (``path`` as the host decoded it).
 
     ``services`` gives the API keys and the service (``scheduler_core.wiring.api_services``); it is called
     only for ``api/...``, so serving the page and its assets connects to nothing. ``fleet`` gives what
     ``/health`` checks (default: ``scheduler_core.wiring.services``, as the health route uses). ``body`` is
-    the request's (read by the preview API only)."""
+    the request's (read by the preview API only). ``management_api`` gives the management API's handler
+    (``scheduler_core.wiring.management_api``) that ``api/arm/...`` hands reads to, with ``url``, the
+    request's URL as the client sent it; without it that route is a 404. An answer keeps the
+    ``x-ms-request-id`` the management API gave it; any other gets one of its own."""
     headers = headers or {}
     query = query or {}
     request_id = str(uuid.uuid4())
@@ -340,6 +387,8 @@ def serve(
             response = _access_api(route_path[len(_ACCESS_API) :], headers, services())
         elif route_path.lower().startswith(_STATUS_API) and services is not None:
             response = _status_api(route_path[len(_STATUS_API) :], headers, services(), fleet or _fleet)
+        elif route_path.lower().startswith(_ARM_API) and management_api is not None:
+            response = _arm_read(method, route_path[len(_ARM_API) :], url, query, headers, management_api())
         else:
             raise NotFoundError(f"the dashboard has nothing at '/dashboard/{route_path[:80]}'")
     except Exception as exc:
@@ -351,5 +400,5 @@ def serve(
             log.exception("dashboard request %s: %s failed", request_id, method)
             response = ApiResponse.error(SchedulerError(f"internal error; request id {request_id}"))
     response.headers.update(SECURITY_HEADERS)
-    response.headers["x-ms-request-id"] = request_id
+    response.headers.setdefault("x-ms-request-id", request_id)
     return response

@@ -39,3 +39,7 @@ class HistoryEntry:
     retry_count: int
     repeat_count: int
     trigger: Trigger = Trigger.SCHEDULED
+    #: When the attempt was due to start, where that is not its expected execution time (a retry's retry
+    #: time, an error action's send, a backfill's start slot): what its lateness is measured against. None:
+    #: its expected execution time, or unknown (an entry written before the field).
+    due_time: datetime | None = None

@@ -108,6 +108,12 @@ def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:
     return _message(job, occurrence, last=last)
 
 
+def due_at(message: ExecutionMessage, due: datetime) -> ExecutionMessage:
+    """``message`` due to start at ``due`` (its :attr:`~ExecutionMessage.due`; none when that is its
+    occurrence, so a first attempt's message is as it always was)."""
+    return replace(message, due="" if due == message.occurrence_time else format_instant(due))
+
+
 def waiting(message: ExecutionMessage) -> ExecutionMessage:
     """``message`` as the job keeps it while it waits its turn (BufferOne)."""
     return replace(message, waits_for="")
@@ -181,7 +187,7 @@ class Attempts:
         until = format_instant(occurrences[-1]) if chained else ""
         count = 1 if chained else len(occurrences)
         for occurrence, start in zip(occurrences[:count], starts[:count], strict=True):
-            message = backfill_run(job, occurrence, backfill, until)
+            message = due_at(backfill_run(job, occurrence, backfill, until), max(start, now))
             self.send(message.to_json(), start_delay(start, now))
             self.watch(job, message, max(start, now), now)
 

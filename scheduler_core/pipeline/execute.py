@@ -84,7 +84,7 @@ __all__ = [
 
 log = logging.getLogger("scheduler_core.execute")
 
-#: A message that appears before its occurrence (queues count whole seconds) is held this long at most.
+#: A message that appears before its due time (queues count whole seconds) is held this long at most.
 MAX_EARLY_WAIT = timedelta(seconds=3)
 #: The result of an error-action attempt whose job no longer has an error action.
 NO_ERROR_ACTION = ActionResult(
@@ -143,6 +143,7 @@ def history_entry(
         retry_count=message.attempt,
         repeat_count=repeat_of(job, message),
         trigger=trigger_of(message),
+        due_time=message.due_time if message.due else None,
     )
 
 
@@ -297,10 +298,10 @@ class Executor:
             now = self.clock()
             reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
             return given_up_result(), now, now
-        occurrence = message.occurrence_time
-        early = occurrence - self.clock()
-        if timedelta(0) < early <= MAX_EARLY_WAIT and message.attempt == 0 and message.is_main:
-            self.sleep(early.total_seconds())  # fire at the due instant, not at the queue's whole second
+        occurrence, due = message.occurrence_time, message.due_time
+        early = due - self.clock() if due is not None else timedelta(0)
+        if timedelta(0) < early <= MAX_EARLY_WAIT:
+            self.sleep(early.total_seconds())  # start at the due instant, not at the queue's whole second
         started = self.clock()
         context = ActionContext(
             job_id=job.ref.resource_id,

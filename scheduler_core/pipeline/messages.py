@@ -63,6 +63,10 @@ class ExecutionMessage:
     #: (None: a new id for a ``backfill`` message, "" for any other), carried by its retries, error action
     #: and the next occurrence of a one-after-another backfill. "": none (a message written before it).
     backfill: str | None = None
+    #: When this attempt is due to start, where that is not its occurrence (ISO 8601 UTC): a retry's retry
+    #: time, the send of an error action or of an occurrence released from waiting, a backfill's start slot.
+    #: Lateness is measured against it (:attr:`due_time`). "": its occurrence (written only when set).
+    due: str = ""
     v: int = VERSION
 
     def __post_init__(self) -> None:
@@ -78,7 +82,7 @@ class ExecutionMessage:
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for", "backfill"):
+        for optional in ("until", "waits_for", "backfill", "due"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -104,6 +108,14 @@ class ExecutionMessage:
     @property
     def occurrence_time(self) -> datetime:
         return datetime.fromisoformat(self.occurrence.replace("Z", "+00:00"))
+
+    @property
+    def due_time(self) -> datetime | None:
+        """When this attempt was due to start: its :attr:`due`, else its occurrence for the first attempt of
+        the main action; None when unknown (a later attempt sent before messages carried ``due``)."""
+        if self.due:
+            return datetime.fromisoformat(self.due.replace("Z", "+00:00"))
+        return self.occurrence_time if self.attempt == 0 and self.action == "main" else None
 
     @property
     def action_name(self) -> ActionName:

@@ -271,6 +271,7 @@ class OverlapGate:
 
     def send_watched(self, job: Job, follow: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send a follow-up attempt to run at ``due``, watched like a dispatched one (a repeated send is
-        harmless: its claim runs it once)."""
+        harmless: its claim runs it once). The message says when it is due (:func:`~attempts.due_at`)."""
+        follow = attempts.due_at(follow, due)
         durably("follow-up message", lambda: self.attempts.send_at(job, follow, due, now))
         durably("follow-up watchdog", lambda: self.attempts.watch(job, follow, due, now))

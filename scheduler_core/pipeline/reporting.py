@@ -302,14 +302,22 @@ def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
 
 
 def _lateness(message: ExecutionMessage, started: datetime) -> tuple[float, float | None, str]:
-    """Seconds from the occurrence to the attempt's start; the scheduler's lateness, the same for a scheduled
-    occurrence's first call only (None otherwise: a retry starts at its retry time, an error action after the
-    last retry, a run on demand or a backfill when it was asked for); and the log line's words for them."""
+    """Seconds from the occurrence to the attempt's start; the scheduler's lateness: seconds from the
+    attempt's own due time (:attr:`~ExecutionMessage.due_time`: a retry's retry time, an error action's
+    send) to its start, for the attempts of a scheduled occurrence only (None for a run on demand or a
+    backfill, whose start delay is shown apart, and for an attempt whose due time is unknown); and the log
+    line's words for them."""
     since = _seconds(started - message.occurrence_time)
-    scheduled = message.attempt == 0 and message.is_main and message.cause == Cause.SCHEDULE
-    if not scheduled:
-        return since, None, f"{since:.3f} s after its occurrence (not lateness)"
-    return since, since, f"{since:.3f} s late"
+    due = message.due_time
+    delay = None if due is None else _seconds(started - due)
+    if message.cause in (Cause.MANUAL, Cause.BACKFILL):
+        started_after = f", {delay:.3f} s after it was due" if message.due and delay is not None else ""
+        return since, None, f"{since:.3f} s after its occurrence{started_after} (not lateness)"
+    if delay is None:
+        return since, None, f"{since:.3f} s after its occurrence (due time unknown: not lateness)"
+    if message.due:
+        return since, delay, f"{delay:.3f} s late ({since:.3f} s after its occurrence)"
+    return since, delay, f"{delay:.3f} s late"
 
 
 def attempt_ran(
@@ -326,7 +334,7 @@ def attempt_ran(
     retry_at: datetime | None,
 ) -> None:
     """One INFO line per attempt run with every fact an operator acts on, also as ``scheduler_*`` fields; the
-    attempt counted by outcome and action type, the lateness of a scheduled first attempt. A failed attempt's
+    attempt counted by outcome and action type, the lateness of a scheduled occurrence's attempt. A failed attempt's
     line ends with its reason (``scheduler_reason``: :func:`~scheduler_core.actions.outcome.reason`)."""
     action_type, target = describe_action(action)
     why = None if result.succeeded else reason(result.message)

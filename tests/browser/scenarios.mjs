@@ -760,7 +760,27 @@ async function readerView() {
   await finish(session, observed);
 }
 
-const SCENARIOS = { watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn, editJobs, operateJobs, readerView };
+/** A job's history with every kind of attempt: the lateness column and the two time charts. */
+async function latenessCharts() {
+  const session = await openBrowser();
+  const { page } = session;
+  await signedIn(page);
+  const observed = { audits: {} };
+  step("job page with its history");
+  await page.goto(jobUrl(ARGS.job));
+  await page.getByRole("heading", { level: 1, name: ARGS.job }).waitFor();
+  await page.locator("tbody tr[data-status]").nth(ARGS.rows - 1).waitFor({ timeout: WAIT });
+  observed.lateness = await page.locator("tbody tr[data-status]").evaluateAll((rows) =>
+    rows.map((row) => [row.cells[1].textContent, row.cells[5].textContent, row.cells[4].textContent, row.closest("tbody").querySelector("tr.occurrence-head th")?.textContent ?? ""]),
+  );
+  observed.latenessChart = await page.locator("#chart-lateness").getAttribute("aria-label");
+  observed.delayChart = await page.locator("#chart-on-demand").getAttribute("aria-label");
+  observed.captions = await page.locator(".charts figcaption").allTextContents();
+  if (ARGS.audit) await auditPage(page, observed, "job with three charts");
+  await finish(session, observed);
+}
+
+const SCENARIOS = { latenessCharts, watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn, editJobs, operateJobs, readerView };
 const name = process.argv[2];
 if (!SCENARIOS[name]) {
   process.stderr.write(`unknown scenario '${name}'; one of ${Object.keys(SCENARIOS).join(", ")}\n`);

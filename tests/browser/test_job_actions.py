@@ -1,8 +1,12 @@
 """In a real browser: run now, disable, and delete (a cancelled confirmation first) with the job page's
-buttons; each goes through the management API, and the API and the HTTP target show it happened."""
+buttons; each goes through the management API, and the API and the HTTP target show it happened. The page's
+reads take the dashboard's read route (``/dashboard/api/arm/...``), so the management API's function sees
+the writes alone."""
 
 from __future__ import annotations
 
+import logging
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,13 +15,24 @@ from scheduler_core.recurrence import format_instant
 from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_scenario
 from tests.support.http_target import http_target
 from tests.support.jobs import every, http_action
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 
-def test_run_now_disable_and_delete_from_the_job_page(dashboard: Dashboard) -> None:
+def test_run_now_disable_and_delete_from_the_job_page(dashboard: Dashboard, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="Function.management_api")
     dashboard.put_collection()
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    job = f"/{dashboard.job_path('')}"
+
+    def calls() -> list[str]:
+        """What the management API's function logged (the host logs a line once it has answered)."""
+        lines = [
+            r.getMessage().split(" trigger=http ", 1)[1] for r in caplog.records if r.name == "Function.management_api"
+        ]
+        return [re.sub(r" -> .*", "", line) for line in lines]
+
     with http_target() as target:
         for name in ("daily-sync", "obsolete"):
             dashboard.put_job(
@@ -28,10 +43,20 @@ def test_run_now_disable_and_delete_from_the_job_page(dashboard: Dashboard) -> N
                     "recurrence": every("Day"),
                 },
             )
+        written = [f"PUT /{dashboard.collection_path()}", f"PUT {job}daily-sync", f"PUT {job}obsolete"]
+        wait_until(lambda: all(put in calls() for put in written), timeout=10, what="the test's own writes logged")
+        caplog.clear()
         seen = run_scenario(
             dashboard, "runDisableDelete", run="daily-sync", remove="obsolete", group=GROUP, collection=COLLECTION
         )
+        operations = sorted(calls())
         received = target.wait_for(1, timeout=5)
+
+    # The management API's function saw the page's three writes and the scenario's own check (a GET sent by
+    # the test, not by the page); every read of the page, polls included, took the dashboard's route.
+    assert operations == sorted(
+        [f"POST {job}daily-sync/run", f"PATCH {job}daily-sync", f"GET {job}obsolete", f"DELETE {job}obsolete"]
+    )
 
     # Run now: the job ran once, on demand (it is not due before tomorrow), and its row appeared.
     assert [r.path for r in received] == ["/daily-sync"]

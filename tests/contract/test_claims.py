@@ -237,6 +237,17 @@ def test_an_entry_recorded_with_its_claim_keeps_its_trigger_and_after_the_claim_
     assert [e.trigger for e in history.list(JOB)] == [Trigger.BACKFILL]
 
 
+def test_an_entry_recorded_with_its_claim_keeps_its_due_time_after_the_claim_goes(backend: Backend) -> None:
+    claims, history = backend.claims, backend.stores.history
+    claimed = claims.claim(PARTITION, ROW, "w1", T0, LEASE)
+    assert claimed.claim is not None
+    entry = entry_of(claimed, retry_count=2, due_time=T0 - timedelta(seconds=1))
+    claims.record(claimed.claim, JOB, entry, T0 + timedelta(seconds=3))
+    assert list(history.list(JOB)) == [entry]
+    claims.delete_all(PARTITION)  # the entry moves to the job's history with its due time
+    assert [e.due_time for e in history.list(JOB)] == [T0 - timedelta(seconds=1)]
+
+
 # ------------------------------------------------------------------ renewals, second looks and takeovers
 
 

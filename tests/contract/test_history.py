@@ -99,3 +99,12 @@ def test_an_entrys_trigger_reads_back_and_defaults_to_scheduled(stores: Stores) 
         JOB, history_entry(T0 - timedelta(seconds=1), "exec-x", trigger=Trigger.BACKFILL)
     )
     assert next(e for e in stores.history.list(JOB) if e.execution_id == "exec-x").trigger is Trigger.BACKFILL
+
+
+def test_an_entrys_due_time_reads_back_and_is_none_when_not_written(stores: Stores) -> None:
+    retry = history_entry(T0, "exec-r", retry_count=1, due_time=T0 - timedelta(milliseconds=250))
+    first = history_entry(T0 + timedelta(seconds=1), "exec-f")
+    for entry in (retry, first):
+        stores.history.add(JOB, entry)
+    read = {entry.execution_id: entry.due_time for entry in stores.history.list(JOB)}
+    assert read == {"exec-r": T0 - timedelta(milliseconds=250), "exec-f": None}

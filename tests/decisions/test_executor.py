@@ -124,7 +124,8 @@ def test_a_failed_attempt_with_retries_left_is_sent_again_after_the_policy_delay
 
     [queued] = deployment.queued()
     retry = ExecutionMessage.from_json(queued.text)
-    assert retry == replace(message, attempt=1, cause=Cause.RETRY)
+    # The retry says when it is due: the executor holds it to that instant, its lateness is measured from it.
+    assert retry == replace(message, attempt=1, cause=Cause.RETRY, due=format_instant(DUE + timedelta(seconds=20)))
     assert queued.visible_at == DUE + timedelta(seconds=20 - 1)  # the policy's delay (shown a second early)
     [watch] = [entry for entry in deployment.watch_entries() if entry.message == queued.text]
     assert watch.due == DUE + timedelta(seconds=20) + CLAIM_LEASE + WATCH_GRACE
@@ -220,11 +221,14 @@ def test_a_failing_error_action_is_retried_under_the_main_action_policy(
     deployment.clock.advance(15)
     deployment.deliver()  # the retry fails: the error action is sent
     [error] = deployment.take()
+    assert error.due == format_instant(deployment.clock.now)  # sent when the retry failed
 
+    failed_at = deployment.clock.now
     assert deployment.executor.execute(error).outcome is Outcome.FAILED
 
     [queued] = deployment.queued()
-    assert ExecutionMessage.from_json(queued.text) == replace(error, attempt=1)
+    due = format_instant(failed_at + timedelta(seconds=15))
+    assert ExecutionMessage.from_json(queued.text) == replace(error, attempt=1, due=due)
     assert deployment.job("f").state is JobState.ENABLED
     deployment.clock.set(queued.visible_at)
     deployment.deliver()

@@ -120,16 +120,42 @@ def test_a_failed_attempt_says_when_it_is_retried_and_the_last_one_that_the_job_
     assert f"next: retry at {one['scheduler_retry_at']}" in first.getMessage()
     assert (two["scheduler_attempt"], two["scheduler_outcome"], two["scheduler_next"]) == (2, "failed", "faulted")
     assert "next: job Faulted" in last.getMessage()
-    # The retry's start against the occurrence is its retry interval, not the scheduler's lateness.
-    assert two["scheduler_lateness_s"] is None and two["scheduler_since_occurrence_s"] > 15  # PT20S, shown early
-    assert "s after its occurrence (not lateness)" in last.getMessage() and " s late" in first.getMessage()
+    # The retry's lateness is measured against its own retry time, not against the occurrence (20 s before).
+    retry_at = datetime.fromisoformat(one["scheduler_retry_at"].replace("Z", "+00:00"))
+    since_retry_time = two["scheduler_since_occurrence_s"] - (retry_at - LATER).total_seconds()
+    assert two["scheduler_since_occurrence_s"] > 15  # PT20S after the first call
+    assert two["scheduler_lateness_s"] == pytest.approx(since_retry_time, abs=0.01)
+    assert 0 <= two["scheduler_lateness_s"] < 2
+    assert f"{two['scheduler_lateness_s']:.3f} s late (" in last.getMessage() and " s late" in first.getMessage()
     assert_no_secret(caplog)
 
     assert points(reader, telemetry.ATTEMPTS) == [({"outcome": "failed", "action_type": "Http"}, 2)]
     assert points(reader, telemetry.RETRIES) == [({"action": "main"}, 1)]
     assert points(reader, telemetry.JOBS_FINISHED) == [({"state": "Faulted"}, 1)]
     [(_, lateness_count)] = points(reader, telemetry.LATENESS)
-    assert lateness_count == 1  # the occurrence's first call only; a retry is late by design
+    assert lateness_count == 2  # the first call against its occurrence, the retry against its retry time
+
+    [entry] = [e for e in deployment.service.list_history(deployment.ref("flaky")) if e.retry_count == 1]
+    assert entry.due_time == retry_at  # the history entry keeps what the retry was due at
+
+
+def test_a_run_on_demand_is_not_lateness(
+    deployment: Deployment, target: HttpTarget, caplog: pytest.LogCaptureFixture, reader: InMemoryMetricReader
+) -> None:
+    caplog.set_level(logging.INFO, logger="scheduler_core")
+    deployment.put_job("nightly", secret_job(target, LATER + timedelta(days=1)))
+    deployment.service.run_job(deployment.ref("nightly"))
+    deployment.clock.advance(3)  # taken three seconds after it was asked for
+    [report] = deployment.deliver()
+    assert report.outcome is Outcome.SUCCEEDED
+
+    [record] = attempt_records(caplog)
+    fields = telemetry.fields_of(record)
+    assert fields["scheduler_lateness_s"] is None and fields["scheduler_since_occurrence_s"] == pytest.approx(
+        3, abs=0.01
+    )
+    assert "s after its occurrence (not lateness)" in record.getMessage()
+    assert points(reader, telemetry.LATENESS) == []
 
 
 def test_the_error_action_is_named_as_what_follows_the_last_failed_retry(

@@ -1,6 +1,7 @@
 """Log levels an operator can set: host.json's ``logging.logLevel`` per category, as the Functions host filters
 its logs (the local host's invocation lines are category ``Function.<name>``: the project's host.json quiets
-those of the scans, the dashboard's polls and ``/health``), ``SCHEDULER_LOG_LEVEL`` for the scheduler's own
+those of the scans, the dashboard's polls (its reads of the management API too: they take the dashboard's
+route) and ``/health``), ``SCHEDULER_LOG_LEVEL`` for the scheduler's own
 lines, and the local host's ``--log-level`` for its console.
 
 The real function app on the local host over Azurite, real HTTP requests; the records are read as pytest
@@ -11,7 +12,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -24,6 +27,7 @@ from scheduler_core import auth, settings, telemetry
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.errors import ConfigurationError
 from scheduler_core.settings import Settings
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -63,6 +67,66 @@ def test_the_polls_invocation_lines_are_quiet_and_the_apis_are_not(
     invocations = [record for record in caplog.records if record.name.startswith("Function.")]
     assert {record.name for record in invocations} == {"Function.management_api"}
     assert "function=management_api trigger=http GET" in invocations[0].getMessage()
+
+
+COLLECTION = "subscriptions/x/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/jc"
+#: What the page reads and polls: the collections, a collection, its jobs (a page), a job, its history.
+READS = [
+    LIST_PATH,
+    f"/{COLLECTION}?api-version=2016-03-01",
+    f"/{COLLECTION}/jobs?api-version=2016-03-01&$top=1",
+    f"/{COLLECTION}/jobs/j?api-version=2016-03-01",
+    f"/{COLLECTION}/jobs/j/history?api-version=2016-03-01",
+]
+
+
+def invocation_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The per-invocation lines captured (category ``Function.<name>``)."""
+    return [record for record in caplog.records if record.name.startswith("Function.")]
+
+
+def write(method: str, url: str, key: str, body: dict[str, Any]) -> None:
+    """A write to the management API (``url`` without its api-version), which must succeed."""
+    answer = requests.request(
+        method, url + "?api-version=2016-03-01", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    assert answer.status_code in (200, 201), answer.text
+
+
+def test_the_dashboards_reads_log_no_invocation_line_and_a_write_does(
+    storage_env: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, restored_levels: None
+) -> None:
+    """The page's reads (every list, job and history it polls) go through the dashboard's read route, an
+    invocation of ``dashboard``, whose lines host.json keeps below Information; a write the page sends to the
+    management API is still an Information line of ``management_api``."""
+    import function_app
+
+    key = auth.generate_key()
+    monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
+    provision(storage_env)
+    start = (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT00:00:00Z")  # nothing runs meanwhile
+    action = {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}
+    caplog.set_level(logging.DEBUG)  # the handler takes everything: the categories' own levels decide
+    with LocalHost(function_app.app, ROOT / "host.json", port=free_port(), enable=frozenset({"http"})) as host:
+        collection = f"{host.base_url}/{COLLECTION}"
+        write("PUT", collection, key, {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}})
+        write("PUT", f"{collection}/jobs/j", key, {"properties": {"startTime": start, "action": action}})
+        # The host logs a line once it has answered: both PUTs' lines are in before the reads are counted.
+        wait_until(lambda: len(invocation_lines(caplog)) == 2, timeout=10, what="the PUTs' invocation lines")
+        caplog.clear()
+        for _ in range(3):  # as the page polls
+            for path in READS:
+                answer = requests.get(
+                    host.base_url + "/dashboard/api/arm" + path, headers={"Authorization": f"Bearer {key}"}, timeout=30
+                )
+                assert answer.status_code == 200, answer.text
+        quiet = invocation_lines(caplog)
+        write("PATCH", collection, key, {"properties": {"state": "Enabled"}})
+        wait_until(lambda: invocation_lines(caplog) != [], timeout=10, what="the PATCH's invocation line")
+    assert quiet == []  # fifteen reads, no per-invocation line at Information (nor at DEBUG: below Warning)
+    invocations = invocation_lines(caplog)
+    assert [(record.name, record.levelno) for record in invocations] == [("Function.management_api", logging.INFO)]
+    assert "function=management_api trigger=http PATCH /subscriptions/x/" in invocations[0].getMessage()
 
 
 def test_host_json_levels_are_read_and_a_wrong_one_is_refused_naming_it() -> None:

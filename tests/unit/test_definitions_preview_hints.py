@@ -43,7 +43,11 @@ PLACES: dict[str, tuple[tuple[str, ...], ...]] = {
     "HttpRequest": (("properties", "action", "request"), ("properties", "action", "errorAction", "request")),
 }
 #: Read-only preview properties: answered, never written (a client echoing them back is not refused for it).
-READ_ONLY = {("JobStatus", "disabledReason"), ("JobHistoryDefinitionProperties", "trigger")}
+READ_ONLY = {
+    ("JobStatus", "disabledReason"),
+    ("JobHistoryDefinitionProperties", "trigger"),
+    ("JobHistoryDefinitionProperties", "dueTime"),
+}
 
 
 def body() -> dict[str, Any]:

@@ -240,6 +240,7 @@ def test_function_app_declares_one_function_per_queue(monkeypatch: pytest.Monkey
         "openapi_document",
         "dashboard",
         "health",
+        "home",
         "dispatch_tick",
         "cleanup",
         "scan_shard",

@@ -20,6 +20,7 @@ EXPECTED_HTTP = {
     "openapi_document": ("openapi/{document}", EVERY_METHOD),
     "dashboard": ("dashboard/{*path}", EVERY_METHOD),
     "health": ("health", EVERY_METHOD),
+    "home": ("{ignored:maxlength(0)?}", EVERY_METHOD),
 }
 EXPECTED_TIMERS = {
     "dispatch_tick": "%SCHEDULER_DISPATCH_SCHEDULE%",
@@ -198,3 +199,32 @@ def test_a_method_no_sdk_enum_lists_gets_an_arm_405_from_both_functions(
     error = json.loads(response.get_body())["error"]
     assert error["code"] == "InvalidHttpVerb"
     assert method in error["message"]
+
+
+def test_the_home_route_is_the_documented_one_and_owns_the_root_alone() -> None:
+    from scheduler_core import home
+
+    assert EXPECTED_HTTP["home"][0] == home.ROUTE
+    route = compile_route(home.ROUTE, "home")
+    assert route.pattern.match("") is not None
+    for path in ("x", "dashboard", "health", "subscriptions", "openapi"):
+        assert route.pattern.match(path) is None, path
+
+
+def test_home_function_leads_to_the_dashboard(function_index: AppIndex) -> None:
+    handler = next(f.handler for f in function_index.http if f.name == "home")
+    for method in ("GET", "HEAD"):
+        response = handler(func.HttpRequest(method=method, url="http://localhost/", body=b""))
+        assert response.status_code == 302
+        assert response.headers["Location"] == "/dashboard/"
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+        page = response.get_body().decode()
+        for link in ('href="/dashboard/"', 'href="/health"', 'href="/openapi/microsoft-scheduler-2016-03-01.json"'):
+            assert link in page
+    refused = handler(func.HttpRequest(method="POST", url="http://localhost/", body=b"{}"))
+    assert refused.status_code == 405
+    assert json.loads(refused.get_body())["error"]["code"] == "InvalidHttpVerb"
+    assert refused.headers["Allow"] == "GET, HEAD"

@@ -29,7 +29,7 @@ CLASSIC_PROPERTIES = {
 }
 
 
-def entry(trigger: Trigger = Trigger.SCHEDULED) -> HistoryEntry:
+def entry(trigger: Trigger = Trigger.SCHEDULED, due: datetime | None = None) -> HistoryEntry:
     return HistoryEntry(
         execution_id="e1",
         row_key="k",
@@ -42,6 +42,7 @@ def entry(trigger: Trigger = Trigger.SCHEDULED) -> HistoryEntry:
         retry_count=0,
         repeat_count=3,
         trigger=trigger,
+        due_time=due,
     )
 
 
@@ -66,3 +67,13 @@ def test_the_documents_describe_trigger_in_the_preview_only() -> None:
     assert field["enum"] == [str(trigger) for trigger in Trigger] and field["readOnly"] is True
     assert "trigger" not in classic["definitions"]["JobHistoryDefinitionProperties"]["properties"]
     assert set(classic["definitions"]["JobHistoryDefinitionProperties"]["properties"]) == CLASSIC_PROPERTIES
+
+
+def test_the_preview_shows_a_due_time_other_than_the_expected_time_and_2016_03_01_never() -> None:
+    retried = entry(due=T0 + timedelta(seconds=30))
+    assert views.history(REF, retried, Wire.PREVIEW)["properties"]["dueTime"] == "2030-05-01T06:00:30Z"
+    assert set(views.history(REF, retried, Wire.CLASSIC)["properties"]) == CLASSIC_PROPERTIES
+    assert "dueTime" not in views.history(REF, entry(), Wire.PREVIEW)["properties"]
+    preview = json.loads((OPENAPI / "microsoft-scheduler-2026-12-01-preview.json").read_text())
+    field = preview["definitions"]["JobHistoryDefinitionProperties"]["properties"]["dueTime"]
+    assert (field["format"], field["readOnly"]) == ("date-time", True)

@@ -118,6 +118,16 @@ EXPECTED_RAW_BINDINGS: dict[str, list[dict[str, Any]]] = {
         },
         _HTTP_OUT,
     ],
+    "home": [
+        {
+            "direction": "IN",
+            "type": "httpTrigger",
+            "name": "req",
+            "authLevel": "ANONYMOUS",
+            "route": "{ignored:maxlength(0)?}",
+        },
+        _HTTP_OUT,
+    ],
     "dispatch_tick": [
         {
             "direction": "IN",
@@ -173,6 +183,7 @@ EXPECTED_BINDING_INFO: dict[str, dict[str, tuple[str, str, str]]] = {
     "openapi_document": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "dashboard": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "health": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
+    "home": {"req": ("httpTrigger", "in", "undefined"), "$return": ("http", "out", "undefined")},
     "dispatch_tick": {"timer": ("timerTrigger", "in", "undefined")},
     "cleanup": {"timer": ("timerTrigger", "in", "undefined")},
     "scan_shard": {"msg": ("queueTrigger", "in", "undefined")},

@@ -8,7 +8,7 @@
 import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
 import { lastOutcome } from "../catalog";
-import { HistoryCharts, scheduledRun } from "../charts";
+import { attemptLateness, HistoryCharts } from "../charts";
 import { announce, h, replace, type Child } from "../dom";
 import { absolute, duration, excerpt, lateness, onTimeMode, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
 import { badge, editHash, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
@@ -129,7 +129,7 @@ function occurrencesTable(insight: JobInsight): HTMLElement {
 function historyRow(row: HistoryRow, fresh: boolean, zone: string | null): HTMLTableRowElement {
   const p = row.properties;
   const took = secondsBetween(p.startTime, p.endTime);
-  const late = scheduledRun(row) ? secondsBetween(p.expectedExecutionTime, p.startTime) : null;
+  const late = attemptLateness(row);
   const message = p.message ?? "";
   return h(
     "tr",

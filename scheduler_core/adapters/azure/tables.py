@@ -497,6 +497,7 @@ HISTORY_PROPERTIES = (
     "RetryCount",
     "RepeatCount",
     "Trigger",
+    "DueTime",
 )
 #: The properties of a claim (what is left of a claim's row when its history entry is trimmed).
 CLAIM_PROPERTIES = ("State", "Worker", "Token", "LeaseUntil", "ClaimedAt", "CompletedAt")
@@ -554,6 +555,8 @@ class TableHistory:
             entity["ExpectedExecutionTime"] = record.expected_execution_time
         if record.trigger is not Trigger.SCHEDULED:  # the default is not written: such a row is as it always was
             entity["Trigger"] = str(record.trigger)
+        if record.due_time is not None:
+            entity["DueTime"] = record.due_time
         return entity
 
     @staticmethod
@@ -570,6 +573,7 @@ class TableHistory:
             retry_count=int(row.get("RetryCount", 0)),
             repeat_count=int(row.get("RepeatCount", 0)),
             trigger=_trigger(row.get("Trigger")),
+            due_time=_aware(row.get("DueTime")),
         )
 
     def _claim_rows(self, job: JobRef, select: list[str] | None = None) -> list[Any]:

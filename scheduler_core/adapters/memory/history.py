@@ -34,6 +34,7 @@ class MemoryHistory(FaultSeam):
             retry_count=int(record.retry_count),
             repeat_count=int(record.repeat_count),
             trigger=Trigger(record.trigger),
+            due_time=utc_or_none(record.due_time),
         )
 
     def _partition(self, job: JobRef) -> dict[str, HistoryEntry]:

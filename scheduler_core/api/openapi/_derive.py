@@ -338,6 +338,27 @@ def _paths() -> dict[str, Any]:
     }
 
 
+def _history_properties(properties: dict[str, Any]) -> None:
+    """A history entry's preview properties: ``trigger`` and ``dueTime`` (read-only)."""
+    properties["trigger"] = {
+        **_enum(
+            "JobHistoryTrigger",
+            ["Scheduled", "Manual", "Backfill"],
+            "What started the occurrence: its schedule (its retries and error action too), a run on demand "
+            "(POST .../run) or a backfill (POST .../backfill).",
+        ),
+        "readOnly": True,
+    }
+    properties["dueTime"] = {
+        "type": "string",
+        "format": "date-time",
+        "readOnly": True,
+        "description": "When the attempt was due to start, where that is not its expectedExecutionTime: a "
+        "retry's retry time, an error action's send, a backfill's start slot (its lateness is measured "
+        "against it); absent otherwise.",
+    }
+
+
 def derive(classic: dict[str, Any]) -> dict[str, Any]:
     """The preview document made from the 2016-03-01 one (which is not modified)."""
     document = copy.deepcopy(classic)
@@ -381,15 +402,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     definitions["JobExecutionStatus"]["description"] += (
         " Skipped: an occurrence overlapPolicy or missedRunPolicy did not run (the message says why)."
     )
-    definitions["JobHistoryDefinitionProperties"]["properties"]["trigger"] = {
-        **_enum(
-            "JobHistoryTrigger",
-            ["Scheduled", "Manual", "Backfill"],
-            "What started the occurrence: its schedule (its retries and error action too), a run on demand "
-            "(POST .../run) or a backfill (POST .../backfill).",
-        ),
-        "readOnly": True,
-    }
+    _history_properties(definitions["JobHistoryDefinitionProperties"]["properties"])
     definitions["JobStatus"]["properties"]["disabledReason"] = {
         "type": "string",
         "readOnly": True,

@@ -157,5 +157,7 @@ def test_history_says_trigger_backfill_with_the_preview_and_nothing_new_with_201
     classic = history_answer(deployment, CLASSIC)
     assert len(classic) == 4
     assert all("trigger" not in item for item in classic)  # old clients see exactly what they always did
-    assert [set(item) for item in classic] == [set(item) - {"trigger"} for item in preview]
+    assert [set(item) for item in classic] == [set(item) - {"trigger", "dueTime"} for item in preview]
+    # The preview also says when a backfill's occurrence was due (its start slot, not its past occurrence).
+    assert sorted("dueTime" in item for item in preview) == [False, False, True, True]
     assert sorted(item["message"].endswith("(backfill)") for item in classic) == [False, False, True, True]
