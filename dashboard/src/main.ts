@@ -11,7 +11,7 @@
 
 import { Api, type CredentialKind, clearSession, loadSession, whenUnauthorized } from "./api";
 import { Catalog } from "./catalog";
-import { announce, h, replace } from "./dom";
+import { announce, h, replace, shown } from "./dom";
 import { getTimeMode, setTimeMode, type TimeMode, browserZone, utc } from "./format";
 import type { Context, View } from "./view";
 import { collectionsView } from "./views/collections";
@@ -171,7 +171,7 @@ async function show(): Promise<void> {
   }
   renderChrome(true, active);
   current = view;
-  document.title = `${view.title} · Scheduler dashboard`;
+  document.title = shown(`${view.title} · Scheduler dashboard`);
   replace(main, view.element);
   const deleted = params.get("deleted");
   const saved = params.get("saved");

@@ -780,7 +780,316 @@ async function latenessCharts() {
   await finish(session, observed);
 }
 
-const SCENARIOS = { latenessCharts, watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn, editJobs, operateJobs, readerView };
+/** Hostile names and values (scripts, attribute breakers, right-to-left overrides, very long and awkward
+ * names) in every new view: the jobs list (schedule and target columns, sorting, search), the bulk
+ * confirmation and its result, job pages (the grouped history with a target's hostile answer), the editor
+ * (an unchanged save, and a new job named hostile by the form). The page runs WITHOUT its CSP (bypassCSP),
+ * so a payload that reached the DOM as markup would run: a trap on window.__pwned records (and logs) any
+ * assignment, and a MutationObserver records every element the page adds that could run or load something
+ * (script, img, svg, iframe, ...), every on* attribute and every link that is not a fragment. A probe in a
+ * second browser shows the trap catches a payload that does get in. ARGS: names (every job as [group,
+ * collection, job]), hostile (the job whose target answered with markup), historyRows, editorJob,
+ * newJob: [group, collection, job, uri], runThese, deleteMeanwhile. */
+async function hostileNames() {
+  if (ARGS.part === "bidi") return hostileBidi();
+  if (ARGS.part === "roundTrip") return hostileRoundTrip();
+  const TRAP = () => {
+    const hits = [];
+    const foreign = [];
+    Object.defineProperty(window, "__pwned", {
+      configurable: false,
+      get: () => undefined,
+      set: (value) => {
+        hits.push(String(value));
+        console.error(`PWNED: window.__pwned = ${value}`);
+      },
+    });
+    Object.defineProperty(window, "__pwnedHits", { get: () => hits.slice() });
+    Object.defineProperty(window, "__foreign", { get: () => foreign.slice() });
+    const RISKY = new Set(["SCRIPT", "IMG", "SVG", "IFRAME", "FRAME", "OBJECT", "EMBED", "STYLE", "LINK", "META", "BASE", "FORM", "MATH", "TEMPLATE", "VIDEO", "AUDIO", "SOURCE"]);
+    const inspect = (element) => {
+      if (element.nodeType !== 1) return;
+      for (const node of [element, ...element.querySelectorAll("*")]) {
+        const tag = node.tagName.toUpperCase();
+        // The static page as the parser builds it: its <head> and the brand's icon.
+        if (node.closest("head") || (tag === "IMG" && node.parentElement?.matches("a.brand") && node.getAttribute("src") === "/dashboard/assets/icon.svg")) continue;
+        // The editor's own form (a <form> for the dialog buttons and the editor itself) is the page's.
+        const own = tag === "FORM" && (node.classList.contains("editor") || node.classList.contains("buttons") || node.classList.contains("filters") || node.classList.contains("signin"));
+        if (RISKY.has(tag) && !own) foreign.push(`<${tag.toLowerCase()}> added`);
+        for (const attribute of node.attributes) {
+          if (attribute.name.toLowerCase().startsWith("on")) foreign.push(`${attribute.name} on <${tag.toLowerCase()}>`);
+        }
+        if (tag === "A" && node.hasAttribute("href") && !node.getAttribute("href").startsWith("#")) foreign.push(`a href=${node.getAttribute("href")}`);
+      }
+    };
+    new MutationObserver((records) => {
+      for (const record of records) {
+        if (record.type === "attributes") inspect(record.target);
+        for (const node of record.addedNodes) inspect(node);
+      }
+    }).observe(document, { childList: true, subtree: true, attributes: true });
+  };
+  const session = await openBrowser({ bypassCSP: true });
+  const { page } = session;
+  await page.addInitScript(TRAP);
+  const observed = { expectedStatuses: [404], hits: [], foreign: [] };
+  // After each step (and before a reload, which starts the trap afresh): fail at once, naming the step.
+  const collect = async (where) => {
+    const { hits, foreign } = await page.evaluate(() => ({ hits: window.__pwnedHits, foreign: window.__foreign }));
+    observed.hits.push(...hits);
+    observed.foreign.push(...foreign);
+    assert.deepEqual([...observed.hits, ...observed.foreign], [], `a payload ran or was added as markup by ${where}`);
+  };
+  await signedIn(page);
+  const e = encodeURIComponent;
+  const pageOf = ([group, collection, job]) => `${BASE}#/job/${e(group)}/${e(collection)}/${e(job)}`;
+  const titled = async (text) =>
+    page.waitForFunction((wanted) => document.getElementById("page-title")?.textContent === wanted, text, { timeout: WAIT });
+  const total = ARGS.names.length;
+
+  step("collections");
+  await page.locator("tbody th a").first().waitFor();
+  await page.waitForFunction((n) => document.querySelectorAll("tbody th a").length >= n, ARGS.collections, { timeout: WAIT });
+  observed.collections = await page.locator("tbody th a").allTextContents();
+
+  step("jobs list: names, collections, targets, outcomes");
+  await page.goto(`${BASE}#/jobs`);
+  await page.locator("p.count").filter({ hasText: `${total} of ${total} jobs shown` }).waitFor({ timeout: WAIT });
+  const rows = () =>
+    page.locator("main table").first().evaluate((table) =>
+      [...table.querySelectorAll("tbody tr")].map((row) => ({
+        job: row.querySelector("th a").textContent,
+        href: row.querySelector("th a").getAttribute("href"),
+        select: row.querySelector("input.select")?.getAttribute("aria-label") ?? null,
+        collection: row.cells[1].textContent,
+        target: row.cells[4].textContent,
+        outcomeTitle: row.querySelector("td.outcome .excerpt")?.getAttribute("title") ?? null,
+      })),
+    );
+  await page.waitForFunction(() => document.querySelector("td.outcome .excerpt") !== null, null, { timeout: WAIT });
+  observed.rows = await rows();
+  await collect("the jobs list");
+
+  step("sorting by name, both ways");
+  await page.getByRole("button", { name: "Job", exact: true }).click();
+  observed.ascending = (await rows()).map((row) => row.job);
+  await page.getByRole("button", { name: "Job", exact: true }).click();
+  observed.descending = (await rows()).map((row) => row.job);
+  observed.sortHash = await page.evaluate(() => window.location.hash);
+  await collect("sorting");
+
+  step("search for a hostile name, kept in the address across a reload");
+  await page.getByLabel("Search").fill(ARGS.searchFor);
+  await page.locator("p.count").filter({ hasText: `of ${total} jobs shown` }).waitFor();
+  observed.searched = (await rows()).map((row) => row.job);
+  observed.searchHash = await page.evaluate(() => window.location.hash);
+  await collect("the search");
+  await page.reload();
+  await page.locator("p.count").filter({ hasText: `of ${total} jobs shown` }).waitFor({ timeout: WAIT });
+  await page.waitForFunction(() => document.querySelectorAll("tbody th a").length > 0, null, { timeout: WAIT });
+  observed.searchAfterReload = { value: await page.getByLabel("Search").inputValue(), jobs: (await rows()).map((row) => row.job) };
+
+  step("bulk disable of one collection: the dialog names every job as text");
+  await page.goto(`${BASE}#/jobs?${new URLSearchParams({ collection: ARGS.bulkCollection })}`);
+  await page.locator("p.count").filter({ hasText: `${ARGS.bulkCount} of ${total} jobs shown` }).waitFor({ timeout: WAIT });
+  await page.getByLabel("Select every job shown").check();
+  const bar = page.getByRole("group", { name: "Bulk actions" });
+  await bar.getByRole("button", { name: "Disable" }).click();
+  const dialog = page.getByRole("dialog");
+  await dialog.waitFor();
+  observed.disableDialog = {
+    title: await dialog.locator("h2").textContent(),
+    items: await dialog.locator("li").evaluateAll((items) => items.map((li) => ({ text: li.textContent, elements: [...li.querySelectorAll("*")].map((el) => el.tagName.toLowerCase()) }))),
+    focus: await page.evaluate(() => document.activeElement?.textContent),
+  };
+  await shot(page, "hostile-bulk-dialog.png");
+  await dialog.getByRole("button", { name: `Disable ${ARGS.bulkCount} jobs` }).click();
+  const result = page.locator("main p.action-status").filter({ hasText: "disabled." });
+  await result.waitFor({ timeout: WAIT });
+  observed.disableResult = await result.textContent();
+
+  step("bulk run now of two jobs, one deleted meanwhile: the failure names it as text");
+  await page.getByLabel("Select every job shown").uncheck();
+  for (const ref of ARGS.runThese) {
+    // By the box's label, compared in the page (each click renders the rows again: find the box each time).
+    await page.evaluate((label) => [...document.querySelectorAll("input.select")].find((box) => box.getAttribute("aria-label") === label).click(), `Select ${ref[2]}`);
+  }
+  await page.locator(".bulk-count").filter({ hasText: `2 of ${ARGS.bulkCount} shown selected` }).waitFor();
+  await bar.getByRole("button", { name: "Run now" }).click();
+  await dialog.waitFor();
+  observed.runDialogItems = await dialog.locator("li").allTextContents();
+  const gone = ARGS.deleteMeanwhile;
+  const deleted = await page.request.delete(
+    `${ORIGIN}/subscriptions/${SUBSCRIPTION}/resourceGroups/${e(gone[0])}/providers/Microsoft.Scheduler/jobCollections/${e(gone[1])}/jobs/${e(gone[2])}?api-version=${PREVIEW_VERSION}`,
+    { headers: { Authorization: `Bearer ${KEY}` } },
+  );
+  observed.deletedMeanwhile = deleted.status();
+  await dialog.getByRole("button", { name: "Run 2 jobs" }).click();
+  const ran = page.locator("main p.action-status").filter({ hasText: "1 of 2 jobs run." });
+  await ran.waitFor({ timeout: WAIT });
+  observed.runResult = await ran.textContent();
+  observed.runResultElements = await ran.evaluate((p) => p.querySelectorAll("*").length);
+  await collect("the bulk actions");
+
+  step("every job's page: heading, title, breadcrumb, target");
+  observed.pages = [];
+  for (const ref of ARGS.names) {
+    if (ref[2] === gone[2] && ref[1] === gone[1]) continue;
+    await page.goto(pageOf(ref));
+    await titled(ref[2]);
+    await page.locator("dl.pairs code").first().waitFor({ timeout: WAIT });
+    observed.pages.push({
+      ref,
+      heading: await page.locator("#page-title").textContent(),
+      title: await page.evaluate(() => document.title),
+      crumb: await page.locator("nav.breadcrumb li").last().textContent(),
+      request: await page.locator("dl.pairs code").first().textContent(),
+      collectionCrumb: await page.locator("nav.breadcrumb li").nth(1).textContent(),
+    });
+    await collect(`the page of ${JSON.stringify(ref)}`);
+  }
+
+  step("the job a hostile target answered: history grouped under its occurrence");
+  await page.goto(pageOf(ARGS.hostile));
+  await titled(ARGS.hostile[2]);
+  await page.locator("tbody tr[data-status]").nth(ARGS.historyRows - 1).waitFor({ timeout: WAIT });
+  observed.history = await page.locator("tbody.occurrence").evaluateAll((bodies) =>
+    bodies.map((body) => ({
+      heading: body.querySelector("tr.occurrence-head th").textContent,
+      messages: [...body.querySelectorAll("tr[data-status] td.message")].map((cell) => (cell.querySelector("pre") ?? cell).textContent),
+      elements: [...body.querySelectorAll("td.message *")].map((el) => el.tagName.toLowerCase()),
+    })),
+  );
+  observed.definition = await page.locator("dl.pairs").evaluateAll((lists) =>
+    lists.map((list) => Object.fromEntries([...list.querySelectorAll(":scope > dt")].map((term) => [term.textContent, term.nextElementSibling.textContent]))),
+  );
+  observed.raw = JSON.parse(await page.locator("pre.raw").textContent());
+  await shot(page, "hostile-job.png");
+  await collect("the hostile job's page");
+
+  step("the editor: the hostile job's values as typed, checked and saved unchanged");
+  const edited = ARGS.editorJob;
+  await page.goto(`${BASE}#/edit/${e(edited[0])}/${e(edited[1])}/${e(edited[2])}`);
+  await titled(`Edit ${edited[2]}`);
+  await page.getByLabel("URI", { exact: true }).waitFor();
+  await page.waitForFunction(() => document.getElementById("request-uri")?.value !== "", null, { timeout: WAIT });
+  observed.editor = {
+    uri: await page.locator("#request-uri").inputValue(),
+    headers: await page.locator("#request-headers").inputValue(),
+    body: await page.locator("#request-body").inputValue(),
+    crumbs: await page.locator("nav.breadcrumb li").allTextContents(),
+  };
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  await page.getByRole("table", { name: /occurrences if saved/ }).waitFor({ timeout: WAIT });
+  await page.getByRole("button", { name: "Save" }).click();
+  await titled(edited[2]);
+  observed.editorSaved = await page.locator("main p.notice").first().textContent();
+  await collect("the editor");
+
+  step("a new job named by the form, in a collection with a right-to-left override");
+  const [group, collection, job, uri] = ARGS.newJob;
+  await page.goto(`${BASE}#/jobs`);
+  await page.getByRole("link", { name: "New job" }).click();
+  await titled("New job");
+  await page.waitForFunction(() => document.getElementById("job-collection-input")?.options.length > 0, null, { timeout: WAIT });
+  await page.getByLabel("Collection").selectOption({ value: `/subscriptions/${SUBSCRIPTION}/resourceGroups/${group}/providers/Microsoft.Scheduler/jobCollections/${collection}` });
+  await page.getByLabel("Name", { exact: true }).fill(job);
+  await page.getByLabel("Type", { exact: true }).selectOption("Http");
+  await page.getByLabel("URI", { exact: true }).fill(uri);
+  await page.getByRole("button", { name: "Check and preview" }).click();
+  await page.getByRole("table", { name: /occurrences if saved/ }).waitFor({ timeout: WAIT });
+  await page.getByRole("button", { name: "Create job" }).click();
+  await titled(job);
+  observed.created = await page.locator("main p.notice").first().textContent();
+  await collect("the new job");
+  await finish(session, observed);
+
+  step("probe: a payload that does reach the DOM as markup is caught");
+  const probe = await openBrowser({ bypassCSP: true });
+  await probe.page.addInitScript(TRAP);
+  await probe.page.goto(BASE);
+  await probe.page.evaluate(() => document.body.insertAdjacentHTML("beforeend", '<img src="x" onerror="window.__pwned = 99">'));
+  await probe.page.waitForFunction(() => window.__pwnedHits.length > 0, null, { timeout: WAIT });
+  const caught = await probe.page.evaluate(() => ({ hits: window.__pwnedHits, foreign: window.__foreign }));
+  await probe.browser.close();
+  // The names hold U+2028, which Python's splitlines() (run_scenario) takes for a line break: escaped.
+  const line = JSON.stringify({ ...observed, probe: caught, probeProblems: probe.problems }).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  process.stdout.write(`${line}\n`);
+
+  /** Where a right-to-left override in a name or a URI reorders what the page shows: the list's name, the
+   * job page's request, and the bulk result that names a job (its text after the name). Each as {reordered,
+   * visual}: whether two letters that follow each other in the text are drawn right to left, and the
+   * letters in the order they are drawn. */
+  async function hostileBidi() {
+    const session = await openBrowser();
+    const { page } = session;
+    await signedIn(page);
+    const observed = { expectedStatuses: [404] };
+    const drawn = (locator) =>
+      locator.evaluate((element) => {
+        const chars = [];
+        const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.data.length; i++) {
+            if (!/[A-Za-z0-9]/.test(node.data[i])) continue;
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const rect = range.getBoundingClientRect();
+            if (rect.width > 0) chars.push({ c: node.data[i], left: rect.left, top: Math.round(rect.top) });
+          }
+        }
+        const reordered = chars.some((char, k) => k > 0 && chars[k - 1].top === char.top && char.left < chars[k - 1].left);
+        const visual = [...chars].sort((a, b) => a.top - b.top || a.left - b.left).map((char) => char.c).join("");
+        return { reordered, visual };
+      });
+    const [rtl, other, uriJob] = ARGS.jobs;
+    await page.goto(`${BASE}#/jobs?${new URLSearchParams({ collection: `${ARGS.group}/${ARGS.collection}` })}`);
+    await page.locator("p.count").filter({ hasText: "3 of 3 jobs shown" }).waitFor({ timeout: WAIT });
+    const link = page.locator("tbody th a").filter({ hasText: "report" });
+    observed.listName = await drawn(link);
+    for (const name of [rtl, other]) {
+      await page.evaluate((label) => [...document.querySelectorAll("input.select")].find((box) => box.getAttribute("aria-label") === label).click(), `Select ${name}`);
+    }
+    await page.getByRole("group", { name: "Bulk actions" }).getByRole("button", { name: "Run now" }).click();
+    await page.getByRole("dialog").waitFor();
+    const e = encodeURIComponent;
+    const url = `${ORIGIN}/subscriptions/${SUBSCRIPTION}/resourceGroups/${e(ARGS.group)}/providers/Microsoft.Scheduler/jobCollections/${e(ARGS.collection)}/jobs/${e(rtl)}?api-version=${PREVIEW_VERSION}`;
+    observed.deleted = (await page.request.delete(url, { headers: { Authorization: `Bearer ${KEY}` } })).status();
+    await page.getByRole("dialog").getByRole("button", { name: "Run 2 jobs" }).click();
+    const result = page.locator("main p.action-status").filter({ hasText: "1 of 2 jobs run." });
+    await result.waitFor({ timeout: WAIT });
+    observed.bulkResultText = await result.textContent();
+    observed.bulkResult = await drawn(result);
+    await page.goto(`${BASE}#/job/${e(ARGS.group)}/${e(ARGS.collection)}/${e(uriJob)}`);
+    await page.locator("dl.pairs code").first().waitFor({ timeout: WAIT });
+    observed.requestText = await page.locator("dl.pairs code").first().textContent();
+    observed.request = await drawn(page.locator("dl.pairs code").first());
+    await shot(page, "bidi-request.png");
+    await finish(session, observed);
+  }
+
+  /** A job whose headers and body the form cannot show as they are (a header named __proto__, values with
+   * leading or trailing white space or a byte order mark, a body with CR LF and CR line ends): the editor
+   * is opened and saved without a change. ARGS: group, collection, job. */
+  async function hostileRoundTrip() {
+    const session = await openBrowser();
+    const { page } = session;
+    await signedIn(page);
+    const observed = {};
+    const e = encodeURIComponent;
+    await page.goto(`${BASE}#/edit/${e(ARGS.group)}/${e(ARGS.collection)}/${e(ARGS.job)}`);
+    await page.waitForFunction(() => document.getElementById("request-uri")?.value, null, { timeout: WAIT });
+    observed.headers = await page.locator("#request-headers").inputValue();
+    observed.body = await page.locator("#request-body").inputValue();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.locator("main p.notice").filter({ hasText: `Job ${ARGS.job} saved.` }).waitFor({ timeout: WAIT });
+    observed.saved = true;
+    await finish(session, observed);
+  }
+}
+
+const SCENARIOS = { latenessCharts, watchJobFire, runDisableDelete, browseAndFilter, accessibility, serviceStatus, tokenSignIn, editJobs, operateJobs, readerView, hostileNames };
 const name = process.argv[2];
 if (!SCENARIOS[name]) {
   process.stderr.write(`unknown scenario '${name}'; one of ${Object.keys(SCENARIOS).join(", ")}\n`);

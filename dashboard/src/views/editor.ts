@@ -234,6 +234,8 @@ export function editorView(context: Context, ref: Ref | null): View {
   }
   typeSelect.addEventListener("change", showParts);
 
+  let filled = { headers: "", body: "", message: "" };
+
   function fill(): void {
     const props = obj(body.properties);
     const action = obj(props.action);
@@ -254,6 +256,9 @@ export function editorView(context: Context, ref: Ref | null): View {
     accountInput.value = String(queue.storageAccount ?? "");
     queueInput.value = String(queue.queueName ?? "");
     messageInput.value = String(queue.message ?? "");
+    // A text area holds its text with LF line ends and the form's lines are trimmed: what was filled in is
+    // remembered, and a field left as it was keeps the stored value exactly (CR LF, spaces, any header name).
+    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value };
     sasInput.value = "";
     startInput.value = String(props.startTime ?? "");
     const recurrence = obj(props.recurrence);
@@ -291,22 +296,24 @@ export function editorView(context: Context, ref: Ref | null): View {
       action.request = request;
       request.method = methodSelect.value;
       request.uri = uriInput.value.trim();
-      const headers: Json = {};
-      for (const line of headersInput.value.split("\n")) {
-        if (!line.trim()) continue;
-        const at = line.indexOf(":");
-        if (at <= 0) throw new FieldProblem("properties.action.request.headers", `"${line.trim()}" is not "Name: value"`);
-        headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+      if (headersInput.value !== filled.headers) {
+        const headers: Json = Object.create(null) as Json; // a header may be named __proto__
+        for (const line of headersInput.value.split("\n")) {
+          if (!line.trim()) continue;
+          const at = line.indexOf(":");
+          if (at <= 0) throw new FieldProblem("properties.action.request.headers", `"${line.trim()}" is not "Name: value"`);
+          headers[line.slice(0, at).trim()] = line.slice(at + 1).replace(/^[ \t]+|[ \t]+$/g, "");
+        }
+        setOrDelete(request, "headers", Object.keys(headers).length ? headers : undefined);
       }
-      setOrDelete(request, "headers", Object.keys(headers).length ? headers : undefined);
-      setOrDelete(request, "body", bodyInput.value || undefined);
+      if (bodyInput.value !== filled.body) setOrDelete(request, "body", bodyInput.value || undefined);
     } else if (type === "StorageQueue") {
       delete action.request;
       const queue = obj(action.queueMessage);
       action.queueMessage = queue;
       queue.storageAccount = accountInput.value.trim();
       queue.queueName = queueInput.value.trim();
-      queue.message = messageInput.value;
+      if (messageInput.value !== filled.message) queue.message = messageInput.value;
       if (sasInput.value) queue.sasToken = sasInput.value;
     }
     for (const [path, input] of secretInputs) if (input.value) setPath(props, path, input.value);

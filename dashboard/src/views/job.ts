@@ -9,7 +9,7 @@ import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
 import { lastOutcome } from "../catalog";
 import { attemptLateness, HistoryCharts } from "../charts";
-import { announce, h, replace, type Child } from "../dom";
+import { announce, h, replace, shown, type Child } from "../dom";
 import { absolute, duration, excerpt, lateness, onTimeMode, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
 import { badge, editHash, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
 
@@ -249,11 +249,11 @@ export function jobView(context: Context, ref: Ref): View {
     button.setAttribute("aria-busy", "true");
     actionStatus.className = "action-status";
     try {
-      actionStatus.textContent = await work();
+      actionStatus.textContent = shown(await work());
       await view.refresh();
     } catch (error) {
       actionStatus.className = "action-status error";
-      actionStatus.textContent = `Failed: ${(error as Error).message}`;
+      actionStatus.textContent = shown(`Failed: ${(error as Error).message}`);
     } finally {
       button.disabled = false;
       button.removeAttribute("aria-busy");
@@ -396,7 +396,7 @@ export function jobView(context: Context, ref: Ref): View {
           actionDetails(current.properties.action, "action", insight),
           current.properties.action.errorAction ? [h("h3", {}, "Error action"), actionDetails(current.properties.action.errorAction, "action.errorAction", insight)] : null,
         );
-        raw.textContent = JSON.stringify(current, null, 2);
+        raw.textContent = shown(JSON.stringify(current, null, 2)); // a JSON escape: still the same JSON
       }
     } catch (error) {
       const failure = error as ApiError;

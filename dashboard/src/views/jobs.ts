@@ -6,7 +6,7 @@
 
 import type { JobRow } from "../catalog";
 import { isFailing } from "../catalog";
-import { h, replace } from "../dom";
+import { h, replace, shown } from "../dom";
 import { absolute, excerpt, onTimeMode, relative, scheduleWords, zoneFor } from "../format";
 import { badge, errorBanner, jobHash, rerender, type Context, type View } from "../view";
 
@@ -203,7 +203,7 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     }
     const text = `${done} of ${target.length} job${target.length === 1 ? "" : "s"} ${BULK[kind].done}.`;
     bulkStatus.className = failures.length ? "action-status error" : "action-status";
-    bulkStatus.textContent = failures.length ? `${text} ${failures.length} failed: ${failures.join("; ")}` : text;
+    bulkStatus.textContent = shown(failures.length ? `${text} ${failures.length} failed: ${failures.join("; ")}` : text);
     await view.refresh();
     updateBulk();
     opener.focus();
