@@ -675,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         format=f"%(asctime)s.%(msecs)03dZ %(levelname)s worker[{os.getpid()}] %(threadName)s %(name)s: %(message)s",
         datefmt="%Y-%m-%dT%H:%M:%S",
     )
-    for noisy in ("azure", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # The Azure SDK's and urllib3's loggers are left as the Functions Python worker leaves them (inheriting
+    # INFO): the app quiets them itself (telemetry.quiet_libraries), as it must in Azure.
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle: it stops its worker
     _serve(Connection(args.fd), args.app, args.threads, args.init)

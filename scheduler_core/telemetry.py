@@ -295,6 +295,22 @@ def set_log_level(level: int | None) -> None:
         logging.getLogger("scheduler_core").setLevel(level)
 
 
+#: Libraries whose loggers the app sets to WARNING unless something configured them: the Azure SDK's
+#: HttpLoggingPolicy writes every storage request's URL and headers at INFO, and the Functions Python worker
+#: runs with its root logger at INFO (Azure/azure-sdk-for-python#17961), so in Azure each storage call would
+#: format and ship a log record (0.1-0.16 ms of CPU per call, measured, and Application Insights ingestion).
+QUIETED_LIBRARIES = ("azure", "urllib3")
+
+
+def quiet_libraries() -> None:
+    """Set each of :data:`QUIETED_LIBRARIES`' loggers to WARNING, unless its level was set already (by the
+    host, a test or the user): their warnings and errors still show, their per-request lines do not."""
+    for name in QUIETED_LIBRARIES:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
 def reset_configuration() -> None:
     """Forget the exporter choice (tests)."""
     with _lock:

@@ -240,6 +240,7 @@ def services() -> Services:
                 config = settings.load()
                 telemetry.configure(config.appinsights_connection_string, config.otlp_endpoint)
                 telemetry.set_log_level(config.log_level)
+                telemetry.quiet_libraries()
                 _current.append(build(config))
     return _current[0]
 

@@ -109,9 +109,10 @@ def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:
 
 
 def due_at(message: ExecutionMessage, due: datetime) -> ExecutionMessage:
-    """``message`` due to start at ``due`` (its :attr:`~ExecutionMessage.due`; none when that is its
-    occurrence, so a first attempt's message is as it always was)."""
-    return replace(message, due="" if due == message.occurrence_time else format_instant(due))
+    """``message`` due to start at ``due`` (its :attr:`~ExecutionMessage.due`; none for the first attempt of the
+    main action due at its occurrence, whose message is as it always was)."""
+    first = message.attempt == 0 and message.is_main
+    return replace(message, due="" if first and due == message.occurrence_time else format_instant(due))
 
 
 def waiting(message: ExecutionMessage) -> ExecutionMessage:

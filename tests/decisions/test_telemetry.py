@@ -172,6 +172,8 @@ def test_the_error_action_is_named_as_what_follows_the_last_failed_retry(
     assert "next: error action sent" in main.getMessage()
     assert telemetry.fields_of(error_attempt)["scheduler_action"] == "error"
     assert telemetry.fields_of(error_attempt)["scheduler_next"] == "faulted"
+    # The error action is late against its send, which here is its occurrence's instant: still lateness.
+    assert telemetry.fields_of(error_attempt)["scheduler_lateness_s"] == pytest.approx(0, abs=0.01)
     assert points(reader, telemetry.ERROR_ACTIONS) == [({}, 1)]
     assert_no_secret(caplog)
 
