@@ -868,6 +868,7 @@ async function hostileNames() {
     );
   await page.waitForFunction(() => document.querySelector("td.outcome .excerpt") !== null, null, { timeout: WAIT });
   observed.rows = await rows();
+  observed.listFits = await page.evaluate(() => ({ table: document.querySelector("main table").scrollWidth, main: document.querySelector("main").clientWidth }));
   await collect("the jobs list");
 
   step("sorting by name, both ways");

@@ -206,6 +206,8 @@ def test_hostile_names_and_values_are_shown_as_text_and_run_nothing(dashboard: D
 
     # Collections and the list: each name, collection and target exactly as the API holds it, as text.
     assert sorted(seen["collections"]) == sorted(shown(name) for name in (COLLECTION, EVIL_COLLECTION, RTL_COLLECTION))
+    # A 200-character name with no break point wraps: the list still fits its page (every column in view).
+    assert seen["listFits"]["table"] <= seen["listFits"]["main"], seen["listFits"]
     listed = {row["job"]: row for row in seen["rows"]}
     assert sorted(listed) == sorted(shown(name) for *_, name in names)
     for group, name, job in names:

@@ -49,16 +49,23 @@ def held_job(
     collection = CollectionRef("sub1", "rg", collection_name)
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     target.answer([200], delay=600)
+    return services, JobRef(collection, name), *soon(target)
+
+
+def soon(target: HttpTarget) -> tuple[datetime, dict[str, Any]]:
+    """A one-shot job's start 4 s from now, and its body. Made once the host serves: a host slow to start
+    (a loaded machine) would otherwise find the job created after its start, and run it at its creation."""
     due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
-    return services, JobRef(collection, name), due, job_body(due, http_action(target.base_url + "/hook"))
+    return due, job_body(due, http_action(target.base_url + "/hook"))
 
 
 def test_a_worker_killed_mid_call_is_replaced_within_the_bound_and_both_attempts_are_recorded(
     storage_env: Settings, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
-    services, ref, due, body = held_job(storage_env, target, "jc", "held", timedelta(seconds=LEASE_SECONDS))
+    services, ref, _, _ = held_job(storage_env, target, "jc", "held", timedelta(seconds=LEASE_SECONDS))
     doomed = fault_host.spawn(LEASE_SECONDS)
+    due, body = soon(target)
     successor = None
     try:
         services.service.put_job(ref, body)
@@ -106,8 +113,9 @@ def test_a_worker_killed_after_renewing_its_lease_is_run_again_within_40_s_of_it
     """The deployed lease and timer (a tick a minute): the job is dispatched when it is written (it is due
     within the lookahead), so what runs it again is its watch look, not a tick."""
     lease = CLAIM_LEASE.total_seconds()
-    services, ref, _due, body = held_job(storage_env, target, "jc2", "renewing", CLAIM_LEASE)
+    services, ref, _, _ = held_job(storage_env, target, "jc2", "renewing", CLAIM_LEASE)
     doomed = fault_host.spawn(lease)
+    _, body = soon(target)
     successor = None
     try:
         services.service.put_job(ref, body)

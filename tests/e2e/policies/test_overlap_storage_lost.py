@@ -53,8 +53,6 @@ def test_the_waiting_occurrence_runs_once_when_storage_is_lost_as_the_one_ahead_
     collection = CollectionRef("sub1", "rg", "jc")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     ref = JobRef(collection, "buffered")
-    first_due = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
-    second_due = first_due + timedelta(minutes=1)
     answer_first = threading.Event()
     real_status = target._next_status
 
@@ -75,6 +73,9 @@ def test_the_waiting_occurrence_runs_once_when_storage_is_lost_as_the_one_ahead_
         monkeypatch.setenv("AzureWebJobsStorage", proxied.connection_string())
         monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
         host = fault_host.spawn(120, log=log)
+        # Its start is set once the host serves (a host slow to start would otherwise find the job late).
+        first_due = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
+        second_due = first_due + timedelta(minutes=1)
         try:
             body = {
                 "properties": {

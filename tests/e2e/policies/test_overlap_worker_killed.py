@@ -41,9 +41,11 @@ def test_the_occurrence_waiting_behind_a_killed_worker_runs_after_the_watchdog_r
     collection = CollectionRef("sub1", "rg", "jc")
     services.service.put_collection(collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
     ref = JobRef(collection, "buffered")
+    target.answer([200], delay=600)  # the first call is held until its worker is gone
+    doomed = fault_host.spawn(LEASE_SECONDS)
+    # Its start is set once the host serves (a host slow to start would otherwise find the job late).
     first_due = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
     second_due = first_due + timedelta(minutes=1)
-    target.answer([200], delay=600)  # the first call is held until its worker is gone
     body = {
         "properties": {
             "startTime": format_instant(first_due),
@@ -52,7 +54,6 @@ def test_the_occurrence_waiting_behind_a_killed_worker_runs_after_the_watchdog_r
             "overlapPolicy": "BufferOne",
         }
     }
-    doomed = fault_host.spawn(LEASE_SECONDS)
     successor = None
     try:
         services.service.put_job(ref, body, wire=Wire.PREVIEW)
