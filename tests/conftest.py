@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -41,6 +43,32 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return None
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(MAX_AUTO_WORKERS, WORKERS_PER_CPU * cpus))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """When the run includes ``tests/infra`` (the whole suite does), prepare its tools in a background process
+    (:func:`tests.infra.conftest.prepare`) as the run begins: on a fresh clone they take a minute or two to
+    install, under a lock that every worker reaching an infra module would otherwise wait on. Once by the
+    process that starts the run (pytest-xdist's controller, or the only process)."""
+    if "PYTEST_XDIST_WORKER" in os.environ or not _runs_infra(session.config):
+        return
+    subprocess.Popen(
+        [sys.executable, "-c", "from tests.infra.conftest import prepare; prepare()"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _runs_infra(config: pytest.Config) -> bool:
+    """Whether the run's paths include ``tests/infra`` (a path at or above it, or in it)."""
+    infra = ROOT / "tests" / "infra"
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+        if path == infra or infra in path.parents or path in infra.parents:
+            return True
+    return False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

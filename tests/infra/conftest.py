@@ -149,6 +149,18 @@ def tool_env() -> dict[str, str]:
     return env
 
 
+def prepare() -> None:
+    """Make the tools ready ahead of the tests that use them, under :func:`infra_lock`: the environment, the
+    KQL analyzer and the grammar cache (one pycep-parser run). ``make test`` starts it in the background when
+    its session begins (``tests/conftest.py``), so that on a fresh clone the minute or two it takes overlaps
+    the end-to-end modules, which run first, instead of holding every worker that reaches an infra module. A
+    failure here is met again, and reported, by the fixtures below."""
+    with infra_lock():
+        _ensure_venv()
+        _ensure_kusto_language()
+        _run([str(_bin("python")), str(PYCEP_DUMP), "infra/main.bicep"], cwd=ROOT, env=tool_env(), timeout=TOOL_TIMEOUT)
+
+
 @pytest.fixture(scope="session")
 def infra_venv() -> Path:
     """The tools' virtual environment, created and installed when missing or out of date."""
