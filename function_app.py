@@ -31,18 +31,10 @@ def management_api(req: func.HttpRequest) -> func.HttpResponse:
     from scheduler_core.wiring import management_api as api
 
     resource = req.route_params.get("resource", "")
-    response = api().handle(
-        ApiRequest(
-            method=req.method,
-            url=req.url,
-            # The host has percent-decoded the route value once; the API decodes each name exactly once.
-            path=ApiRequest.path_from_route("subscriptions/" + resource),
-            query=dict(req.params),
-            headers=dict(req.headers),
-            body=req.get_body() or b"",
-        )
+    request = ApiRequest.under_subscriptions(
+        req.method, req.url, resource, req.params, req.headers, req.get_body() or b""
     )
-    return _http_response(response)
+    return _http_response(api().handle(request))
 
 
 @app.function_name("dispatch_tick")

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core import __version__
-from scheduler_core.api.messages import ApiResponse, MethodNotAllowed
+from scheduler_core.api.messages import READ_METHODS, ApiResponse, MethodNotAllowed
 from scheduler_core.queue_depths import ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -49,8 +49,6 @@ TICK_LATE_AFTER = timedelta(minutes=3)
 #: answer within a few seconds, and an instance whose storage hangs cannot work either.
 HEALTH_DEADLINE = 5.0
 ROUTE = "health"
-#: The methods ``/health`` answers.
-READ_METHODS = frozenset({"GET", "HEAD"})
 #: The job whose history a health check reads in the history tables' own account (no job has this name).
 PROBE_JOB = JobRef(CollectionRef("health", "probe", "probe"), "health-probe")
 #: The threads the storage probes run on (a probe of hung storage holds one until its clients give up).

@@ -17,7 +17,7 @@ Content-Security-Policy that allows nothing but the page itself, and (as every a
 
 from __future__ import annotations
 
-from scheduler_core.api.messages import ApiResponse, MethodNotAllowed
+from scheduler_core.api.messages import READ_METHODS, ApiResponse, MethodNotAllowed
 
 __all__ = ["LOCATION", "ROUTE", "serve"]
 
@@ -27,8 +27,6 @@ __all__ = ["LOCATION", "ROUTE", "serve"]
 ROUTE = "{ignored:maxlength(0)?}"
 #: Where ``GET /`` leads.
 LOCATION = "/dashboard/"
-#: The methods ``/`` answers.
-READ_METHODS = frozenset({"GET", "HEAD"})
 #: The headers of the page (``nosniff`` and ``Cache-Control`` come from the answer rule of every route).
 PAGE_HEADERS = {
     "Content-Type": "text/html; charset=utf-8",

@@ -10,6 +10,10 @@ from urllib.parse import quote
 
 from scheduler_core.errors import MethodNotAllowedError, SchedulerError
 
+#: The methods that read: all a read-only route (``/``, ``/health``, ``/openapi``, ``/dashboard``) answers; any
+#: other gets an ARM 405 (:class:`MethodNotAllowed`) with them as ``Allow``.
+READ_METHODS = frozenset({"GET", "HEAD"})
+
 
 class MethodNotAllowed(MethodNotAllowedError):
     """A 405 that knows the methods its resource answers: :meth:`ApiResponse.error` lists them in ``Allow``,
@@ -44,6 +48,20 @@ class ApiRequest:
         segment, because the API decodes each name exactly once. A segment keeps all it holds (``?``, ``%``,
         ...) and the name rule judges it; nothing is decoded twice."""
         return "/".join(quote(segment, safe="", errors="surrogatepass") for segment in decoded.split("/"))
+
+    @classmethod
+    def under_subscriptions(
+        cls,
+        method: str,
+        url: str,
+        resource: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes = b"",
+    ) -> ApiRequest:
+        """The request of the management API's route ``subscriptions/{*resource}``, ``resource`` the value the
+        host decoded (:meth:`path_from_route`): how every route that hands a request to the API builds it."""
+        return cls(method, url, cls.path_from_route("subscriptions/" + resource), dict(query), dict(headers), body)
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()

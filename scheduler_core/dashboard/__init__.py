@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core import auth, health
 from scheduler_core.api.handler import ApiServices, ManagementApi
-from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
+from scheduler_core.api.messages import READ_METHODS, ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paths import ResourcePath, parse_path
 from scheduler_core.auth.roles import Principal
 from scheduler_core.dashboard.insight import job_insight
@@ -86,8 +86,6 @@ log = logging.getLogger("scheduler_core.dashboard")
 
 #: The route of the function (the Functions route template: no leading slash, below the route prefix "").
 ROUTE = "dashboard/{*path}"
-#: Methods the dashboard answers; any other gets an ARM 405 (but POST on the preview API, a dry run).
-READ_METHODS = frozenset({"GET", "HEAD"})
 #: Largest body the preview API reads (as the management API's ``MAX_BODY_BYTES``).
 MAX_BODY_BYTES = 64 * 1024
 #: Most occurrences one request may ask for (``?count=``), and the default.
@@ -326,16 +324,7 @@ def _arm_read(
             "expected /dashboard/api/arm/subscriptions/... (a path of the management API, read with GET)"
         )
     assert method.upper() in READ_METHODS
-    request = ApiRequest(
-        method="GET",
-        url=url,
-        # The host has percent-decoded the route value once; the API decodes each name exactly once.
-        path=ApiRequest.path_from_route("subscriptions/" + rest),
-        query=dict(query),
-        headers=dict(headers),
-        body=b"",
-    )
-    return api.handle(request)
+    return api.handle(ApiRequest.under_subscriptions("GET", url, rest, query, headers))
 
 
 def _fleet() -> Services:

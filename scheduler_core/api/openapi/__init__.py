@@ -19,7 +19,7 @@ import hashlib
 import uuid
 from importlib import resources
 
-from scheduler_core.api.messages import ApiResponse
+from scheduler_core.api.messages import READ_METHODS, ApiResponse
 from scheduler_core.errors import MethodNotAllowedError, NotFoundError
 
 DOCUMENT_NAME = "microsoft-scheduler-2016-03-01.json"
@@ -30,8 +30,6 @@ DOCUMENT_NAMES = (DOCUMENT_NAME, PREVIEW_DOCUMENT_NAME)
 ROUTE = "openapi/" + DOCUMENT_NAME
 #: The route that serves every document, by its name (``{document}``).
 ROUTE_TEMPLATE = "openapi/{document}"
-#: Methods that read the document; any other gets an ARM 405.
-READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 @functools.cache
