@@ -78,10 +78,10 @@ def test_excluded_occurrences_neither_fire_nor_count(deployment: Deployment, tar
 
 def test_a_calendar_excludes_its_dates_from_the_jobs_that_name_it(deployment: Deployment, target: HttpTarget) -> None:
     service = deployment.service
-    first_day = START.date()
     calendar, created = service.put_calendar(COLLECTION, "Holidays", {"properties": {"dates": ["2099-01-01"]}})
     assert created and calendar.dates == (date(2099, 1, 1),)
     later = START + timedelta(hours=2)  # not dispatched at once (beyond the scan's lookahead)
+    first_day = later.date()  # the first occurrence's day (START's own day when the suite runs after 22:00 UTC)
     body = preview_job(hook(target), {"frequency": "Day", "exclusions": {"calendars": ["holidays"]}}, later)
     put_preview(deployment, "j", body)
     before = deployment.job("j")
