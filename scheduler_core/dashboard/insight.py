@@ -74,7 +74,7 @@ def job_insight(job: Job, now: datetime, count: int) -> dict[str, Any]:
     first = next_unrun(schedule, now, job.last_execution_time)
     instants = schedule.occurrences(first, count) if first is not None else []
     recurrence = job.definition.recurrence
-    zone_name = recurrence.time_zone if recurrence is not None else None
+    zone_name = recurrence.zone_name if recurrence is not None else None
     zone = resolve_time_zone(zone_name) if zone_name is not None else None
     occurrences = [
         {

@@ -69,7 +69,7 @@ def preview_job(jobs: JobService, ref: JobRef, body: Mapping[str, Any], count: i
     first = next_unrun(schedule, now, last_run)
     instants = schedule.occurrences(first, count) if first is not None else []
     recurrence = definition.recurrence
-    zone = resolve_time_zone(recurrence.time_zone) if recurrence is not None and recurrence.time_zone else None
+    zone = resolve_time_zone(recurrence.zone_name) if recurrence is not None and recurrence.zone_name else None
 
     properties, secrets = definitions.job_json(definition, spec.state)
     before: Mapping[str, str] = {}

@@ -95,7 +95,7 @@ _ALL_STATES = _CLIENT_STATES | {"completed": "Completed", "faulted": "Faulted"}
 _PROPERTIES = ("startTime", "action", "recurrence", "state")
 _READ_ONLY = ("id", "type", "name")
 #: The recurrence's fields of the preview wire, in lower case (an error with a classic api-version).
-_RECURRENCE_PREVIEW = frozenset(name.lower() for name in RECURRENCE_EXTRAS)
+_RECURRENCE_PREVIEW = frozenset(name.lower() for name in (*RECURRENCE_EXTRAS, "cron"))
 #: Where the app's identity may go when no scope is given: the default endpoints, no extra host.
 _PUBLIC_CLOUD = IdentityScope()
 #: The fields of an action that hold durations (at any depth, in any casing).
@@ -206,7 +206,7 @@ def parse_job(
     none, written in the job's style: 30 seconds, or a plan's default (Free: an hour).
     """
     props = _job_properties(body, wire, validate_limits=validate_limits)
-    recurrence, extras = _parse_recurrence(props, wire)
+    recurrence, extras = _parse_recurrence(props, wire, previous)
     start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
     preview, jitter_where = _parse_preview(props, extras, wire)
     state = _parse_state(props, validate_limits=validate_limits)
@@ -248,9 +248,15 @@ def _job_properties(body: Mapping[str, Any], wire: Wire, *, validate_limits: boo
     return Fields(top.get("properties"), top.where("properties"), known, ignored=("status",), preview=preview)
 
 
-def _parse_recurrence(props: Fields, wire: Wire) -> tuple[Recurrence | None, dict[str, tuple[str, Any]]]:
+def _parse_recurrence(
+    props: Fields, wire: Wire, previous: JobDefinition | None
+) -> tuple[Recurrence | None, dict[str, tuple[str, Any]]]:
     """The job's ``recurrence`` and, on the preview wire, its preview fields (see :func:`split_recurrence`;
-    none on the classic wire, where each is an error naming the api-version that accepts it)."""
+    none on the classic wire, where each is an error naming the api-version that accepts it).
+
+    The classic wire shows a cron job's recurrence without its cron strings (and so without a frequency); a
+    classic write of such a recurrence (no ``frequency``) keeps the stored strings, with the written
+    ``count``, ``endTime`` and ``timeZone``, as an old client's read-modify-write expects."""
     recurrence_data, extras = (
         split_recurrence(props.get("recurrence")) if wire.preview else (props.get("recurrence"), {})
     )
@@ -258,7 +264,17 @@ def _parse_recurrence(props: Fields, wire: Wire) -> tuple[Recurrence | None, dic
         for key in recurrence_data:
             if isinstance(key, str) and key.lower() in _RECURRENCE_PREVIEW:
                 raise preview_only(f"{props.where('recurrence')}.{key}")
+        stored = previous.recurrence if previous is not None else None
+        if stored is not None and stored.cron and not _names(recurrence_data, "frequency"):
+            recurrence_data = {**recurrence_data, "cron": stored.to_json()["cron"]}
     return parse_recurrence(recurrence_data, props.where("recurrence")), extras
+
+
+def _names(data: Mapping[Any, Any], name: str) -> bool:
+    """Whether ``data`` has the key ``name`` (in any casing) with a value other than null."""
+    return any(
+        isinstance(key, str) and key.lower() == name.lower() and value is not None for key, value in data.items()
+    )
 
 
 def _parse_preview(props: Fields, extras: Mapping[str, tuple[str, Any]], wire: Wire) -> tuple[dict[str, Any], str]:
@@ -326,7 +342,7 @@ def _properties(
         properties["startTime"] = format_instant(definition.start_time)
     properties["action"] = action
     if definition.recurrence is not None:
-        recurrence = definition.recurrence.to_json()
+        recurrence = definition.recurrence.to_json(preview=preview)
         if preview and definition.jitter is not None:
             recurrence["jitter"] = format_duration(definition.jitter.value, definition.jitter.style)
         if preview and definition.exclusions is not None:

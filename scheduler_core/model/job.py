@@ -153,13 +153,20 @@ class JobDefinition:
     @property
     def series(self) -> tuple[object, ...] | None:
         """What identifies the job's series of occurrences: its start and the recurrence's frequency,
-        interval, schedule and time zone (``count`` and ``endTime`` only bound it). An edit that keeps
+        interval, schedule, cron strings and time zone (``count`` and ``endTime`` only bound it). An edit that keeps
         the series keeps the occurrences run so far counting towards ``count``. None: the job does not
         recur, so it has no series to keep."""
         recurrence = self.recurrence
         if recurrence is None:
             return None
-        return (self.start_time, recurrence.frequency, recurrence.interval, recurrence.schedule, recurrence.time_zone)
+        return (
+            self.start_time,
+            recurrence.frequency,
+            recurrence.interval,
+            recurrence.schedule,
+            recurrence.zone_name,
+            recurrence.cron,
+        )
 
 
 def first_generation(created: datetime) -> int:

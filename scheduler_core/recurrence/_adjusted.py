@@ -118,7 +118,7 @@ class AdjustedSchedule:
         self.end_time = end
         self.count = recurrence.count
         self._base = CompiledSchedule(start, dataclasses.replace(recurrence, count=None, end_time=None), created, path)
-        self._immediate = self._base.first_occurrence if start is None else None
+        self._immediate = self._base.first_occurrence if start is None and recurrence.cron is None else None
         self._jitter_us = int(jitter / _ONE_US) if jitter is not None and jitter > timedelta(0) else 0
         self._key = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
         self._windows = _windows(dates, ranges, recurrence.zone or UTC)

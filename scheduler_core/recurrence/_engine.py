@@ -15,6 +15,7 @@ from scheduler_core.recurrence._calendar import (
     in_gap,
     us_from_naive,
 )
+from scheduler_core.recurrence._cron_pattern import CronPattern
 from scheduler_core.recurrence._instants import format_instant
 from scheduler_core.recurrence._model import Frequency, Recurrence
 from scheduler_core.recurrence._patterns import (
@@ -65,6 +66,8 @@ def _check_end_time(end: datetime | None, start: datetime | None, created: datet
 def _build_pattern(recurrence: Recurrence, base_wall: datetime) -> Pattern:
     """The wall-clock pattern of a recurrence whose base (start or creation time) is ``base_wall``."""
     base = us_from_naive(base_wall)
+    if recurrence.cron is not None:
+        return CronPattern(base, recurrence.cron)
     sub = base_wall.second * 1_000_000 + base_wall.microsecond
     schedule = recurrence.schedule if recurrence.has_schedule else None
     hours = schedule.hours if schedule is not None else None
@@ -128,7 +131,8 @@ class CompiledSchedule:
     * No recurrence: one occurrence, at ``startTime`` if that is not in the past, else at ``created``.
     * No ``startTime``: the first occurrence is ``created`` ("run once immediately"); the recurrence is
       based on ``created`` (its phase, and the hour/minute/second defaults of a schedule) and the later
-      occurrences are those after ``created``.
+      occurrences are those after ``created``. Cron strings have no immediate run: their first occurrence
+      is their first match after ``created``.
     * ``startTime`` given: the recurrence is based on it; the series is every occurrence of the rule at or
       after ``max(startTime, created)``, so a past start keeps its phase and never fires in the past.
 
@@ -171,11 +175,12 @@ class CompiledSchedule:
         # The base is an instant: when its wall time is repeated it may be the second instance, which the
         # rule (wall time -> its first instance) cannot produce. _rule_next answers it for its wall time.
         self._base = base
-        self._immediate = start is None
+        # "No startTime: run once immediately" (Azure Scheduler's rule); a cron job waits for its first match
+        self._immediate = start is None and recurrence.cron is None
         self._rule_low = created + _ONE_US if start is None else max(start, created)
         rule_first = self._rule_next(self._rule_low)
         if rule_first is None:
-            where = f"{path}.schedule" if recurrence.has_schedule else path
+            where = f"{path}.cron" if recurrence.cron else f"{path}.schedule" if recurrence.has_schedule else path
             raise ValidationError(
                 where,
                 "can never fire: no time matches the schedule after the start "

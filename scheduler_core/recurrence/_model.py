@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
+from scheduler_core.recurrence._cron import CronExpression
 from scheduler_core.recurrence._instants import format_instant
 from scheduler_core.timezones import resolve_time_zone
 
@@ -103,14 +104,18 @@ class Recurrence:
 
     ``interval`` is None when the definition omitted it (it then means 1, see :attr:`step`);
     ``end_time`` is an aware UTC datetime; ``time_zone`` is the canonical spelling of the zone name.
+    ``cron`` (api-version 2026-12-01-preview) replaces ``frequency``, ``interval`` and ``schedule`` (then
+    None): the union of its strings fires; ``cron_list`` says it was written as an array.
     """
 
-    frequency: Frequency
+    frequency: Frequency | None
     interval: int | None = None
     count: int | None = None
     end_time: datetime | None = None
     schedule: Schedule | None = None
     time_zone: str | None = None
+    cron: tuple[CronExpression, ...] | None = None
+    cron_list: bool = False
 
     @property
     def step(self) -> int:
@@ -118,20 +123,35 @@ class Recurrence:
         return 1 if self.interval is None else self.interval
 
     @property
+    def zone_name(self) -> str | None:
+        """``timeZone``, else the zone of the cron strings' ``CRON_TZ=`` prefix (the parser checked they agree)."""
+        if self.time_zone is not None or not self.cron:
+            return self.time_zone
+        return next((cron.zone for cron in self.cron if cron.zone is not None), None)
+
+    @property
     def zone(self) -> tzinfo | None:
-        """The resolved zone, or None when the recurrence has no ``timeZone`` (everything is UTC)."""
-        if self.time_zone is None:
+        """The resolved zone, or None when the recurrence has none (everything is UTC)."""
+        name = self.zone_name
+        if name is None:
             return None
-        return resolve_time_zone(self.time_zone).zone
+        return resolve_time_zone(name).zone
 
     @property
     def has_schedule(self) -> bool:
         """True when a schedule with at least one field is present."""
         return self.schedule is not None and not self.schedule.is_empty
 
-    def to_json(self) -> dict[str, Any]:
-        """The canonical JSON form: PascalCase enum values, capital-O ``Occurrence``, UTC ``endTime``."""
-        out: dict[str, Any] = {"frequency": self.frequency.value}
+    def to_json(self, *, preview: bool = True) -> dict[str, Any]:
+        """The canonical JSON form: PascalCase enum values, capital-O ``Occurrence``, UTC ``endTime``, the
+        cron strings as written (``preview`` False: without them, as api-version 2016-03-01 shows a cron
+        job: a recurrence with no frequency)."""
+        out: dict[str, Any] = {}
+        if self.frequency is not None:
+            out["frequency"] = self.frequency.value
+        if self.cron is not None and preview:
+            texts = [cron.text for cron in self.cron]
+            out["cron"] = texts if self.cron_list else texts[0]
         if self.interval is not None:
             out["interval"] = self.interval
         if self.count is not None:

@@ -8,11 +8,13 @@ from typing import Any
 
 from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence._calendar import month_day_list, possible_month_shapes
+from scheduler_core.recurrence._cron import CronExpression, parse_cron
+from scheduler_core.recurrence._cron_pattern import cron_never_fires
 from scheduler_core.recurrence._instants import parse_instant
 from scheduler_core.recurrence._model import Frequency, MonthlyOccurrence, Recurrence, Schedule, WeekDay
 from scheduler_core.timezones import UnknownTimeZoneError, resolve_time_zone
 
-__all__ = ["MAX_INTERVAL", "parse_frequency", "parse_recurrence", "parse_start_time"]
+__all__ = ["MAX_CRON_STRINGS", "MAX_INTERVAL", "parse_frequency", "parse_recurrence", "parse_start_time"]
 
 #: Largest ``interval`` per frequency (scheduler-advanced-complexity.md; a recurrence spans at most
 #: 18 months, so a yearly recurrence can only have interval 1).
@@ -30,7 +32,9 @@ _WEEKDAYS = {d.value.lower(): d for d in WeekDay}
 _FREQUENCY_NAMES = ", ".join(f.value for f in Frequency)
 _WEEKDAY_NAMES = ", ".join(d.value for d in WeekDay)
 
-_RECURRENCE_KEYS = ("frequency", "interval", "count", "endTime", "schedule", "timeZone")
+_RECURRENCE_KEYS = ("frequency", "interval", "count", "endTime", "schedule", "timeZone", "cron")
+#: The most cron strings one recurrence may hold (a union).
+MAX_CRON_STRINGS = 50
 _SCHEDULE_KEYS = ("minutes", "hours", "weekDays", "monthDays", "monthlyOccurrences", "months")
 _OCCURRENCE_KEYS = ("day", "Occurrence")
 
@@ -214,6 +218,44 @@ def parse_recurrence(data: Mapping[str, Any] | None, path: str = "properties.rec
     if data is None:
         return None
     fields = _fields(data, path, _RECURRENCE_KEYS)
+    count: int | None = None
+    if "count" in fields:
+        key, value = fields["count"]
+        count = _int(value, f"{path}.{key}", 1, 2**31 - 1)
+    time_zone: str | None = None
+    if "timeZone" in fields:
+        key, value = fields["timeZone"]
+        time_zone = _parse_time_zone(value, f"{path}.{key}")
+    cron: tuple[CronExpression, ...] | None = None
+    if "cron" in fields:
+        cron = _parse_crons(fields, path, time_zone)
+    zone_name = time_zone or (cron[0].zone if cron else None)
+    zone: tzinfo | None = resolve_time_zone(zone_name).zone if zone_name is not None else None
+    end_time: datetime | None = None
+    if "endTime" in fields:
+        key, value = fields["endTime"]
+        end_time = parse_instant(value, f"{path}.{key}", zone)
+    if cron is not None:
+        return Recurrence(
+            None, count=count, end_time=end_time, time_zone=time_zone, cron=cron, cron_list=_is_list(fields)
+        )
+    frequency, interval, schedule = _parse_rule(fields, path)
+    return Recurrence(
+        frequency=frequency,
+        interval=interval,
+        count=count,
+        end_time=end_time,
+        schedule=schedule,
+        time_zone=time_zone,
+    )
+
+
+def _is_list(fields: Mapping[str, tuple[str, Any]]) -> bool:
+    return isinstance(fields["cron"][1], list)
+
+
+def _parse_rule(fields: Mapping[str, tuple[str, Any]], path: str) -> tuple[Frequency, int | None, Schedule | None]:
+    """``frequency`` (required without ``cron``), ``interval`` and ``schedule``."""
     if "frequency" not in fields:
         raise ValidationError(f"{path}.frequency", f"is required (one of {_FREQUENCY_NAMES})")
     key, value = fields["frequency"]
@@ -223,32 +265,50 @@ def parse_recurrence(data: Mapping[str, Any] | None, path: str = "properties.rec
         key, value = fields["interval"]
         high = MAX_INTERVAL[frequency]
         interval = _int(value, f"{path}.{key}", 1, high, f"an integer (for frequency {frequency.value})")
-    count: int | None = None
-    if "count" in fields:
-        key, value = fields["count"]
-        count = _int(value, f"{path}.{key}", 1, 2**31 - 1)
-    time_zone: str | None = None
-    zone: tzinfo | None = None
-    if "timeZone" in fields:
-        key, value = fields["timeZone"]
-        time_zone = _parse_time_zone(value, f"{path}.{key}")
-        zone = resolve_time_zone(time_zone).zone
-    end_time: datetime | None = None
-    if "endTime" in fields:
-        key, value = fields["endTime"]
-        end_time = parse_instant(value, f"{path}.{key}", zone)
     schedule: Schedule | None = None
     if "schedule" in fields:
         key, value = fields["schedule"]
         schedule = _parse_schedule(value, f"{path}.{key}", frequency)
-    return Recurrence(
-        frequency=frequency,
-        interval=interval,
-        count=count,
-        end_time=end_time,
-        schedule=schedule,
-        time_zone=time_zone,
-    )
+    return frequency, interval, schedule
+
+
+def _parse_crons(fields: Mapping[str, tuple[str, Any]], path: str, time_zone: str | None) -> tuple[CronExpression, ...]:
+    """``cron``: one string or an array of 1 to :data:`MAX_CRON_STRINGS`; it replaces ``frequency``,
+    ``interval`` and ``schedule``. A ``CRON_TZ=`` prefix must name the zone of ``timeZone`` (and of the
+    other strings)."""
+    key, value = fields["cron"]
+    where = f"{path}.{key}"
+    for other in ("frequency", "interval", "schedule"):
+        if other in fields:
+            raise ValidationError(
+                f"{path}.{fields[other][0]}",
+                f"cannot be given with {key}: a cron string replaces frequency, interval and schedule",
+            )
+    if isinstance(value, list):
+        if not 1 <= len(value) <= MAX_CRON_STRINGS:
+            raise ValidationError(where, f"must hold 1 to {MAX_CRON_STRINGS} cron strings, not {len(value):,}")
+        texts = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    else:
+        texts = [(where, value)]
+    crons = tuple(parse_cron(text, at) for at, text in texts)
+    zone = resolve_time_zone(time_zone).iana if time_zone is not None else None
+    zone_at = f"{path}.{fields['timeZone'][0]}" if "timeZone" in fields else ""
+    for (at, _), cron in zip(texts, crons, strict=True):
+        if cron.zone is None:
+            continue
+        try:
+            named = resolve_time_zone(cron.zone).iana
+        except UnknownTimeZoneError:
+            raise ValidationError(at, f"names an unknown time zone in its prefix: {cron.zone!r}") from None
+        if zone is None:
+            zone, zone_at = named, at
+        elif named != zone:
+            raise ValidationError(
+                at, f"names the zone {named} in its prefix, but {zone_at} names {zone} (a recurrence has one zone)"
+            )
+    if cron_never_fires(crons):
+        raise ValidationError(where, "can never fire: no day of any year matches (for example 0 0 30 2 *)")
+    return crons
 
 
 def parse_start_time(

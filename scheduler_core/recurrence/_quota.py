@@ -39,15 +39,16 @@ def minimum_gap(
     """The smallest wall-clock gap between two consecutive occurrences of ``recurrence``.
 
     Without a schedule that is ``interval`` units (months and years measured over the calendar, so a
-    monthly job's smallest gap is 28 days). With a schedule it is found by running the rule (in UTC, so
+    monthly job's smallest gap is 28 days). With a schedule or cron strings it is found by running the rule (in UTC, so
     that a daylight-saving change does not count as a shorter day) from ``start_time`` (default: a Monday
     at midnight) over a few thousand occurrences; the search stops early once a gap below ``stop_below``
     is seen.
     """
     frequency = recurrence.frequency
-    if not recurrence.has_schedule and frequency not in (Frequency.MONTH, Frequency.YEAR):
+    if frequency is not None and not recurrence.has_schedule and frequency not in (Frequency.MONTH, Frequency.YEAR):
         return nominal_gap(frequency, recurrence.step)
-    plain = dataclasses.replace(recurrence, count=None, end_time=None, time_zone=None)
+    crons = tuple(dataclasses.replace(cron, zone=None) for cron in recurrence.cron) if recurrence.cron else None
+    plain = dataclasses.replace(recurrence, count=None, end_time=None, time_zone=None, cron=crons)
     base = start_time.astimezone(UTC) if start_time is not None else _DEFAULT_BASE
     compiled = CompiledSchedule(base, plain, base)
     smallest: timedelta | None = None

@@ -2,7 +2,7 @@
 
 The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
 version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies,
-the recurrence's jitter and exclusions, placeholders, ManagedServiceIdentity authentication and request
+the recurrence's jitter, exclusions and cron strings, placeholders, ManagedServiceIdentity authentication and request
 signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's ``trigger``,
 the calendar and occurrence resources and the job's backfill. The file is committed;
 ``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
@@ -389,6 +389,14 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "description": "Each occurrence fires at a stable offset in [0, jitter); at most half the smallest gap.",
     }
     recurrence["exclusions"] = _ref("JobRecurrenceExclusions")
+    recurrence["cron"] = {
+        "description": (
+            "A cron string or an array of 1 to 50 (their union fires), instead of frequency, interval and "
+            "schedule: 5 fields (minute hour day-of-month month day-of-week) or 6 (second first); L, W, LW, #, "
+            "?, names, @hourly-style macros and a CRON_TZ= prefix. Read in timeZone; see docs/recurrence.md."
+        ),
+        "x-nullable": True,
+    }
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
         "description": (
