@@ -256,7 +256,8 @@ def _parse_recurrence(
 
     The classic wire shows a cron job's recurrence without its cron strings (and so without a frequency); a
     classic write of such a recurrence (no ``frequency``) keeps the stored strings, with the written
-    ``count``, ``endTime`` and ``timeZone``, as an old client's read-modify-write expects."""
+    ``count`` and ``endTime``, and the written ``timeZone`` or else the stored one (azure-mgmt-scheduler's
+    model has no ``timeZone``: its read-modify-write would otherwise move the job to UTC)."""
     recurrence_data, extras = (
         split_recurrence(props.get("recurrence")) if wire.preview else (props.get("recurrence"), {})
     )
@@ -266,7 +267,10 @@ def _parse_recurrence(
                 raise preview_only(f"{props.where('recurrence')}.{key}")
         stored = previous.recurrence if previous is not None else None
         if stored is not None and stored.cron and not _names(recurrence_data, "frequency"):
-            recurrence_data = {**recurrence_data, "cron": stored.to_json()["cron"]}
+            kept = {"cron": stored.to_json()["cron"]}
+            if stored.time_zone is not None and not _names(recurrence_data, "timeZone"):
+                kept["timeZone"] = stored.time_zone  # 2016-03-01's SDK has no timeZone: it would read in UTC
+            recurrence_data = {**recurrence_data, **kept}
     return parse_recurrence(recurrence_data, props.where("recurrence")), extras
 
 

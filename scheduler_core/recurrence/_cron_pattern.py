@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import functools
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -89,11 +90,12 @@ class _Tables:
         self._cycle_total: int | None = None
 
     def month(self, month_index: int) -> _Month:
-        year, month0 = divmod(month_index, 12)
-        first_weekday, days_in_month = calendar.monthrange(year, month0 + 1)
-        key = (month0, days_in_month, first_weekday)
+        return self._shape(_shape_of(month_index))
+
+    def _shape(self, key: tuple[int, int, int]) -> _Month:
         found = self._by_shape.get(key)
         if found is None:
+            month0, days_in_month, first_weekday = key
             found = self._by_shape[key] = self._build(month0 + 1, days_in_month, first_weekday)
         return found
 
@@ -125,12 +127,25 @@ class _Tables:
     def cycle_total(self) -> int:
         """Candidates in 400 years (any 4,800 consecutive months)."""
         if self._cycle_total is None:
-            self._cycle_total = sum(self.month(2000 * 12 + i).total for i in range(_CYCLE_MONTHS))
+            self._cycle_total = sum(times * self._shape(key).total for key, times in _cycle_shapes().items())
         return self._cycle_total
 
     def never(self) -> bool:
         """True when no month of any shape has a day the strings fire on."""
         return self.cycle_total() == 0
+
+
+def _shape_of(month_index: int) -> tuple[int, int, int]:
+    """What a month's matching days depend on: (month - 1, its length, the weekday of its 1st)."""
+    year, month0 = divmod(month_index, 12)
+    first_weekday, days_in_month = calendar.monthrange(year, month0 + 1)
+    return (month0, days_in_month, first_weekday)
+
+
+@functools.cache
+def _cycle_shapes() -> Counter[tuple[int, int, int]]:
+    """How often each month shape occurs in 400 years (at most 12 x 2 x 7 = 168 shapes)."""
+    return Counter(_shape_of(2000 * 12 + i) for i in range(_CYCLE_MONTHS))
 
 
 @functools.lru_cache(maxsize=512)
