@@ -115,11 +115,18 @@ def describe_action(action: Any) -> str:
 
 
 def describe_recurrence(recurrence: Any) -> str:
+    """A recurrence in words: "every 2 hours, 5 times", "cron 0 9 * * MON-FRI | 0 12 L * *, Europe/Berlin"."""
     if not isinstance(recurrence, dict):
         return "once"
-    interval = recurrence.get("interval") or 1
-    frequency = str(recurrence.get("frequency") or "").lower()
-    text = f"every {frequency}" if interval == 1 else f"every {interval} {frequency}s"
+    cron = recurrence.get("cron")
+    if cron:
+        text = "cron " + " | ".join(cron if isinstance(cron, list) else [cron])
+    elif not recurrence.get("frequency"):
+        text = "by a schedule this api-version cannot show"  # a cron job read with 2016-03-01
+    else:
+        interval = recurrence.get("interval") or 1
+        frequency = str(recurrence.get("frequency") or "").lower()
+        text = f"every {frequency}" if interval == 1 else f"every {interval} {frequency}s"
     if recurrence.get("schedule"):
         text += " (schedule)"
     if recurrence.get("count") is not None:

@@ -81,6 +81,20 @@ def test_after_and_time_zone(cli: Cli, tmp_path: Path) -> None:
     assert datetime.fromisoformat(local_text) == first and local_text.endswith(("+01:00", "+02:00"))
 
 
+def test_a_cron_job_is_previewed_and_shown_with_its_cron(cli: Cli, tmp_path: Path) -> None:
+    assert cli("collections", "create", "jc1", "-l", "westus").code == 0
+    start = tomorrow_at(0)
+    properties = {**hourly(start), "recurrence": {"cron": ["0 30 9 * * *", "0 15 * * * *"], "count": 4}}
+    assert cli("jobs", "create", "jc1/cron", "-f", job_file(tmp_path, properties)).code == 0
+    shown = cli("jobs", "preview", "jc1/cron", "--count", "10", "-o", "json")
+    assert shown.code == 0, shown.err
+    expected = [start + timedelta(hours=h, minutes=15) for h in range(4)]  # the union, four times (count)
+    assert shown.json() == [format_instant(instant) for instant in expected]
+    described = cli("jobs", "show", "jc1/cron")
+    assert described.code == 0, described.err
+    assert "cron 0 30 9 * * * | 0 15 * * * *, 4 times" in described.out
+
+
 def test_a_disabled_job_shows_when_it_would_run_and_a_missing_job_is_404(cli: Cli, tmp_path: Path) -> None:
     assert cli("collections", "create", "jc1", "-l", "westus").code == 0
     start = tomorrow_at(7)
