@@ -17,6 +17,7 @@ from typing import Any
 
 from scheduler_core import auth, telemetry
 from scheduler_core.api import views
+from scheduler_core.api.job_filter import parse_job_filter
 from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
@@ -279,9 +280,14 @@ class _Operation:
 
     def list_jobs(self) -> ApiResponse:
         jobs = self.service.list_jobs(self.collection_ref())
-        wanted = parse_filter(self.request.query, "state", views.JOB_STATES)
-        if wanted is not None:
-            jobs = [job for job in jobs if job.state == wanted]
+        if self.wire.preview:  # tags, host and several clauses: the preview's $filter (api/job_filter.py)
+            chosen = parse_job_filter(self.request.query.get("$filter"), views.JOB_STATES)
+            if chosen is not None:
+                jobs = [job for job in jobs if chosen.matches(job)]
+        else:
+            wanted = parse_filter(self.request.query, "state", views.JOB_STATES)
+            if wanted is not None:
+                jobs = [job for job in jobs if job.state == wanted]
         return self._list(jobs, lambda job: views.job(job, self.wire))
 
     def get_job(self) -> ApiResponse:

@@ -75,7 +75,22 @@ __all__ = [
 ]
 
 #: The top-level ``properties`` of the preview wire.
-PREVIEW_PROPERTIES = ("overlapPolicy", "missedRunPolicy", "pauseAfterFailures", "deleteAfterCompletion")
+PREVIEW_PROPERTIES = (
+    "overlapPolicy",
+    "missedRunPolicy",
+    "pauseAfterFailures",
+    "deleteAfterCompletion",
+    "tags",
+    "description",
+)
+#: ARM's tag limits: tags per resource, characters of a name and of a value, characters a name may not hold,
+#: and the prefixes reserved for Azure.
+MAX_TAGS = 50
+MAX_TAG_NAME = 512
+MAX_TAG_VALUE = 256
+_TAG_NAME_FORBIDDEN = set("<>%&\\?/")
+_TAG_RESERVED = ("microsoft", "azure", "windows")
+MAX_DESCRIPTION = 1024
 #: The ``recurrence`` fields of the preview wire.
 RECURRENCE_EXTRAS = ("jitter", "exclusions")
 MAX_PAUSE_AFTER_FAILURES = 1000
@@ -111,7 +126,48 @@ def parse_policies(props: Fields) -> dict[str, Any]:
         )
     if "deleteAfterCompletion" in props:
         out["delete_after_completion"] = props.boolean("deleteAfterCompletion")
+    if "tags" in props:
+        out["tags"] = parse_tags(props.get("tags"), props.where("tags"))
+    if "description" in props:
+        out["description"] = _description(props.get("description"), props.where("description"))
     return out
+
+
+def parse_tags(data: object, path: str) -> tuple[tuple[str, str], ...]:
+    """``tags``: an object of at most 50 string values, by ARM's rules (a name of 1 to 512 characters without
+    ``< > % & \\ ? /``, not starting with microsoft, azure or windows; a value of at most 256 characters;
+    names unique without regard to case)."""
+    if not isinstance(data, Mapping):
+        raise ValidationError(path, 'must be a JSON object of tag names and string values, e.g. {"team": "payments"}')
+    if len(data) > MAX_TAGS:
+        raise ValidationError(path, f"holds {len(data)} tags; at most {MAX_TAGS} are allowed")
+    seen: dict[str, str] = {}
+    tags: list[tuple[str, str]] = []
+    for name, value in data.items():
+        where = f"{path}.{name}"
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_TAG_NAME:
+            raise ValidationError(where, f"a tag name must be 1 to {MAX_TAG_NAME} characters")
+        bad = sorted(_TAG_NAME_FORBIDDEN.intersection(name))
+        if bad or any(ord(c) < 32 for c in name):
+            shown = " ".join(bad) if bad else "a control character"
+            raise ValidationError(where, f"a tag name may not hold {shown} (ARM forbids < > % & \\ ? / and controls)")
+        if name.casefold().startswith(_TAG_RESERVED):
+            raise ValidationError(where, "tag names starting with microsoft, azure or windows are reserved")
+        if name.casefold() in seen:
+            raise ValidationError(
+                where, f"duplicates the tag {seen[name.casefold()]!r} (tag names are not case-sensitive)"
+            )
+        if not isinstance(value, str) or len(value) > MAX_TAG_VALUE:
+            raise ValidationError(where, f"a tag value must be a string of at most {MAX_TAG_VALUE} characters")
+        seen[name.casefold()] = name
+        tags.append((name, value))
+    return tuple(tags)
+
+
+def _description(value: object, path: str) -> str | None:
+    if not isinstance(value, str) or len(value) > MAX_DESCRIPTION:
+        raise ValidationError(path, f"must be a string of at most {MAX_DESCRIPTION:,} characters")
+    return value or None
 
 
 def _missed_run(data: object, path: str) -> MissedRunPolicy:
@@ -152,6 +208,10 @@ def policies_json(definition: JobDefinition) -> dict[str, Any]:
         out["pauseAfterFailures"] = definition.pause_after_failures
     if definition.delete_after_completion:
         out["deleteAfterCompletion"] = True
+    if definition.tags:
+        out["tags"] = dict(definition.tags)
+    if definition.description is not None:
+        out["description"] = definition.description
     return out
 
 
@@ -170,6 +230,11 @@ def read_policies(properties: Mapping[str, Any]) -> dict[str, Any]:
         out["pause_after_failures"] = int(properties["pauseAfterFailures"])
     if properties.get("deleteAfterCompletion"):
         out["delete_after_completion"] = True
+    tags = properties.get("tags")
+    if isinstance(tags, Mapping):
+        out["tags"] = tuple((str(name), str(value)) for name, value in tags.items())
+    if properties.get("description"):
+        out["description"] = str(properties["description"])
     return out
 
 
@@ -403,9 +468,10 @@ def _keep_http(new: Action, old: Action | None) -> Action:
 def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
     """A definition written with the classic wire (which shows and takes no preview property), with the
     preview properties of the stored ``previous`` kept, as a read-modify-write by an old client expects:
-    the policies; the jitter and exclusions while the job still recurs; ``expandPlaceholders``; and, for an
-    HTTP action whose URI keeps its scheme, host and port, its request signing and its ManagedServiceIdentity
-    authentication (unless the write gives an authentication: ``{"type": "NotSpecified"}`` removes it)."""
+    the policies, tags and description; the jitter and exclusions while the job still recurs;
+    ``expandPlaceholders``; and, for an HTTP action whose URI keeps its scheme, host and port, its request
+    signing and its ManagedServiceIdentity authentication (unless the write gives an authentication:
+    ``{"type": "NotSpecified"}`` removes it)."""
     action = dataclasses.replace(
         new.action,
         expand_placeholders=previous.action.expand_placeholders,
@@ -420,6 +486,8 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
         missed_run_policy=previous.missed_run_policy,
         pause_after_failures=previous.pause_after_failures,
         delete_after_completion=previous.delete_after_completion,
+        tags=previous.tags,
+        description=previous.description,
         jitter=previous.jitter if recurs else None,
         exclusions=previous.exclusions if recurs else None,
     )

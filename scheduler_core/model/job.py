@@ -133,7 +133,8 @@ class JobDefinition:
     ``overlap_policy``, ``missed_run_policy``, ``pause_after_failures`` (after this many consecutive faulted
     occurrences the job is disabled; None: never), ``delete_after_completion`` (a job that completes, not
     one that faults, is removed), and, with a recurrence only, ``jitter`` (each occurrence fires at a stable
-    pseudo-random offset in [0, jitter) after its instant) and ``exclusions``."""
+    pseudo-random offset in [0, jitter) after its instant) and ``exclusions``; ``tags`` and ``description``
+    only label the job."""
 
     action: JobAction
     start_time: datetime | None = None
@@ -144,6 +145,14 @@ class JobDefinition:
     delete_after_completion: bool = False
     jitter: Duration | None = None
     exclusions: Exclusions | None = None
+    #: ``tags`` (key, value) in the order written, and ``description``: labels for people and ``$filter``.
+    tags: tuple[tuple[str, str], ...] = ()
+    description: str | None = None
+
+    def tag(self, key: str) -> str | None:
+        """The value of the tag ``key`` (keys match without regard to case, as ARM's do), or None."""
+        wanted = key.casefold()
+        return next((value for name, value in self.tags if name.casefold() == wanted), None)
 
     @property
     def jitter_length(self) -> timedelta | None:

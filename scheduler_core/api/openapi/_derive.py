@@ -1,7 +1,7 @@
 """How ``microsoft-scheduler-2026-12-01-preview.json`` is made from Microsoft's 2016-03-01 document.
 
 The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
-version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies,
+version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies, tags,
 the recurrence's jitter, exclusions and cron strings, placeholders, ManagedServiceIdentity authentication and request
 signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's ``trigger``,
 the calendar and occurrence resources and the job's backfill. The file is committed;
@@ -382,6 +382,12 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "description": "After this many consecutive faulted occurrences the job is disabled.",
     }
     job["deleteAfterCompletion"] = {"type": "boolean", "description": "Remove the job when it completes."}
+    job["tags"] = {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "Labels by ARM's tag rules (at most 50); list jobs with $filter=tags/<name> eq '<value>'.",
+    }
+    job["description"] = {"type": "string", "maxLength": 1024, "description": "What the job is for, for people."}
     recurrence = definitions["JobRecurrence"]["properties"]
     recurrence["jitter"] = {
         "type": "string",
