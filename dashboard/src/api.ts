@@ -94,6 +94,9 @@ export interface Action {
 }
 
 export interface Recurrence {
+  /** api-version 2026-12-01-preview: one cron string or an array of them (their union fires); a recurrence
+   * with ``cron`` has no frequency, interval or schedule. */
+  cron?: string | string[];
   frequency?: string;
   interval?: number;
   count?: number;

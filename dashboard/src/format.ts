@@ -165,11 +165,35 @@ function numbers(value: unknown): number[] {
 
 const pad = (n: number) => String(n).padStart(2, "0");
 
-/** A recurrence in words: "every 5 minutes", "Mon, Wed 08:00", "every 2 weeks: Fri 17:30", "once". */
+/** The cron strings of a recurrence (api-version 2026-12-01-preview: ``cron`` is one string or an array of
+ * them, whose union fires), as a list; null when it has no ``cron`` (a frequency, or a one-shot job). */
+export function cronStrings(recurrence: { cron?: unknown } | undefined | null): string[] | null {
+  const cron = recurrence?.cron;
+  if (cron === undefined || cron === null) return null;
+  return (Array.isArray(cron) ? cron : [cron]).map((item) => String(item));
+}
+
+/** The zone a recurrence's times are in, as written: its ``timeZone``, else the zone a cron string names in a
+ * ``CRON_TZ=`` (or ``TZ=``) prefix; undefined for UTC. */
+export function recurrenceZone(recurrence: { timeZone?: string; cron?: unknown } | undefined | null): string | undefined {
+  if (recurrence?.timeZone) return recurrence.timeZone;
+  for (const text of cronStrings(recurrence) ?? []) {
+    const prefix = /^\s*(?:CRON_TZ|TZ)=(\S+)/i.exec(text);
+    if (prefix) return prefix[1];
+  }
+  return undefined;
+}
+
+/** A recurrence in words: "every 5 minutes", "Mon, Wed 08:00", "every 2 weeks: Fri 17:30",
+ * "cron 0 9 * * MON-FRI | 0 12 L * *" (a union of cron strings), "once". */
 export function scheduleWords(
-  recurrence: { frequency?: string; interval?: number; count?: number; endTime?: string; timeZone?: string; schedule?: Record<string, unknown> } | undefined,
+  recurrence:
+    | { frequency?: string; interval?: number; count?: number; endTime?: string; timeZone?: string; schedule?: Record<string, unknown>; cron?: string | string[] }
+    | undefined,
   startTime?: string,
 ): string {
+  const crons = cronStrings(recurrence);
+  if (recurrence && crons) return `cron ${crons.map((text) => text.trim()).join(" | ")}${limits(recurrence)}`;
   if (!recurrence || !recurrence.frequency) return startTime ? `once, at ${utc(startTime)}` : "once";
   const unit = UNITS[recurrence.frequency.toLowerCase()] ?? recurrence.frequency.toLowerCase();
   const interval = recurrence.interval ?? 1;
@@ -202,6 +226,12 @@ export function scheduleWords(
   else if (interval === 1 && on.length) text = when;
   else if (interval === 1) text = `${every} ${when}`;
   else text = `${every}: ${when}`;
+  return text + limits(recurrence);
+}
+
+/** What follows a recurrence's rule in words: its zone, count and end (" (Europe/Berlin), 10 times"). */
+function limits(recurrence: { count?: number; endTime?: string; timeZone?: string }): string {
+  let text = "";
   if (recurrence.timeZone) text += ` (${recurrence.timeZone})`;
   if (recurrence.count !== undefined) text += `, ${recurrence.count} time${recurrence.count === 1 ? "" : "s"}`;
   if (recurrence.endTime) text += `, until ${utc(recurrence.endTime)}`;

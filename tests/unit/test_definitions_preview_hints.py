@@ -30,6 +30,9 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobProperties", "missedRunPolicy"): {"mode": "Skip"},
     ("JobProperties", "pauseAfterFailures"): 3,
     ("JobProperties", "deleteAfterCompletion"): True,
+    ("JobProperties", "tags"): {"team": "payments"},
+    ("JobProperties", "description"): "Settles the day's payments",
+    ("JobRecurrence", "cron"): "0 9 * * MON-FRI",
     ("JobRecurrence", "jitter"): "PT1M",
     ("JobRecurrence", "exclusions"): {"dates": ["2031-01-01"]},
     ("JobAction", "expandPlaceholders"): True,
@@ -73,6 +76,8 @@ def refused(job: dict[str, Any], wire: Wire = Wire.CLASSIC) -> ValidationError:
 
 def placed(place: tuple[str, ...], name: str, value: Any) -> dict[str, Any]:
     job = body()
+    if name.lower() == "cron":  # a cron string replaces frequency and interval
+        job["properties"]["recurrence"] = {}
     target = job
     for key in place:
         target = target[key]

@@ -1,7 +1,14 @@
 // Create or edit a job: a form for the common cases (an HTTP or HTTPS request, a Storage queue message; the
-// start, the recurrence and a simple schedule; the retry policy; the state) and a JSON view of the whole
-// PUT body as api-version 2026-12-01-preview has it (every property: jitter, overlapPolicy, exclusions,
-// signing, identity, ...), editable. Both edit one body: what the form does not show is kept as it is.
+// start, the recurrence and a simple schedule, or cron strings instead; the retry policy; the state) and a
+// JSON view of the whole PUT body as api-version 2026-12-01-preview has it (every property: jitter,
+// overlapPolicy, exclusions, signing, identity, ...), editable. Both edit one body: what the form does not
+// show is kept as it is.
+//
+// A recurrence of api-version 2026-12-01-preview may hold ``cron`` (one cron string, or an array whose union
+// fires) instead of frequency, interval and schedule: the form's "Cron" recurrence writes it from one string
+// a line (one line: a string; several: an array) and leaves those three out. A cron left as it was loaded is
+// kept exactly (a string stays a string, a one-string array an array); the service checks each string and
+// names the position of what is wrong.
 //
 // Everything goes through the service with the user's credential:
 // - "Check and preview" sends the body to the dashboard's dry run (POST /dashboard/api/preview/...): the
@@ -18,13 +25,15 @@
 import type { Collection, Job, JobInsight, JobPreview, Ref } from "../api";
 import { ApiError, parseId } from "../api";
 import { announce, h, replace } from "../dom";
-import { absolute, relative, utc } from "../format";
+import { absolute, cronStrings, relative, utc } from "../format";
 import { errorBanner, jobHash, jobsHash, table, type Context, type View } from "../view";
 
 type Json = Record<string, unknown>;
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 const FREQUENCIES = ["Minute", "Hour", "Day", "Week", "Month"];
+/** The recurrence choice of cron strings (``recurrence.cron``) instead of a frequency. */
+const CRON = "Cron";
 const WEEK_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const FORM_TYPES = ["Http", "Https", "StorageQueue"];
 /** A write-only field the form has an input of its own for. */
@@ -108,7 +117,9 @@ export function editorView(context: Context, ref: Ref | null): View {
     { id: "recurrence-frequency" },
     h("option", { value: "" }, "none: runs once"),
     FREQUENCIES.map((frequency) => h("option", { value: frequency }, frequency)),
+    h("option", { value: CRON }, "Cron: one or more cron strings"),
   );
+  const cronInput = h("textarea", { id: "recurrence-cron", rows: 3, spellcheck: "false", autocomplete: "off" });
   const intervalInput = h("input", { id: "recurrence-interval", type: "text", inputmode: "numeric", autocomplete: "off" });
   const countInput = h("input", { id: "recurrence-count", type: "text", inputmode: "numeric", autocomplete: "off" });
   const endInput = h("input", { id: "recurrence-end", type: "text", autocomplete: "off" });
@@ -155,6 +166,14 @@ export function editorView(context: Context, ref: Ref | null): View {
     dayBoxes.map((box) => h("span", { class: "check" }, box, h("label", { for: box.id }, box.value.slice(0, 3)))),
   );
 
+  const cronField = field(
+    "Cron",
+    cronInput,
+    "One cron string a line: 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, e.g. 0 9 * * MON-FRI, */15 * * * * *, @hourly, CRON_TZ=Europe/Berlin 0 0 L * *. Several lines: the job runs at the times of each.",
+  );
+  const intervalField = field("Interval", intervalInput, "Every this many of the frequency (1 when empty).");
+  const hoursField = field("Hours", hoursInput, "Simple schedule: hours of the day, e.g. 8, 17.");
+  const minutesField = field("Minutes", minutesInput, "Minutes of the hour, e.g. 0, 30.");
   const form = h(
     "form",
     { class: "editor", "aria-label": "Job definition", novalidate: true },
@@ -168,12 +187,13 @@ export function editorView(context: Context, ref: Ref | null): View {
       h("legend", {}, "Schedule"),
       field("Start time (UTC)", startInput, "ISO 8601, e.g. 2030-01-31T08:00:00Z. Empty: when saved."),
       field("Recurrence", frequencySelect),
-      field("Interval", intervalInput, "Every this many of the frequency (1 when empty)."),
+      cronField,
+      intervalField,
       field("Count", countInput, "How many times in all (empty: no limit)."),
       field("End time (UTC)", endInput, "ISO 8601 (empty: no end)."),
       field("Time zone", zoneInput, "The schedule's zone, e.g. W. Europe Standard Time (empty: UTC)."),
-      field("Hours", hoursInput, "Simple schedule: hours of the day, e.g. 8, 17."),
-      field("Minutes", minutesInput, "Minutes of the hour, e.g. 0, 30."),
+      hoursField,
+      minutesField,
       days,
     ),
     h("fieldset", {}, h("legend", {}, "Retry policy"), field("Retry type", retryType), field("Retry interval", retryInterval, "ISO 8601 duration, e.g. PT30S."), field("Retry count", retryCount)),
@@ -234,7 +254,15 @@ export function editorView(context: Context, ref: Ref | null): View {
   }
   typeSelect.addEventListener("change", showParts);
 
-  let filled = { headers: "", body: "", message: "" };
+  /** A cron recurrence shows its cron strings; a frequency its interval and simple schedule. */
+  function showRecurrence(): void {
+    const cron = frequencySelect.value === CRON;
+    cronField.hidden = !cron;
+    for (const part of [intervalField, hoursField, minutesField, days]) part.hidden = cron;
+  }
+  frequencySelect.addEventListener("change", showRecurrence);
+
+  let filled = { headers: "", body: "", message: "", cron: "" };
 
   function fill(): void {
     const props = obj(body.properties);
@@ -258,11 +286,13 @@ export function editorView(context: Context, ref: Ref | null): View {
     messageInput.value = String(queue.message ?? "");
     // A text area holds its text with LF line ends and the form's lines are trimmed: what was filled in is
     // remembered, and a field left as it was keeps the stored value exactly (CR LF, spaces, any header name).
-    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value };
+    const recurrence = obj(props.recurrence);
+    const crons = cronStrings(recurrence);
+    cronInput.value = crons ? crons.join("\n") : "";
+    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value, cron: cronInput.value };
     sasInput.value = "";
     startInput.value = String(props.startTime ?? "");
-    const recurrence = obj(props.recurrence);
-    frequencySelect.value = String(recurrence.frequency ?? "");
+    frequencySelect.value = crons ? CRON : String(recurrence.frequency ?? "");
     intervalInput.value = recurrence.interval === undefined ? "" : String(recurrence.interval);
     countInput.value = recurrence.count === undefined ? "" : String(recurrence.count);
     endInput.value = String(recurrence.endTime ?? "");
@@ -279,6 +309,14 @@ export function editorView(context: Context, ref: Ref | null): View {
     stateSelect.value = props.state === "Disabled" ? "Disabled" : "Enabled";
     for (const input of secretInputs.values()) input.value = "";
     showParts();
+    showRecurrence();
+  }
+
+  /** The count, end and zone of the form, written into ``recurrence`` (a frequency's or a cron's alike). */
+  function limits(recurrence: Json): void {
+    setOrDelete(recurrence, "count", integer(countInput.value));
+    setOrDelete(recurrence, "endTime", endInput.value.trim() || undefined);
+    setOrDelete(recurrence, "timeZone", zoneInput.value.trim() || undefined);
   }
 
   /** The body with the form's values written into it (what the form does not show is kept). */
@@ -320,14 +358,27 @@ export function editorView(context: Context, ref: Ref | null): View {
     setOrDelete(props, "startTime", startInput.value.trim() || undefined);
     if (!frequencySelect.value) {
       delete props.recurrence;
+    } else if (frequencySelect.value === CRON) {
+      const recurrence = obj(props.recurrence);
+      props.recurrence = recurrence;
+      delete recurrence.frequency;
+      delete recurrence.interval;
+      delete recurrence.schedule;
+      // The stored cron is kept exactly unless its text was changed (or there is none yet): one line is a
+      // string (an array stays an array), several an array; no line at all is sent as typed, an empty string,
+      // for the service to name.
+      if (cronInput.value !== filled.cron || recurrence.cron === undefined) {
+        const lines = cronInput.value.split("\n").map((line) => line.trim()).filter(Boolean);
+        recurrence.cron = lines.length === 1 && !Array.isArray(recurrence.cron) ? lines[0] : lines.length ? lines : "";
+      }
+      limits(recurrence);
     } else {
       const recurrence = obj(props.recurrence);
       props.recurrence = recurrence;
+      delete recurrence.cron;
       recurrence.frequency = frequencySelect.value;
       setOrDelete(recurrence, "interval", integer(intervalInput.value));
-      setOrDelete(recurrence, "count", integer(countInput.value));
-      setOrDelete(recurrence, "endTime", endInput.value.trim() || undefined);
-      setOrDelete(recurrence, "timeZone", zoneInput.value.trim() || undefined);
+      limits(recurrence);
       const schedule = obj(recurrence.schedule);
       setOrDelete(schedule, "hours", integers(hoursInput.value));
       setOrDelete(schedule, "minutes", integers(minutesInput.value));
@@ -403,6 +454,7 @@ export function editorView(context: Context, ref: Ref | null): View {
     ["properties.action", typeSelect],
     ["properties.startTime", startInput],
     ["properties.recurrence.frequency", frequencySelect],
+    ["properties.recurrence.cron", cronInput],
     ["properties.recurrence.interval", intervalInput],
     ["properties.recurrence.count", countInput],
     ["properties.recurrence.endTime", endInput],

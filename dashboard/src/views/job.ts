@@ -10,7 +10,7 @@ import { ApiError } from "../api";
 import { lastOutcome } from "../catalog";
 import { attemptLateness, HistoryCharts } from "../charts";
 import { announce, h, replace, shown, type Child } from "../dom";
-import { absolute, duration, excerpt, lateness, onTimeMode, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
+import { absolute, cronStrings, duration, excerpt, lateness, onTimeMode, recurrenceZone, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
 import { badge, editHash, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
 
 const HISTORY_ROWS = 200;
@@ -94,12 +94,18 @@ function scheduleDetails(job: Job, insight: JobInsight | null, zone: string | nu
   const list = h("dl", { class: "pairs" });
   list.append(...item("Start", props.startTime ? h("time", { datetime: props.startTime }, absolute(props.startTime, zone)) : "when written"));
   list.append(...item("In words", scheduleWords(recurrence, props.startTime)));
-  if (recurrence) {
+  const crons = cronStrings(recurrence);
+  if (recurrence && crons) {
+    list.append(...item("Recurrence", crons.length === 1 ? "cron" : `cron: the union of ${crons.length} strings`));
+    list.append(...item("Cron", h("ul", { class: "plain cron" }, crons.map((text) => h("li", {}, h("code", {}, text))))));
+  } else if (recurrence) {
     list.append(...item("Recurrence", `every ${recurrence.interval ?? 1} ${recurrence.frequency ?? ""}`));
+  }
+  if (recurrence) {
     if (recurrence.schedule && Object.keys(recurrence.schedule).length) list.append(...item("Schedule", h("code", {}, JSON.stringify(recurrence.schedule))));
     if (recurrence.count !== undefined) list.append(...item("Count", String(recurrence.count)));
     if (recurrence.endTime) list.append(...item("End", h("time", { datetime: recurrence.endTime }, absolute(recurrence.endTime, zone))));
-    list.append(...item("Time zone", insight?.timeZone ? `${insight.timeZone.name}${insight.timeZone.iana !== insight.timeZone.name ? ` (${insight.timeZone.iana})` : ""}` : recurrence.timeZone ?? "UTC"));
+    list.append(...item("Time zone", insight?.timeZone ? `${insight.timeZone.name}${insight.timeZone.iana !== insight.timeZone.name ? ` (${insight.timeZone.iana})` : ""}` : recurrenceZone(recurrence) ?? "UTC"));
   } else {
     list.append(...item("Recurrence", "none: runs once"));
   }
@@ -305,7 +311,7 @@ export function jobView(context: Context, ref: Ref): View {
     const last = lastOutcome(history);
     toggleButton.textContent = props.state === "Enabled" ? "Disable" : "Enable";
     const pair = (term: string, value: Child) => h("div", {}, ...item(term, value));
-    const zone = zoneFor(jobZone ?? props.recurrence?.timeZone);
+    const zone = zoneFor(jobZone ?? recurrenceZone(props.recurrence));
     replace(
       summary,
       pair("State", badge(props.state)),
@@ -321,7 +327,7 @@ export function jobView(context: Context, ref: Ref): View {
 
   function renderHistory(history: HistoryRow[]): void {
     // Drawn again only when it changed, so an opened response stays open and the focus stays put.
-    const zone = zoneFor(jobZone ?? job?.properties.recurrence?.timeZone);
+    const zone = zoneFor(jobZone ?? recurrenceZone(job?.properties.recurrence));
     const signature = JSON.stringify([zone, history.map((row) => [row.id, row.properties.status, row.properties.endTime])]);
     if (signature === shownHistory) return;
     shownHistory = signature;
@@ -384,7 +390,7 @@ export function jobView(context: Context, ref: Ref): View {
       renderSummary(current, history);
       renderHistory(history);
       if (insight) replace(occurrences, occurrencesTable(insight));
-      const zone = zoneFor(jobZone ?? current.properties.recurrence?.timeZone);
+      const zone = zoneFor(jobZone ?? recurrenceZone(current.properties.recurrence));
       const signature = JSON.stringify([zone, current.properties.action, current.properties.recurrence, current.properties.startTime, insight?.writeOnly, insight?.timeZone]);
       if (signature !== shownDefinition) {
         shownDefinition = signature;

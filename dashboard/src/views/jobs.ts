@@ -7,7 +7,7 @@
 import type { JobRow } from "../catalog";
 import { isFailing } from "../catalog";
 import { h, replace, shown } from "../dom";
-import { absolute, excerpt, onTimeMode, relative, scheduleWords, zoneFor } from "../format";
+import { absolute, excerpt, onTimeMode, recurrenceZone, relative, scheduleWords, zoneFor } from "../format";
 import { badge, errorBanner, jobHash, rerender, type Context, type View } from "../view";
 
 const STATES = ["Enabled", "Disabled", "Faulted", "Completed"];
@@ -73,7 +73,7 @@ function jobRow(row: JobRow, now: number, select: HTMLInputElement | null): HTML
   const props = row.job.properties;
   const status = props.status ?? {};
   const last = row.last?.properties;
-  const zone = zoneFor(props.recurrence?.timeZone);
+  const zone = zoneFor(recurrenceZone(props.recurrence));
   return h(
     "tr",
     { class: isFailing(row) ? "failing" : "" },
