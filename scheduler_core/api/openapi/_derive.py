@@ -359,6 +359,24 @@ def _history_properties(properties: dict[str, Any]) -> None:
     }
 
 
+def _recurrence_properties(recurrence: dict[str, Any]) -> None:
+    """The preview's additions to ``JobRecurrence``: jitter, exclusions and cron strings."""
+    recurrence["jitter"] = {
+        "type": "string",
+        "format": "duration",
+        "description": "Each occurrence fires at a stable offset in [0, jitter); at most half the smallest gap.",
+    }
+    recurrence["exclusions"] = _ref("JobRecurrenceExclusions")
+    recurrence["cron"] = {
+        "description": (
+            "A cron string or an array of 1 to 50 (their union fires), instead of frequency, interval and "
+            "schedule: 5 fields (minute hour day-of-month month day-of-week) or 6 (second first); L, W, LW, #, "
+            "?, names, @hourly-style macros and a CRON_TZ= prefix. Read in timeZone; see docs/recurrence.md."
+        ),
+        "x-nullable": True,
+    }
+
+
 def derive(classic: dict[str, Any]) -> dict[str, Any]:
     """The preview document made from the 2016-03-01 one (which is not modified)."""
     document = copy.deepcopy(classic)
@@ -388,21 +406,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "description": "Labels by ARM's tag rules (at most 50); list jobs with $filter=tags/<name> eq '<value>'.",
     }
     job["description"] = {"type": "string", "maxLength": 1024, "description": "What the job is for, for people."}
-    recurrence = definitions["JobRecurrence"]["properties"]
-    recurrence["jitter"] = {
-        "type": "string",
-        "format": "duration",
-        "description": "Each occurrence fires at a stable offset in [0, jitter); at most half the smallest gap.",
-    }
-    recurrence["exclusions"] = _ref("JobRecurrenceExclusions")
-    recurrence["cron"] = {
-        "description": (
-            "A cron string or an array of 1 to 50 (their union fires), instead of frequency, interval and "
-            "schedule: 5 fields (minute hour day-of-month month day-of-week) or 6 (second first); L, W, LW, #, "
-            "?, names, @hourly-style macros and a CRON_TZ= prefix. Read in timeZone; see docs/recurrence.md."
-        ),
-        "x-nullable": True,
-    }
+    _recurrence_properties(definitions["JobRecurrence"]["properties"])
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
         "description": (
