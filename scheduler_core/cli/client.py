@@ -10,7 +10,7 @@ followed by its path and query only, on the configured endpoint, so the key neve
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -255,8 +255,14 @@ class SchedulerClient:
 
     # --------------------------------------------------------------------------------------------- jobs
 
-    def list_jobs(self, group: str, collection: str, state: str | None = None) -> list[dict[str, Any]]:
-        params = {"$filter": f"state eq '{state}'"} if state else None
+    def list_jobs(
+        self, group: str, collection: str, state: str | None = None, tags: Sequence[tuple[str, str]] = ()
+    ) -> list[dict[str, Any]]:
+        """The jobs of a collection, those in ``state`` and with every tag of ``tags`` when given (tags need
+        api-version 2026-12-01-preview)."""
+        clauses = [f"state eq '{state}'"] if state else []
+        clauses.extend(f"tags/{name} eq '{value.replace(chr(39), chr(39) * 2)}'" for name, value in tags)
+        params = {"$filter": " and ".join(clauses)} if clauses else None
         return list(self.pages(f"{self.collection_path(group, collection)}/jobs", params))
 
     def get_job(self, group: str, collection: str, job: str) -> Answer:

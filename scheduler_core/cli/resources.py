@@ -22,6 +22,7 @@ from scheduler_core.cli.common import (
 )
 from scheduler_core.cli.output import JSON, add_output_option, write_fields, write_json, write_line, write_table
 from scheduler_core.cli.preview import instant_arg, positive
+from scheduler_core.cli.tagged import act_on_tagged
 from scheduler_core.definitions import wire_of
 from scheduler_core.errors import ValidationError
 from scheduler_core.recurrence import (
@@ -69,7 +70,9 @@ def _short_name(resource: Mapping[str, Any]) -> str:
 def job_address(args: argparse.Namespace) -> tuple[str, str]:
     """(collection, job) of a command: ``JOB`` may be written ``COLLECTION/JOB``; else ``--collection``,
     else ``$SCHEDULER_COLLECTION``."""
-    name: str = args.job
+    name: str | None = args.job
+    if not name:
+        raise CliError("no job: give JOB (or, where the command takes it, --tag NAME=VALUE)")
     if "/" in name:
         collection, _, job = name.partition("/")
     else:
@@ -424,7 +427,7 @@ def jobs_list(args: argparse.Namespace) -> int:
     collection = args.collection or environment().get(ENV_COLLECTION)
     if not collection:
         raise CliError(f"no job collection: pass --collection (-c) or set {ENV_COLLECTION}")
-    jobs = client.list_jobs(group, collection, args.state)
+    jobs = client.list_jobs(group, collection, args.state, args.tag)
     if args.output == JSON:
         write_json(jobs)
     else:
@@ -496,6 +499,8 @@ def _written(args: argparse.Namespace, verb: str, job: Any) -> int:
 def jobs_delete(args: argparse.Namespace) -> int:
     client = client_of(args)
     group = group_of(client)
+    if args.tag:
+        return act_on_tagged(args, client, group, "deleted", SchedulerClient.delete_job, confirm)
     collection, name = job_address(args)
     client.get_job(group, collection, name)  # 404 before asking
     confirm(f"Delete job '{name}' of job collection '{collection}' with its history?", args.yes)
@@ -507,6 +512,13 @@ def jobs_state(state: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         client = client_of(args)
         group = group_of(client)
+        if args.tag:
+            verb = "paused" if state == "Disabled" else "resumed"
+
+            def act(client: SchedulerClient, group: str, collection: str, name: str) -> object:
+                return client.patch_job(group, collection, name, {"properties": {"state": state}})
+
+            return act_on_tagged(args, client, group, verb, act, confirm)
         collection, name = job_address(args)
         answer = client.patch_job(group, collection, name, {"properties": {"state": state}})
         if args.output == JSON:
@@ -663,6 +675,21 @@ def _job_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--collection", help=f"job collection (default: ${ENV_COLLECTION})")
 
 
+def _jobs_or_tags(parser: argparse.ArgumentParser, *, yes: bool = True) -> None:
+    """``JOB``, or ``--tag`` (repeatable) for every job with those tags, with ``--dry-run`` (count and name
+    them, change nothing) and ``--yes``."""
+    parser.add_argument("job", metavar="JOB", nargs="?", help="job name, or COLLECTION/JOB (or use --tag)")
+    parser.add_argument("-c", "--collection", help=f"job collection (default: ${ENV_COLLECTION})")
+    _tag_option(parser, "every job with this tag (repeatable: all of them)")
+    parser.add_argument("--dry-run", action="store_true", help="with --tag: count and name the jobs, change nothing")
+    if yes:
+        parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+
+def _tag_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--tag", type=_tag, action="append", default=[], metavar="NAME=VALUE", help=help_text)
+
+
 def _add_collections_commands(commands: Any) -> None:
     """``collections`` with its subcommands: list, show, create, delete, enable, disable."""
     top = commands.add_parser("collections", help="list, show, create, delete, enable, disable job collections")
@@ -699,6 +726,7 @@ def _add_jobs_commands(commands: Any) -> None:
     p = _command(sub, "list", "list the jobs of a collection", jobs_list)
     p.add_argument("-c", "--collection", help=f"job collection (default: ${ENV_COLLECTION})")
     p.add_argument("--state", choices=("Enabled", "Disabled", "Completed", "Faulted"), help="only jobs in this state")
+    _tag_option(p, "only jobs with this tag (repeatable: all of them)")
     p = _command(sub, "show", "show a job: definition (secrets never shown), state, counters", jobs_show)
     _job_argument(p)
     p = _command(sub, "create", "create a job from a JSON file (refused if it exists)", jobs_create)
@@ -712,13 +740,12 @@ def _add_jobs_commands(commands: Any) -> None:
         "-f", "--file", required=True, metavar="JOB.json", help="the job's ARM JSON or its properties (- for stdin)"
     )
     p.add_argument("--merge", action="store_true", help="send the file as a JSON merge patch (PATCH) instead")
-    p = _command(sub, "delete", "delete a job and its history", jobs_delete)
-    _job_argument(p)
-    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    p = _command(sub, "pause", "disable a job (state Disabled)", jobs_state("Disabled"))
-    _job_argument(p)
-    p = _command(sub, "resume", "enable a job (state Enabled)", jobs_state("Enabled"))
-    _job_argument(p)
+    p = _command(sub, "delete", "delete a job and its history (or every job with --tag)", jobs_delete)
+    _jobs_or_tags(p, yes=True)
+    p = _command(sub, "pause", "disable a job (state Disabled; or every job with --tag)", jobs_state("Disabled"))
+    _jobs_or_tags(p, yes=True)
+    p = _command(sub, "resume", "enable a job (state Enabled; or every job with --tag)", jobs_state("Enabled"))
+    _jobs_or_tags(p, yes=True)
     p = _command(sub, "run", "run a job now, outside its schedule (POST .../jobs/JOB/run)", jobs_run)
     _job_argument(p)
     p.add_argument("--wait", action="store_true", help="wait for the run's history entry; exit 1 if it failed")
