@@ -16,8 +16,9 @@ The dialect is the unix one (``man 5 crontab``) with the extensions Quartz and H
 Day-of-month and day-of-week together follow the unix rule (Vixie cron's): when either field begins with
 ``*`` or is ``?`` a day must match both (so ``*/2`` in day-of-month with ``*`` in day-of-week is every
 odd day); otherwise a day matching either fires (``1,15 * MON``: the 1st, the 15th and every Monday).
-Every malformed string is a :class:`ValidationError` naming the field, the 1-based character position and
-the rule.
+Every malformed string is a :class:`ValidationError` naming the rule and, when a part of the string is at
+fault, the field and the part's 1-based character position (a wrong number of fields, an empty or overlong
+string name none: the whole string is at fault).
 """
 
 from __future__ import annotations

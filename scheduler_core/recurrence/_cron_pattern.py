@@ -1,10 +1,14 @@
 """The wall-clock pattern of one or more cron strings (their union), on naive microseconds (``_calendar``).
 
 Like the other patterns (``_patterns``) it answers ``next(x)`` and ``count(a, b)`` without walking over
-occurrences: a cron string without a year field depends on the month only through its shape (the month,
-whether the year is a leap year, the weekday of the 1st), so the matching days and their times of day are
-computed once per shape (at most 168) and cached with the strings; a count adds whole months, and whole
-400-year cycles of the Gregorian calendar when the range spans them.
+occurrences. A cron string fires at whole seconds: the seconds of a day it fires at are a bitset of 86,400
+bits (a Python integer), so the union of several strings on a day is an OR, the next second a shift and a
+lowest-bit, a count a popcount: each costs microseconds however many seconds match, and no list of times is
+ever built. A string without a year field depends on the month only through its shape (the month, its
+length, the weekday of its 1st): which strings fire on which days is computed once per shape (at most 168)
+and cached with the strings; a count adds whole months, and whole 400-year cycles of the Gregorian calendar
+when the range spans them. :func:`cron_minimum_gap` finds the smallest gap between two instants exactly, over
+a whole cycle, in the same terms.
 """
 
 from __future__ import annotations
@@ -20,19 +24,21 @@ from datetime import date
 from scheduler_core.recurrence._calendar import DAY_US, MAX_ORDINAL
 from scheduler_core.recurrence._cron import CronExpression
 
-__all__ = ["CronPattern", "cron_never_fires"]
+__all__ = ["CronPattern", "cron_minimum_gap", "cron_never_fires"]
 
 _SECOND_US = 1_000_000
+_DAY_S = 86_400
 _CYCLE_MONTHS = 4800  # the Gregorian calendar repeats every 400 years
 _MAX_MONTH_INDEX = 9999 * 12 + 11
 
 
 @dataclass(frozen=True, slots=True)
 class _Month:
-    """The days of a month shape on which some string fires, the times of each, and running totals."""
+    """The days of a month shape on which some string fires, which strings (a bit mask each), and running
+    totals of the seconds they fire at."""
 
     days: tuple[int, ...]
-    times: tuple[tuple[int, ...], ...]
+    masks: tuple[int, ...]
     #: ``before[i]``: candidates on ``days[:i]``.
     before: tuple[int, ...]
 
@@ -70,69 +76,23 @@ def _fires_on(cron: CronExpression, day: int, days_in_month: int, weekday_of: di
     return (by_month_day and by_week_day) if cron.days_and else (by_month_day or by_week_day)
 
 
-def _times_of(cron: CronExpression) -> frozenset[int]:
-    return frozenset(
-        (hour * 3600 + minute * 60 + second) * _SECOND_US
-        for hour in cron.hours
-        for minute in cron.minutes
-        for second in cron.seconds
-    )
+@functools.lru_cache(maxsize=256)
+def _seconds_of(hours: tuple[int, ...], minutes: tuple[int, ...], seconds: tuple[int, ...]) -> int:
+    """The bitset of the seconds of a day at which a string fires (bit ``s``: second ``s`` of the day)."""
+    minute_bits = sum(1 << second for second in seconds)
+    hour_bits = sum(minute_bits << (minute * 60) for minute in minutes)
+    return sum(hour_bits << (hour * 3600) for hour in hours)
 
 
-class _Tables:
-    """What a set of cron strings fires on, per month shape; shared by every pattern of the same strings."""
+def _next_bit(bits: int, low: int) -> int | None:
+    """The lowest set bit of ``bits`` at or above ``low``."""
+    above = bits >> low
+    return low + (above & -above).bit_length() - 1 if above else None
 
-    def __init__(self, crons: tuple[CronExpression, ...]) -> None:
-        self._crons = crons
-        self._times = [_times_of(cron) for cron in crons]
-        self._by_mask: dict[int, tuple[int, ...]] = {}
-        self._by_shape: dict[tuple[int, int, int], _Month] = {}
-        self._cycle_total: int | None = None
 
-    def month(self, month_index: int) -> _Month:
-        return self._shape(_shape_of(month_index))
-
-    def _shape(self, key: tuple[int, int, int]) -> _Month:
-        found = self._by_shape.get(key)
-        if found is None:
-            month0, days_in_month, first_weekday = key
-            found = self._by_shape[key] = self._build(month0 + 1, days_in_month, first_weekday)
-        return found
-
-    def _build(self, month: int, days_in_month: int, first_weekday: int) -> _Month:
-        # cron numbers weekdays from Sunday (0); date.weekday() from Monday (0)
-        weekday_of = {day: (first_weekday + day) % 7 for day in range(1, days_in_month + 1)}
-        days: list[int] = []
-        times: list[tuple[int, ...]] = []
-        before = [0]
-        for day in range(1, days_in_month + 1):
-            mask = 0
-            for i, cron in enumerate(self._crons):
-                if month in cron.months and _fires_on(cron, day, days_in_month, weekday_of):
-                    mask |= 1 << i
-            if mask:
-                day_times = self._union(mask)
-                days.append(day)
-                times.append(day_times)
-                before.append(before[-1] + len(day_times))
-        return _Month(tuple(days), tuple(times), tuple(before))
-
-    def _union(self, mask: int) -> tuple[int, ...]:
-        found = self._by_mask.get(mask)
-        if found is None:
-            chosen = [times for i, times in enumerate(self._times) if mask >> i & 1]
-            found = self._by_mask[mask] = tuple(sorted(frozenset().union(*chosen)))
-        return found
-
-    def cycle_total(self) -> int:
-        """Candidates in 400 years (any 4,800 consecutive months)."""
-        if self._cycle_total is None:
-            self._cycle_total = sum(times * self._shape(key).total for key, times in _cycle_shapes().items())
-        return self._cycle_total
-
-    def never(self) -> bool:
-        """True when no month of any shape has a day the strings fire on."""
-        return self.cycle_total() == 0
+def _bits_below(bits: int, high: int) -> int:
+    """How many bits of ``bits`` are set below ``high``."""
+    return (bits & ((1 << high) - 1)).bit_count() if high > 0 else 0
 
 
 def _shape_of(month_index: int) -> tuple[int, int, int]:
@@ -148,7 +108,74 @@ def _cycle_shapes() -> Counter[tuple[int, int, int]]:
     return Counter(_shape_of(2000 * 12 + i) for i in range(_CYCLE_MONTHS))
 
 
-@functools.lru_cache(maxsize=512)
+class _Tables:
+    """What a set of cron strings fires on, per month shape; shared by every pattern of the same strings."""
+
+    def __init__(self, crons: tuple[CronExpression, ...]) -> None:
+        self._crons = crons
+        self._bits = [_seconds_of(cron.hours, cron.minutes, cron.seconds) for cron in crons]
+        self._union_bits: dict[int, int] = {}
+        self._sizes: dict[int, int] = {}
+        self._by_shape: dict[tuple[int, int, int], _Month] = {}
+        self._cycle_total: int | None = None
+
+    def month(self, month_index: int) -> _Month:
+        return self.shape(_shape_of(month_index))
+
+    def shape(self, key: tuple[int, int, int]) -> _Month:
+        found = self._by_shape.get(key)
+        if found is None:
+            month0, days_in_month, first_weekday = key
+            found = self._by_shape[key] = self._build(month0 + 1, days_in_month, first_weekday)
+        return found
+
+    def _build(self, month: int, days_in_month: int, first_weekday: int) -> _Month:
+        # cron numbers weekdays from Sunday (0); date.weekday() from Monday (0)
+        weekday_of = {day: (first_weekday + day) % 7 for day in range(1, days_in_month + 1)}
+        crons = [(1 << i, cron) for i, cron in enumerate(self._crons) if month in cron.months]
+        days: list[int] = []
+        masks: list[int] = []
+        before = [0]
+        for day in range(1, days_in_month + 1):
+            mask = sum(bit for bit, cron in crons if _fires_on(cron, day, days_in_month, weekday_of))
+            if mask:
+                days.append(day)
+                masks.append(mask)
+                before.append(before[-1] + self.size(mask))
+        return _Month(tuple(days), tuple(masks), tuple(before))
+
+    def bits(self, mask: int) -> int:
+        """The seconds of a day at which the strings of ``mask`` fire (their union; the last 64 kept)."""
+        found = self._union_bits.get(mask)
+        if found is None:
+            found = 0
+            for i, bits in enumerate(self._bits):
+                if mask >> i & 1:
+                    found |= bits
+            if len(self._union_bits) >= 64:
+                self._union_bits.clear()
+            self._union_bits[mask] = found
+        return found
+
+    def size(self, mask: int) -> int:
+        """How many seconds of a day the strings of ``mask`` fire at."""
+        found = self._sizes.get(mask)
+        if found is None:
+            found = self._sizes[mask] = self.bits(mask).bit_count()
+        return found
+
+    def cycle_total(self) -> int:
+        """Candidates in 400 years (any 4,800 consecutive months)."""
+        if self._cycle_total is None:
+            self._cycle_total = sum(times * self.shape(key).total for key, times in _cycle_shapes().items())
+        return self._cycle_total
+
+    def never(self) -> bool:
+        """True when no month of any shape has a day the strings fire on."""
+        return self.cycle_total() == 0
+
+
+@functools.lru_cache(maxsize=64)
 def _tables(crons: tuple[CronExpression, ...]) -> _Tables:
     return _Tables(crons)
 
@@ -173,38 +200,32 @@ class CronPattern:
         day, time_of_day = divmod(x, DAY_US)
         if day > MAX_ORDINAL:
             return None
+        low = -(-time_of_day // _SECOND_US)  # the first whole second at or after x
         start = date.fromordinal(day)
         month_index, first_day = start.year * 12 + start.month - 1, start.day
         for _ in range(_CYCLE_MONTHS + 1):
             if month_index > _MAX_MONTH_INDEX:
                 return None
             month = self._tables.month(month_index)
-            i = bisect_left(month.days, first_day)
-            while i < len(month.days):
-                times = month.times[i]
-                if month.days[i] == first_day:
-                    j = bisect_left(times, time_of_day)
-                    if j == len(times):
-                        i += 1
-                        continue
-                    found = times[j]
-                else:
-                    found = times[0]
+            for i in range(bisect_left(month.days, first_day), len(month.days)):
+                second = _next_bit(self._tables.bits(month.masks[i]), low if month.days[i] == first_day else 0)
+                if second is None:
+                    continue
                 year, month0 = divmod(month_index, 12)
                 ordinal = date(year, month0 + 1, month.days[i]).toordinal()
-                return ordinal * DAY_US + found if ordinal <= MAX_ORDINAL else None
-            month_index, first_day, time_of_day = month_index + 1, 1, 0
+                return ordinal * DAY_US + second * _SECOND_US if ordinal <= MAX_ORDINAL else None
+            month_index, first_day, low = month_index + 1, 1, 0
         return None
 
     def _on_day(self, day: int, low: int, high: int) -> int:
-        """Candidates on ``day`` with a time of day in ``[low, high)``."""
+        """Candidates on ``day`` with a time of day (microseconds) in ``[low, high)``."""
         d = date.fromordinal(day)
         month = self._tables.month(d.year * 12 + d.month - 1)
         i = bisect_left(month.days, d.day)
         if i == len(month.days) or month.days[i] != d.day:
             return 0
-        times = month.times[i]
-        return bisect_left(times, high) - bisect_left(times, low)
+        bits = self._tables.bits(month.masks[i])
+        return _bits_below(bits, -(-high // _SECOND_US)) - _bits_below(bits, -(-low // _SECOND_US))
 
     def _before_day(self, month_index: int, day: int) -> int:
         """Candidates in month ``month_index`` on days before ``day``."""
@@ -222,8 +243,7 @@ class CronPattern:
             return self._before_day(m0, last.day + 1) - self._before_day(m0, first.day)
         total = self._tables.month(m0).total - self._before_day(m0, first.day)
         total += self._before_day(m1, last.day + 1)
-        middle = m1 - m0 - 1
-        cycles, rest = divmod(middle, _CYCLE_MONTHS)
+        cycles, rest = divmod(m1 - m0 - 1, _CYCLE_MONTHS)
         total += cycles * self._tables.cycle_total() if cycles else 0
         for month_index in range(m0 + 1, m0 + 1 + rest):
             total += self._tables.month(month_index).total
@@ -239,3 +259,81 @@ class CronPattern:
         if da == db:
             return self._on_day(da, ta, tb)
         return self._on_day(da, ta, DAY_US) + self._whole_days(da + 1, db) + self._on_day(db, 0, tb)
+
+
+def _smallest_gap_in(bits: int) -> int | None:
+    """The smallest distance (seconds) between two set bits of ``bits`` (None: fewer than two)."""
+    if bits & (bits - 1) == 0:
+        return None
+    low, high = 1, _DAY_S  # some gap <= high exists; find the smallest g with bits & (bits >> d) for a d <= g
+    while low < high:
+        middle = (low + high) // 2
+        smeared, span = bits >> 1, 1  # smeared: OR of bits >> d for d in 1..span
+        while span < middle:
+            step = min(span, middle - span)
+            smeared |= smeared >> step
+            span += step
+        if smeared & bits:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """A month shape's instants in gap terms: the smallest gap inside the month (None: under two instants),
+    and the first and last instants as (day, second of the day)."""
+
+    inside: int | None
+    first: tuple[int, int]
+    last: tuple[int, int]
+
+
+def _span(tables: _Tables, month: _Month, gaps: dict[int, int | None]) -> _Span | None:
+    if not month.days:
+        return None
+    smallest: int | None = None
+    last: tuple[int, int] | None = None
+    for day, mask in zip(month.days, month.masks, strict=True):
+        bits = tables.bits(mask)
+        if mask not in gaps:
+            gaps[mask] = _smallest_gap_in(bits)
+        candidates = [gaps[mask]]
+        if last is not None:
+            candidates.append((day - last[0]) * _DAY_S - last[1] + (_next_bit(bits, 0) or 0))
+        found = [gap for gap in candidates if gap is not None]
+        if found:
+            smallest = min(found) if smallest is None else min(smallest, *found)
+        last = (day, bits.bit_length() - 1)
+    first_bits = tables.bits(month.masks[0])
+    assert last is not None
+    return _Span(smallest, (month.days[0], _next_bit(first_bits, 0) or 0), last)
+
+
+def cron_minimum_gap(crons: Sequence[CronExpression]) -> int | None:
+    """The smallest gap in seconds between two consecutive instants of the union of ``crons`` read in UTC
+    (so a daylight-saving change makes no day shorter), over a whole 400-year cycle: inside each month shape
+    (computed once per shape) and from the last instant of a month that fires to the first of the next.
+    None: the union fires at most once in 400 years."""
+    tables = _tables(tuple(crons))
+    gaps: dict[int, int | None] = {}
+    spans: dict[tuple[int, int, int], _Span | None] = {}
+    smallest: int | None = None
+    previous: tuple[int, int] | None = None  # (day ordinal, second) of the last instant so far
+    for i in range(_CYCLE_MONTHS + 1):  # one month more: the gap from the cycle's end into the next
+        month_index = 2000 * 12 + i
+        key = _shape_of(month_index)
+        if key not in spans:
+            spans[key] = _span(tables, tables.shape(key), gaps)
+        span = spans[key]
+        if span is None:
+            continue
+        first_ordinal = date(month_index // 12, month_index % 12 + 1, 1).toordinal() - 1
+        found = [] if span.inside is None else [span.inside]
+        if previous is not None:
+            found.append((first_ordinal + span.first[0] - previous[0]) * _DAY_S - previous[1] + span.first[1])
+        if found:
+            smallest = min(found) if smallest is None else min(smallest, *found)
+        previous = (first_ordinal + span.last[0], span.last[1])
+    return smallest

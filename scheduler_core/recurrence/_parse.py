@@ -229,7 +229,7 @@ def parse_recurrence(data: Mapping[str, Any] | None, path: str = "properties.rec
     cron: tuple[CronExpression, ...] | None = None
     if "cron" in fields:
         cron = _parse_crons(fields, path, time_zone)
-    zone_name = time_zone or (cron[0].zone if cron else None)
+    zone_name = time_zone or next((item.zone for item in cron or () if item.zone is not None), None)
     zone: tzinfo | None = resolve_time_zone(zone_name).zone if zone_name is not None else None
     end_time: datetime | None = None
     if "endTime" in fields:

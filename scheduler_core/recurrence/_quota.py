@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+from scheduler_core.recurrence._cron_pattern import cron_minimum_gap
 from scheduler_core.recurrence._engine import CompiledSchedule
 from scheduler_core.recurrence._model import Frequency, Recurrence
 from scheduler_core.recurrence._parse import parse_frequency
@@ -38,17 +39,20 @@ def minimum_gap(
 ) -> timedelta:
     """The smallest wall-clock gap between two consecutive occurrences of ``recurrence``.
 
-    Without a schedule that is ``interval`` units (months and years measured over the calendar, so a
-    monthly job's smallest gap is 28 days). With a schedule or cron strings it is found by running the rule (in UTC, so
+    Cron strings: found exactly over a whole 400-year cycle, in UTC (:func:`cron_minimum_gap`). Without a
+    schedule it is ``interval`` units (months and years measured over the calendar, so a
+    monthly job's smallest gap is 28 days). With a schedule it is found by running the rule (in UTC, so
     that a daylight-saving change does not count as a shorter day) from ``start_time`` (default: a Monday
     at midnight) over a few thousand occurrences; the search stops early once a gap below ``stop_below``
     is seen.
     """
     frequency = recurrence.frequency
+    if recurrence.cron:
+        seconds = cron_minimum_gap(recurrence.cron)
+        return timedelta(seconds=seconds) if seconds is not None else timedelta.max
     if frequency is not None and not recurrence.has_schedule and frequency not in (Frequency.MONTH, Frequency.YEAR):
         return nominal_gap(frequency, recurrence.step)
-    crons = tuple(dataclasses.replace(cron, zone=None) for cron in recurrence.cron) if recurrence.cron else None
-    plain = dataclasses.replace(recurrence, count=None, end_time=None, time_zone=None, cron=crons)
+    plain = dataclasses.replace(recurrence, count=None, end_time=None, time_zone=None)
     base = start_time.astimezone(UTC) if start_time is not None else _DEFAULT_BASE
     compiled = CompiledSchedule(base, plain, base)
     smallest: timedelta | None = None

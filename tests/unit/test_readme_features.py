@@ -30,6 +30,7 @@ COLUMNS = [
 # (case-insensitive), so that a citation is about the feature and not just any test file.
 ROWS = {
     "Recurrence with time zones and DST": "timeZone",
+    "Cron strings": "cron",
     "Fires at the due second": "second",
     "Each occurrence runs and is recorded once": "once",
     "Retries with backoff": "exponential",
