@@ -18,7 +18,7 @@ def definition_schedule(definition: JobDefinition, defined_at: datetime, key: st
         definition.recurrence,
         defined_at,
         jitter=definition.jitter_length,
-        dates=sorted(exclusions.all_dates) if exclusions is not None else (),
+        dates=sorted(exclusions.dates_for(defined_at)) if exclusions is not None else (),
         ranges=exclusions.walls if exclusions is not None else (),
         key=key,
     )

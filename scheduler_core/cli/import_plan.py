@@ -41,7 +41,7 @@ from scheduler_core.model.collection import Calendar
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import definition_schedule
 from scheduler_core.service import plans
-from scheduler_core.service.jobs import calendar_dates, with_calendar_dates
+from scheduler_core.service.jobs import calendars_of, with_calendars
 from scheduler_core.service.reads import collection_not_found
 from scheduler_core.storage.keys import CollectionRef, JobRef, escape_key
 
@@ -497,8 +497,8 @@ class Planner:
     @staticmethod
     def _with_calendars(spec: JobSpec, ref: JobRef, collection: _Collection) -> JobSpec:
         """``spec`` with the dates of the calendars it names (a 400 naming one the collection lacks)."""
-        dates = calendar_dates(spec.definition, collection.as_stored(ref.collection))
-        return spec if dates is None else replace(spec, definition=with_calendar_dates(spec.definition, dates))
+        content = calendars_of(spec.definition, collection.as_stored(ref.collection))
+        return spec if content is None else replace(spec, definition=with_calendars(spec.definition, content))
 
 
 def plan(

@@ -32,7 +32,7 @@ from scheduler_core.model import JobState
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import definition_schedule, next_unrun
 from scheduler_core.service import plans
-from scheduler_core.service.jobs import JobService, calendar_dates, refuse_final, with_calendar_dates
+from scheduler_core.service.jobs import JobService, calendars_of, refuse_final, with_calendars
 from scheduler_core.service.reads import live_collection
 from scheduler_core.storage.keys import JobRef
 from scheduler_core.timezones import resolve_time_zone
@@ -57,7 +57,7 @@ def preview_job(jobs: JobService, ref: JobRef, body: Mapping[str, Any], count: i
         default_retry_interval=plans.default_retry_interval(collection),
         wire=Wire.PREVIEW,
     )
-    definition = with_calendar_dates(spec.definition, calendar_dates(spec.definition, collection))
+    definition = with_calendars(spec.definition, calendars_of(spec.definition, collection))
     plans.check_job_fits(ref, definition, collection)
 
     # The series as the writer keeps it (scheduler_core.service.writes.JobWriter._next_generation).

@@ -40,6 +40,7 @@ from scheduler_core.definitions._calendars import (
     check_calendar_limits,
     format_local_date,
     parse_calendar,
+    parse_calendar_body,
     parse_local_date,
     read_calendars,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "merge_patch",
     "parse_backfill",
     "parse_calendar",
+    "parse_calendar_body",
     "parse_collection",
     "parse_duration",
     "parse_job",

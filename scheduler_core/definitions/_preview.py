@@ -24,7 +24,14 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from scheduler_core.definitions._calendars import MAX_CALENDARS, format_local_date, parse_dates, parse_local_date
+from scheduler_core.definitions._calendars import (
+    MAX_CALENDARS,
+    format_local_date,
+    parse_dates,
+    parse_local_date,
+    read_rules,
+    rules_json,
+)
 from scheduler_core.definitions._durations import format_duration, read_duration
 from scheduler_core.definitions._json import Fields, enum_value, int_value, join, kind
 from scheduler_core.errors import ValidationError
@@ -100,6 +107,8 @@ MAX_EXCLUDED_DATES = 1000
 MAX_EXCLUDED_RANGES = 100
 #: Where the dates of a job's calendars are kept in its stored definition (never answered).
 STORED_CALENDAR_DATES = "calendarDates"
+#: ... and the recurring rules of those calendars (never answered).
+STORED_CALENDAR_RULES = "calendarRules"
 
 _OVERLAP = {policy.value.lower(): policy for policy in OverlapPolicy}
 _MISSED = {mode.value.lower(): mode for mode in MissedRunMode}
@@ -357,6 +366,8 @@ def exclusions_json(exclusions: Exclusions, *, stored: bool) -> dict[str, Any]:
         out["calendars"] = list(exclusions.calendars)
         if stored:
             out[STORED_CALENDAR_DATES] = [format_local_date(item) for item in exclusions.calendar_dates]
+            if exclusions.calendar_rules:
+                out[STORED_CALENDAR_RULES] = rules_json(exclusions.calendar_rules)
     return out
 
 
@@ -371,6 +382,7 @@ def read_exclusions(data: Mapping[str, Any]) -> Exclusions:
         ranges=tuple(ExclusionRange(local(item["start"]), local(item["end"])) for item in data.get("ranges", ())),
         calendars=tuple(str(name) for name in data.get("calendars", ())),
         calendar_dates=tuple(date.fromisoformat(text) for text in data.get(STORED_CALENDAR_DATES, ())),
+        calendar_rules=read_rules(data.get(STORED_CALENDAR_RULES) or {}),
     )
 
 

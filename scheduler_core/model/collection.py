@@ -8,10 +8,11 @@ collection (``JobCollectionProperties``) is written and read in :mod:`scheduler_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 
+from scheduler_core.model.calendars import CalendarRules
 from scheduler_core.model.states import CollectionState
 from scheduler_core.recurrence import Frequency, nominal_gap
 from scheduler_core.storage.keys import CollectionRef
@@ -71,12 +72,14 @@ _PLAN_LIMITS: dict[Sku, Quota] = {
 
 @dataclass(frozen=True, slots=True)
 class Calendar:
-    """A named calendar of a collection (api-version 2026-12-01-preview): local ``dates`` that the jobs
-    naming it in ``recurrence.exclusions.calendars`` skip, each in the job's own time zone. ``name`` is
-    spelled as created (names match without regard to case)."""
+    """A named calendar of a collection (api-version 2026-12-01-preview): local ``dates``, and the dates its
+    recurring ``rules`` name every year, that the jobs naming it in ``recurrence.exclusions.calendars``
+    skip, each in the job's own time zone. ``name`` is spelled as created (names match without regard to
+    case)."""
 
     name: str
     dates: tuple[date, ...]
+    rules: CalendarRules = field(default_factory=CalendarRules)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from scheduler_core.model.actions import JobAction
+from scheduler_core.model.calendars import CalendarRules, horizon
 from scheduler_core.model.retry import Duration
 from scheduler_core.model.states import JobState
 from scheduler_core.recurrence import Recurrence, format_instant
@@ -100,14 +101,22 @@ def _wall(value: date | datetime) -> datetime:
 class Exclusions:
     """``recurrence.exclusions``: occurrences on these local ``dates``, within these ``ranges``, or on a
     date of the collection's named ``calendars`` do not fire and do not count towards ``count``.
-    ``calendar_dates`` are the dates of those calendars as they were when the job was last written (the
-    service writes every job that uses a calendar again when the calendar changes), so the schedule needs no
-    read of the collection."""
+    ``calendar_dates`` and ``calendar_rules`` are the dates and recurring rules of those calendars as they
+    were when the job was last written (the service writes every job that uses a calendar again when the
+    calendar changes), so the schedule needs no read of the collection."""
 
     dates: tuple[date, ...] = ()
     ranges: tuple[ExclusionRange, ...] = ()
     calendars: tuple[str, ...] = ()
     calendar_dates: tuple[date, ...] = field(default=())
+    calendar_rules: CalendarRules = field(default_factory=CalendarRules)
+
+    def dates_for(self, created: datetime) -> frozenset[date]:
+        """Every excluded local date of a schedule created at ``created``: :attr:`all_dates` and the dates
+        the calendars' recurring rules name within their horizon (:func:`~scheduler_core.model.calendars.horizon`)."""
+        if not self.calendar_rules:
+            return self.all_dates
+        return self.all_dates | frozenset(self.calendar_rules.dates(horizon(created)))
 
     @property
     def all_dates(self) -> frozenset[date]:

@@ -58,12 +58,12 @@ class CalendarService:
     def put(self, ref: CollectionRef, name: str, body: Mapping[str, Any]) -> tuple[Calendar, bool]:
         """Create or replace a calendar; returns it and whether it was created. The jobs that name it are
         then written again with its new dates."""
-        dates = definitions.parse_calendar(body)
+        dates, rules = definitions.parse_calendar_body(body)
 
         def attempt() -> tuple[JobCollection, Calendar, bool]:
             collection = live_collection(self.stores, ref)
             existing = collection.calendar(name)
-            calendar = Calendar(existing.name if existing is not None else name, dates)
+            calendar = Calendar(existing.name if existing is not None else name, dates, rules)
             definitions.check_calendar_limits(ref.name, name, dates, collection.calendars)
             others = [item for item in collection.calendars if item.name.lower() != name.lower()]
             calendars = tuple(sorted([*others, calendar], key=lambda item: item.name.lower()))

@@ -42,6 +42,7 @@ from scheduler_core.identity import IdentityScope
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.ledger import ledger_partition, ledger_row, read_ledger
 from scheduler_core.model import CLAIM_LEASE, DueEntry, HistoryEntry, Job, JobCollection, JobDefinition, JobState
+from scheduler_core.model.calendars import CalendarRules
 from scheduler_core.model.job import OverlapPolicy
 from scheduler_core.policies import LedgerEntry, backfill_occurrences, past_schedule
 from scheduler_core.ports import Clock, Stores
@@ -61,13 +62,19 @@ RunRequest = Callable[[Job], None]
 CALENDARS_FIELD = "properties.recurrence.exclusions.calendars"
 
 
-def calendar_dates(definition: JobDefinition, collection: JobCollection) -> tuple[date, ...] | None:
-    """The dates of the calendars ``definition`` names, as ``collection`` holds them now (sorted, each
-    once); None when it names none. A name the collection lacks is a 400 naming it."""
+#: What a job carries of the calendars it names: their fixed dates (sorted, each once) and their recurring
+#: rules (united).
+CalendarContent = tuple[tuple[date, ...], CalendarRules]
+
+
+def calendars_of(definition: JobDefinition, collection: JobCollection) -> CalendarContent | None:
+    """The dates and recurring rules of the calendars ``definition`` names, as ``collection`` holds them now;
+    None when it names none. A name the collection lacks is a 400 naming it."""
     exclusions = definition.exclusions
     if exclusions is None or not exclusions.calendars:
         return None
     dates: set[date] = set()
+    rules = CalendarRules()
     for index, name in enumerate(exclusions.calendars):
         calendar = collection.calendar(name)
         if calendar is None:
@@ -77,14 +84,25 @@ def calendar_dates(definition: JobDefinition, collection: JobCollection) -> tupl
                 "with PUT .../calendars/{name} and api-version 2026-12-01-preview)",
             )
         dates.update(calendar.dates)
-    return tuple(sorted(dates))
+        rules = rules.union(calendar.rules)
+    return tuple(sorted(dates)), rules
 
 
-def with_calendar_dates(definition: JobDefinition, dates: tuple[date, ...] | None) -> JobDefinition:
-    """``definition`` carrying ``dates`` as the dates of its calendars (unchanged when it names none)."""
-    if dates is None or definition.exclusions is None:
+def carried(definition: JobDefinition) -> CalendarContent | None:
+    """What ``definition`` carries of its calendars (None: it names none)."""
+    exclusions = definition.exclusions
+    if exclusions is None or not exclusions.calendars:
+        return None
+    return exclusions.calendar_dates, exclusions.calendar_rules
+
+
+def with_calendars(definition: JobDefinition, content: CalendarContent | None) -> JobDefinition:
+    """``definition`` carrying ``content`` as its calendars' dates and rules (unchanged when it names none)."""
+    if content is None or definition.exclusions is None:
         return definition
-    return dataclasses.replace(definition, exclusions=dataclasses.replace(definition.exclusions, calendar_dates=dates))
+    dates, rules = content
+    exclusions = dataclasses.replace(definition.exclusions, calendar_dates=dates, calendar_rules=rules)
+    return dataclasses.replace(definition, exclusions=exclusions)
 
 
 def refuse_final(existing: Job | None) -> None:
@@ -338,7 +356,7 @@ class JobService:
             definition = spec.definition
             if definition.exclusions is not None and definition.exclusions.calendars:
                 collection = live_collection(self.stores, ref.collection)  # the calendars as they are now
-                definition = with_calendar_dates(definition, calendar_dates(definition, collection))
+                definition = with_calendars(definition, calendars_of(definition, collection))
             plans.check_job_fits(ref, definition, collection)
             if existing is not None:
                 return self._written(self.writer.write(ref, definition, spec.state, existing), existing), False
@@ -382,8 +400,8 @@ class JobService:
             )
             definition = spec.definition
             if definition.exclusions is not None and definition.exclusions.calendars:
-                definition = with_calendar_dates(
-                    definition, calendar_dates(definition, live_collection(self.stores, ref.collection))
+                definition = with_calendars(
+                    definition, calendars_of(definition, live_collection(self.stores, ref.collection))
                 )
             plans.check_job_fits(ref, definition, collection)
             return self._written(self.writer.write(ref, definition, spec.state, existing), existing)
@@ -400,13 +418,13 @@ class JobService:
         if exclusions is None or not exclusions.calendars:
             return job
         try:
-            current = calendar_dates(job.definition, live_collection(self.stores, job.ref.collection))
+            current = calendars_of(job.definition, live_collection(self.stores, job.ref.collection))
         except ValidationError:
             self._undo(job, previous)
             raise
         except SchedulerError:
             return job  # the collection gone
-        if current == exclusions.calendar_dates:
+        if current == carried(job.definition):
             return job
         return self.refresh_calendars(job.ref) or job
 
@@ -420,7 +438,7 @@ class JobService:
             self.writer.write(job.ref, previous.definition, previous.state, job)
 
     def refresh_calendars(self, ref: JobRef) -> Job | None:
-        """Write the job again with the dates its calendars hold now, when they changed (a calendar was
+        """Write the job again with the dates and rules its calendars hold now, when they changed (a calendar was
         PUT). A finished job, or one that names no calendar, is left as it is. Returns the job written
         (None: nothing to write)."""
 
@@ -430,15 +448,12 @@ class JobService:
                 return None
             collection = live_collection(self.stores, ref.collection)
             try:
-                dates = calendar_dates(current.definition, collection)
+                content = calendars_of(current.definition, collection)
             except ValidationError:
                 return None  # the job names a calendar deleted meanwhile: it keeps the dates it has
-            exclusions = current.definition.exclusions
-            if dates is None or exclusions is None or dates == exclusions.calendar_dates:
+            if content is None or content == carried(current.definition):
                 return None
-            return self.writer.write(
-                current.ref, with_calendar_dates(current.definition, dates), current.state, current
-            )
+            return self.writer.write(current.ref, with_calendars(current.definition, content), current.state, current)
 
         return self.races.retrying(f"job '{ref.name}'", None, attempt)
 
