@@ -3,7 +3,9 @@
 * ``state eq 'Enabled'`` (any casing of the state; the only clause api-version 2016-03-01 takes);
 * ``tags/<name> eq '<value>'``: the job has the tag (names without regard to case, values exactly);
 * ``host eq '<host>'``: the host the job's action reaches (an HTTP action's URI host, a Storage queue's
-  account, a Service Bus namespace), without regard to case.
+  account, a Service Bus namespace), without regard to case;
+* ``lastOutcome eq 'Failed'``: the history status of the job's last execution (``Completed`` or ``Failed``;
+  a job that has not run has none and matches neither).
 
 Values are OData string literals: in single quotes, a quote inside doubled (``'O''Brien'``). Anything else is a
 400 naming ``$filter``, the clause and the rule.
@@ -26,7 +28,11 @@ MAX_FILTER = 2000
 MAX_CLAUSES = 20
 _CLAUSE = re.compile(r"\s*(?P<field>tags/[^\s']+|[A-Za-z]+)\s+eq\s+'(?P<value>(?:[^']|'')*)'\s*", re.ASCII)
 _AND = re.compile(r"and\b", re.IGNORECASE | re.ASCII)
-_RULE = "clauses \"state eq '<state>'\", \"tags/<name> eq '<value>'\" or \"host eq '<host>'\" joined by 'and'"
+_RULE = (
+    "clauses \"state eq '<state>'\", \"tags/<name> eq '<value>'\", \"host eq '<host>'\" or "
+    "\"lastOutcome eq '<Completed|Failed>'\" joined by 'and'"
+)
+_OUTCOMES = ("Completed", "Failed")
 
 
 @dataclass(frozen=True)
@@ -36,9 +42,12 @@ class JobFilter:
     state: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
     host: str | None = None
+    last_outcome: str | None = None
 
     def matches(self, job: Job) -> bool:
         if self.state is not None and job.state != self.state:
+            return False
+        if self.last_outcome is not None and job.last_outcome != self.last_outcome:
             return False
         if any(job.definition.tag(name) != value for name, value in self.tags):
             return False
@@ -85,6 +94,7 @@ def parse_job_filter(text: str | None, states: Sequence[str]) -> JobFilter | Non
         raise ValidationError("$filter", f"is {len(text):,} characters long; at most {MAX_FILTER:,} are allowed")
     state: str | None = None
     host: str | None = None
+    last_outcome: str | None = None
     tags: list[tuple[str, str]] = []
     for field, value in _clauses(text):
         lowered = field.lower()
@@ -94,8 +104,12 @@ def parse_job_filter(text: str | None, states: Sequence[str]) -> JobFilter | Non
                 raise ValidationError("$filter", f"state must be one of {', '.join(states)}, got '{value}'")
         elif lowered == "host":
             host = value.lower()
+        elif lowered == "lastoutcome":
+            last_outcome = next((o for o in _OUTCOMES if o.lower() == value.lower()), None)
+            if last_outcome is None:
+                raise ValidationError("$filter", f"lastOutcome must be one of {', '.join(_OUTCOMES)}, got '{value}'")
         elif lowered.startswith("tags/"):
             tags.append((field[len("tags/") :], value))
         else:
             raise ValidationError("$filter", f"'{field}' is not a field a job can be filtered by: {_RULE}")
-    return JobFilter(state=state, tags=tuple(tags), host=host)
+    return JobFilter(state=state, tags=tuple(tags), host=host, last_outcome=last_outcome)

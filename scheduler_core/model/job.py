@@ -110,6 +110,9 @@ class Exclusions:
     calendars: tuple[str, ...] = ()
     calendar_dates: tuple[date, ...] = field(default=())
     calendar_rules: CalendarRules = field(default_factory=CalendarRules)
+    #: What an occurrence on an excluded date does: ``Skip`` (it does not fire), ``NextBusinessDay`` or
+    #: ``PreviousBusinessDay`` (it moves to the nearest day not excluded, at the same wall time).
+    on_excluded: str = "Skip"
 
     def dates_for(self, created: datetime) -> frozenset[date]:
         """Every excluded local date of a schedule created at ``created``: :attr:`all_dates` and the dates
@@ -216,6 +219,9 @@ class Job:
     failure_count: int = 0
     faulted_count: int = 0
     last_execution_time: datetime | None = None
+    #: The history status of the last counted execution of the main action (``Completed`` or ``Failed``;
+    #: "": none yet). Answered to no client; ``$filter=lastOutcome eq '...'`` lists jobs by it.
+    last_outcome: str = ""
     next_execution_time: datetime | None = None
     due: DueSlot | None = None
     ended_at: datetime | None = None

@@ -36,7 +36,7 @@ from typing import Any
 from scheduler_core import policies, races
 from scheduler_core.errors import ContentionError, EtagMismatchError
 from scheduler_core.ledger import backfill_range, instant, ledger_entry, ledger_key, ledger_partition, ledger_row
-from scheduler_core.model import CLAIM_LEASE, Job, JobState
+from scheduler_core.model import CLAIM_LEASE, HistoryStatus, Job, JobState
 from scheduler_core.pipeline.attempts import EARLY_MARGIN_SECONDS
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import ExecutionMessage
@@ -156,6 +156,7 @@ def _counts(
         changes["execution_count"] = current.execution_count + 1
         changes["failure_count"] = current.failure_count + (0 if succeeded else 1)
         changes["last_execution_time"] = now
+        changes["last_outcome"] = HistoryStatus.COMPLETED.value if succeeded else HistoryStatus.FAILED.value
     if faulted:
         changes["faulted_count"] = current.faulted_count + 1
     if final_state and current.generation == generation and current.state == JobState.ENABLED:

@@ -126,6 +126,7 @@ class JobWriter:
             failure_count=existing.failure_count if existing else 0,
             faulted_count=existing.faulted_count if existing else 0,
             last_execution_time=existing.last_execution_time if existing else None,
+            last_outcome=existing.last_outcome if existing else "",
             counted=existing.counted if existing else (),
             next_execution_time=next_time,
             ended_at=now if state.final else None,

@@ -251,6 +251,7 @@ class TableJobs:
             failure_count=int(entity.get("FailureCount", 0)),
             faulted_count=int(entity.get("FaultedCount", 0)),
             last_execution_time=_aware(entity.get("LastExecutionTime")),
+            last_outcome=str(entity.get("LastOutcome") or ""),
             next_execution_time=_aware(entity.get("NextExecutionTime")),
             due=DueSlot(shard, due_key) if shard and due_key else None,
             ended_at=_aware(entity.get("EndedAt")),
@@ -326,6 +327,7 @@ class TableJobs:
         }
         optional = {
             "LastExecutionTime": record.last_execution_time,
+            "LastOutcome": record.last_outcome or None,
             "NextExecutionTime": record.next_execution_time,
             "EndedAt": record.ended_at,
             "DueShard": record.due.shard if record.due else None,
