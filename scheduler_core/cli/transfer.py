@@ -50,9 +50,11 @@ from scheduler_core.cli.import_plan import (
     plan,
 )
 from scheduler_core.cli.output import JSON, Progress, add_output_option, json_text, write_json, write_line, write_table
+from scheduler_core.cli.preview import instant_arg, positive
 from scheduler_core.cli.resources import id_segments
 from scheduler_core.cli.secrets import put_secret, secret_slots, strip_secrets
 from scheduler_core.cli.series import anchor
+from scheduler_core.cli.sources import SOURCES, import_from_source
 from scheduler_core.definitions import API_VERSIONS, wire_of
 from scheduler_core.errors import ValidationError
 
@@ -615,6 +617,11 @@ def run_import(
 
 
 def import_command(args: argparse.Namespace) -> int:
+    if args.source_format is not None:
+        return import_from_source(args)
+    if len(args.file) != 1:
+        raise CliError("import reads one export file or listing (several files are for --from)")
+    args.file = args.file[0]
     if args.offline and not args.dry_run:
         raise CliError("--offline needs --dry-run (a real import reads and writes the target)")
     document = read_json_file(args.file)
@@ -650,16 +657,35 @@ def add_transfer_commands(commands: Any) -> None:
     add_connection_options(p)
     add_output_option(p)
     p.set_defaults(handler=export_command)
+    _add_import_command(commands)
 
-    p = commands.add_parser(
+
+def _add_import_command(commands: Any) -> None:
+    p: argparse.ArgumentParser = commands.add_parser(
         "import",
         help="create the collections and jobs of an export file or of an Azure Scheduler REST listing",
         description="Create the job collections and jobs of an export file (python -m scheduler_core export) "
-        'or of an Azure Scheduler REST listing (a JSON list of jobs, or {"value": [...]}). Each is '
-        "validated as the service will; --dry-run prints that prediction and sends nothing.",
+        'or of an Azure Scheduler REST listing (a JSON list of jobs, or {"value": [...]}), or with --from the jobs '
+        "of another scheduler's files into --collection. Each is validated as the service will; --dry-run prints "
+        "that prediction and sends nothing.",
     )
-    p.add_argument("file", metavar="FILE", help="export file or REST listing (- for standard input)")
+    p.add_argument(
+        "file", metavar="FILE", nargs="+", help="export file or REST listing, or --from's files (- for standard input)"
+    )
+    p.add_argument(
+        "--from",
+        dest="source_format",
+        choices=tuple(SOURCES),
+        help="read another scheduler's jobs (a crontab, CronJob YAML, EventBridge get-schedule JSON, Cloud "
+        "Scheduler describe output) into --collection; what cannot be carried is listed",
+    )
     p.add_argument("--dry-run", action="store_true", help="read the target, predict every outcome, send nothing")
+    p.add_argument(
+        "--count", type=positive, default=5, help="with --from --dry-run: occurrences compared per job (default 5)"
+    )
+    p.add_argument(
+        "--after", type=instant_arg, help="with --from --dry-run: compare occurrences from this instant (default: now)"
+    )
     p.add_argument(
         "--offline", action="store_true", help="with --dry-run: do not read the target either (definitions only)"
     )
