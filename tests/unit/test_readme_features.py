@@ -42,6 +42,8 @@ ROWS = {
     "Backfill": "backfill",
     "Jitter": "jitter",
     "Calendar exclusions": "exclusions",
+    "Business days and holiday calendars": "NextBusinessDay",
+    "Labels, search and bulk actions": "tags",
     "Payload placeholders": "@{",
     "Signed webhooks (Standard Webhooks)": "StandardWebhooks",
     "Managed identity calls": "ManagedServiceIdentity",
@@ -51,6 +53,7 @@ ROWS = {
     "Metrics, traces and health": "span",
     "Web console": "dashboard",
     "CLI with import and export": "import",
+    "Import from other schedulers": "crontab",
     "Self-hosted in your own subscription": "bicep",
 }
 VERDICT = re.compile(r"^(yes|no|partial|n/a)\b")
