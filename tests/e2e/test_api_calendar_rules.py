@@ -212,3 +212,20 @@ def test_a_job_written_with_the_old_version_and_the_collection_keep_the_rules(co
     assert all(day.weekday() < 5 for day in before)
     assert call(collection, "GET", f"{JC}/calendars/weekend").json()["properties"]["weekDays"] == ["Saturday", "Sunday"]
     assert format_instant(START)  # the job's start is a whole hour tomorrow
+
+
+def test_calendars_of_ten_thousand_entries_are_refused_in_bounded_time(collection: Api) -> None:
+    years = [date(2030, 1, 1) + timedelta(days=n) for n in range(10_000)]
+    for properties in (
+        {"dates": [day.isoformat() for day in years]},
+        {"recurringDates": [f"{day.month:02d}-{day.day:02d}" for day in years]},
+        {"dates": [day.isoformat() for day in years[:1001]]},
+        {"recurringDates": [f"{day.month:02d}-{day.day:02d}" for day in years[:367]]},
+    ):
+        started = time.perf_counter()
+        answer = put_calendar(collection, "big", properties)
+        assert time.perf_counter() - started < 10
+        assert answer.status_code in (400, 413), answer.text
+        message = answer.json()["error"]["message"]
+        assert ("at most" in message) if answer.status_code == 400 else ("larger than 65536 bytes" in message)
+    assert call(collection, "GET", f"{JC}/calendars/big").status_code == 404
