@@ -113,6 +113,11 @@ export interface Job {
     action: Action;
     recurrence?: Recurrence;
     state: string;
+    /** api-version 2026-12-01-preview: the job's tags (ARM's rules: at most 50; names unique without regard to
+     * case; never HTML: a name or value may hold anything ARM allows) and its description (at most 1,024
+     * characters). */
+    tags?: Record<string, string>;
+    description?: string;
     [preview: string]: unknown;
     status?: {
       executionCount?: number;
@@ -242,9 +247,12 @@ export class ApiError extends Error {
     super(message);
   }
 
-  /** The field an ARM validation error names: its message starts with the JSON path ("properties.x.y: ..."). */
+  /** The field an ARM validation error names: its message starts with the JSON path ("properties.x.y: ..."). A
+   * tag's path holds its name, which may hold any character ARM allows (spaces, colons, Unicode): an error of
+   * a tag names ``properties.tags``. */
   get field(): string | null {
     if (this.status !== 400 && this.status !== 409) return null;
+    if (/^properties\.tags(?::\s|\.)/.test(this.message)) return "properties.tags";
     const match = /^(properties(?:\.[A-Za-z0-9_$-]+|\[\d+\])*|[a-z][A-Za-z]*):\s/.exec(this.message);
     return match ? match[1] : null;
   }
@@ -332,8 +340,11 @@ export class Api {
     return this.list<Collection>(this.arm(`/subscriptions/${sub}/providers/Microsoft.Scheduler/jobCollections`));
   }
 
-  jobs(collection: Ref): Promise<Job[]> {
-    return this.list<Job>(this.arm(`${collectionPath(collection)}/jobs`));
+  /** The jobs of a collection; ``filter``: the API's ``$filter`` (api-version 2026-12-01-preview: clauses
+   * joined by ``and``, see :func:`jobFilter`), applied by the service. A filter it refuses is a 400 whose
+   * message starts with ``$filter:``. */
+  jobs(collection: Ref, filter = ""): Promise<Job[]> {
+    return this.list<Job>(this.arm(`${collectionPath(collection)}/jobs`, filter ? { $filter: filter } : {}));
   }
 
   async job(ref: Ref): Promise<Job> {
@@ -403,6 +414,20 @@ export class Api {
     const path = jobPath(ref).slice(1);
     return (await this.call("GET", `/dashboard/api/job/${path}?count=${count}`)) as JobInsight;
   }
+}
+
+/** An OData string literal: in single quotes, a quote inside doubled. */
+export function odataString(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** The ``$filter`` of a collection's jobs: every tag (name, value) and the last outcome must match (an empty
+ * string: no filter). A tag name the filter cannot hold (white space, a quote) is sent as it is, for the
+ * service to refuse and name. */
+export function jobFilter(tags: [string, string][], lastOutcome: string): string {
+  const clauses = tags.map(([name, value]) => `tags/${name} eq ${odataString(value)}`);
+  if (lastOutcome) clauses.push(`lastOutcome eq ${odataString(lastOutcome)}`);
+  return clauses.join(" and ");
 }
 
 function sameOrigin(link: string): string {

@@ -4,6 +4,7 @@
 //   #/signin                 sign in with an API key
 //   #/collections            the subscription's job collections
 //   #/jobs?q=&state=&collection=&failing=1   every job, filtered
+//        &outcome=Failed&tag=name=value...   ... and by the service's $filter (last outcome, tags: all match)
 //   #/failing                the jobs failing now, across collections
 //   #/job/{group}/{collection}/{job}         one job
 //   #/edit/{group}/{collection}/{job}        edit one job (form and JSON)

@@ -2,7 +2,8 @@
 
 import type { Api, Ref } from "./api";
 import type { Catalog } from "./catalog";
-import { h } from "./dom";
+import { h, shown } from "./dom";
+import { excerpt } from "./format";
 
 export interface View {
   /** The page's title and main heading. */
@@ -39,6 +40,49 @@ export function jobHash(ref: Ref): string {
 export function jobsHash(params: Record<string, string>): string {
   const query = new URLSearchParams(Object.entries(params).filter(([, value]) => value !== "")).toString();
   return `#/jobs${query ? `?${query}` : ""}`;
+}
+
+/** A tag filter as the list's address and its input write it, ``name=value`` (split at the first ``=``; white
+ * space around the name and the value is dropped); null when it is not one. */
+export function parseTag(text: string): [string, string] | null {
+  const at = text.indexOf("=");
+  if (at < 0) return null;
+  const name = text.slice(0, at).trim();
+  return name ? [name, text.slice(at + 1).trim()] : null;
+}
+
+/** Whether the list's tag filter can find a tag of this name: the API's ``$filter`` reads a name up to white
+ * space or a quote, and the filter's text splits at the first ``=``. */
+export function filterableTag(name: string): boolean {
+  return name !== "" && !/[\s'=]/.test(name);
+}
+
+/** A job's tags as text, never HTML (a name or value may hold markup or bidirectional controls): one item
+ * ``name=value`` each, name and value in spans of their own. ``limit``: at most this many, then "+N more"
+ * (every tag in its tooltip), each value cut to ``cut`` characters (the whole in its tooltip); ``link``: where
+ * a tag leads (null: nowhere). Null when the job has no tag. */
+export function tagList(
+  tags: Record<string, string> | undefined,
+  options: { limit?: number; cut?: number; link?: (name: string, value: string) => string | null } = {},
+): HTMLElement | null {
+  const entries = Object.entries(tags ?? {});
+  if (!entries.length) return null;
+  const limit = options.limit ?? entries.length;
+  const items = entries.slice(0, limit).map(([name, value]) => {
+    const cut = options.cut !== undefined && value.length > options.cut;
+    const parts = [
+      h("span", { class: "tag-name" }, name),
+      "=",
+      h("span", { class: "tag-value", title: cut ? shown(value) : false }, cut ? excerpt(value, options.cut) : value),
+    ];
+    const href = options.link?.(name, value) ?? null;
+    return h("li", { class: "tag" }, href ? h("a", { href, title: shown(`The jobs tagged ${name}=${value}`) }, parts) : parts);
+  });
+  if (entries.length > limit) {
+    const all = entries.map(([name, value]) => `${name}=${value}`).join("\n");
+    items.push(h("li", { class: "tag more", title: shown(all) }, `+${entries.length - limit} more`));
+  }
+  return h("ul", { class: "tags", "aria-label": "Tags" }, items);
 }
 
 const STATE_CLASSES: Record<string, string> = {

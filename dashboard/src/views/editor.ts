@@ -10,6 +10,12 @@
 // kept exactly (a string stays a string, a one-string array an array); the service checks each string and
 // names the position of what is wrong.
 //
+// A job's description and tags (api-version 2026-12-01-preview) are edited as text: the description as it is,
+// the tags one "name=value" a line (split at the first "="; white space around the name and the value
+// dropped). Left as they were loaded, both are kept exactly (a line left as it was keeps its tag as stored);
+// tags the form's lines cannot hold (a name with "=", a value with a line break) are edited in the JSON view.
+// The service checks them (ARM's tag rules) and its error is shown at the field.
+//
 // Everything goes through the service with the user's credential:
 // - "Check and preview" sends the body to the dashboard's dry run (POST /dashboard/api/preview/...): the
 //   service validates it as the PUT would (its ARM error is shown next to the field it names) and answers
@@ -136,6 +142,9 @@ export function editorView(context: Context, ref: Ref | null): View {
   const retryInterval = h("input", { id: "retry-interval", type: "text", autocomplete: "off", placeholder: "PT30S" });
   const retryCount = h("input", { id: "retry-count", type: "text", inputmode: "numeric", autocomplete: "off" });
   const stateSelect = h("select", { id: "job-state-input" }, ["Enabled", "Disabled"].map((state) => h("option", { value: state }, state)));
+  const descriptionInput = h("textarea", { id: "job-description", rows: 3, spellcheck: "true" });
+  const tagsInput = h("textarea", { id: "job-tags", rows: 4, spellcheck: "false", autocomplete: "off" });
+  const tagsHelp = "One tag a line: name=value, e.g. team=payments (at most 50; names unique without regard to case).";
   const secretsPart = h("div", {});
   const secretInputs = new Map<string, HTMLInputElement>();
   const jsonInput = h("textarea", { id: "job-json", rows: 24, spellcheck: "false", class: "json" });
@@ -198,6 +207,13 @@ export function editorView(context: Context, ref: Ref | null): View {
     ),
     h("fieldset", {}, h("legend", {}, "Retry policy"), field("Retry type", retryType), field("Retry interval", retryInterval, "ISO 8601 duration, e.g. PT30S."), field("Retry count", retryCount)),
     h("fieldset", {}, h("legend", {}, "State"), field("State", stateSelect)),
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, "Description and tags"),
+      field("Description", descriptionInput, "Up to 1,024 characters (empty: none)."),
+      field("Tags", tagsInput, tagsHelp),
+    ),
   );
   form.addEventListener("submit", (event) => event.preventDefault());
   const jsonPart = h(
@@ -262,7 +278,9 @@ export function editorView(context: Context, ref: Ref | null): View {
   }
   frequencySelect.addEventListener("change", showRecurrence);
 
-  let filled = { headers: "", body: "", message: "", cron: "" };
+  let filled = { headers: "", body: "", message: "", cron: "", description: "", tags: "" };
+  /** Each tag line as filled in, and the tag it stands for exactly (a line left as it was keeps its tag). */
+  let tagLines = new Map<string, [string, string]>();
 
   function fill(): void {
     const props = obj(body.properties);
@@ -289,7 +307,16 @@ export function editorView(context: Context, ref: Ref | null): View {
     const recurrence = obj(props.recurrence);
     const crons = cronStrings(recurrence);
     cronInput.value = crons ? crons.join("\n") : "";
-    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value, cron: cronInput.value };
+    descriptionInput.value = typeof props.description === "string" ? props.description : "";
+    const tags = Object.entries(obj(props.tags)).map(([key, value]): [string, string] => [key, String(value)]);
+    tagLines = new Map(tags.map(([key, value]) => [`${key}=${value}`, [key, value]]));
+    tagsInput.value = [...tagLines.keys()].join("\n");
+    // A tag the lines cannot hold as it is (a name with "=", a value with a line break): edited in JSON only.
+    const awkward = tags.some(([key, value]) => key.includes("=") || /[\r\n]/.test(value) || /[\r\n]/.test(key));
+    tagsInput.readOnly = awkward;
+    const tagsHelpText = tagsInput.parentElement?.querySelector(".help");
+    if (tagsHelpText) tagsHelpText.textContent = awkward ? "A tag's name holds = or its value a line break: edit the tags in the JSON view (they are kept as they are)." : tagsHelp;
+    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value, cron: cronInput.value, description: descriptionInput.value, tags: tagsInput.value };
     sasInput.value = "";
     startInput.value = String(props.startTime ?? "");
     frequencySelect.value = crons ? CRON : String(recurrence.frequency ?? "");
@@ -398,6 +425,20 @@ export function editorView(context: Context, ref: Ref | null): View {
       setOrDelete(retry, "retryCount", integer(retryCount.value));
     }
     props.state = stateSelect.value;
+    if (descriptionInput.value !== filled.description) setOrDelete(props, "description", descriptionInput.value || undefined);
+    if (tagsInput.value !== filled.tags) {
+      const tags: Json = Object.create(null) as Json; // a tag may be named __proto__
+      for (const line of tagsInput.value.split("\n")) {
+        if (!line.trim()) continue;
+        const kept = tagLines.get(line);
+        const at = line.indexOf("=");
+        if (!kept && at < 0) throw new FieldProblem("properties.tags", `"${line.trim()}" is not "name=value"`);
+        const [key, value] = kept ?? [line.slice(0, at).trim(), line.slice(at + 1).replace(/^[ \t]+|[ \t]+$/g, "")];
+        if (Object.prototype.hasOwnProperty.call(tags, key)) throw new FieldProblem("properties.tags", `the tag "${key}" is written twice`);
+        tags[key] = value;
+      }
+      setOrDelete(props, "tags", Object.keys(tags).length ? tags : undefined);
+    }
     return next;
   }
 
@@ -464,6 +505,8 @@ export function editorView(context: Context, ref: Ref | null): View {
     ["properties.recurrence.schedule.weekDays", dayBoxes[0]],
     ["properties.recurrence", frequencySelect],
     ["properties.state", stateSelect],
+    ["properties.description", descriptionInput],
+    ["properties.tags", tagsInput],
     ["name", nameInput],
     ["collection", collectionSelect],
   ];

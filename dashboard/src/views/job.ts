@@ -3,7 +3,9 @@
 // in the job's time zone), the definition with its write-only fields shown as set or not set (never their
 // values: the API does not return them), charts of outcomes and lateness, and the history, its attempts,
 // retries and error action grouped under the occurrence they belong to. A job that does not exist shows
-// "not found" and no action. A Reader is shown no write control.
+// "not found" and no action. A Reader is shown no write control. Its description and tags (api-version
+// 2026-12-01-preview) are shown under its name, as text; a tag the list's filter can find links to the jobs
+// that have it.
 
 import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
@@ -11,7 +13,7 @@ import { lastOutcome } from "../catalog";
 import { attemptLateness, HistoryCharts } from "../charts";
 import { announce, h, replace, shown, type Child } from "../dom";
 import { absolute, cronStrings, duration, excerpt, lateness, onTimeMode, recurrenceZone, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
-import { badge, editHash, errorBanner, jobsHash, rerender, table, type Context, type View } from "../view";
+import { badge, editHash, errorBanner, filterableTag, jobsHash, rerender, table, tagList, type Context, type View } from "../view";
 
 const HISTORY_ROWS = 200;
 
@@ -192,6 +194,8 @@ export function jobView(context: Context, ref: Ref): View {
   const status = h("div", { class: "status-area" });
   const actionStatus = h("p", { class: "action-status", role: "status" });
   const summary = h("dl", { class: "summary" });
+  const about = h("div", { class: "about" });
+  let shownAbout = "";
   const occurrences = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const definition = h("div", {});
   const raw = h("pre", { class: "raw" });
@@ -234,6 +238,7 @@ export function jobView(context: Context, ref: Ref): View {
     ),
     h("h1", { id: "page-title", tabindex: -1 }, name),
     status,
+    about,
     actions,
     actionStatus,
     summary,
@@ -325,6 +330,20 @@ export function jobView(context: Context, ref: Ref): View {
     );
   }
 
+  /** The description (its line breaks kept) and the tags, as text; drawn again only when they changed. */
+  function renderAbout(current: Job): void {
+    const { description, tags } = current.properties;
+    const signature = JSON.stringify([description ?? null, Object.entries(tags ?? {})]);
+    if (signature === shownAbout) return;
+    shownAbout = signature;
+    const list = tagList(tags, { link: (tag, value) => (filterableTag(tag) ? jobsHash({ tag: `${tag}=${value}` }) : null) });
+    replace(
+      about,
+      description ? h("p", { class: "description", "data-key": "description" }, description) : null,
+      list ? h("div", { class: "job-tags" }, h("span", { class: "muted" }, "Tags: "), list) : null,
+    );
+  }
+
   function renderHistory(history: HistoryRow[]): void {
     // Drawn again only when it changed, so an opened response stays open and the focus stays put.
     const zone = zoneFor(jobZone ?? recurrenceZone(job?.properties.recurrence));
@@ -388,6 +407,7 @@ export function jobView(context: Context, ref: Ref): View {
       replace(status);
       actions.hidden = !writer;
       renderSummary(current, history);
+      renderAbout(current);
       renderHistory(history);
       if (insight) replace(occurrences, occurrencesTable(insight));
       const zone = zoneFor(jobZone ?? recurrenceZone(current.properties.recurrence));

@@ -3,14 +3,49 @@
 // sorted list can be bookmarked), bulk enable, disable, run now and delete of the selected jobs (after a
 // confirmation naming the count), and the "failing now" view: the jobs whose last run failed, or that the
 // service faulted, across collections.
+//
+// TAGS AND LAST OUTCOME are filtered by the service (api-version 2026-12-01-preview's ``$filter``: ``tags/<name>
+// eq '<value>'`` for each tag, ``lastOutcome eq 'Failed'``, joined by ``and``), not here: the list shows the
+// jobs the API answers for that filter (each collection's list asked with it), and a filter the service
+// refuses shows its 400 message and no job. The address keeps them as ``tag=name=value`` (once per tag: every
+// tag must match) and ``outcome=Failed``. Each job's tags are shown as text under its name.
 
-import type { JobRow } from "../catalog";
+import type { Ref } from "../api";
+import { ApiError, jobFilter } from "../api";
+import type { JobRow, Snapshot } from "../catalog";
 import { isFailing } from "../catalog";
 import { h, replace, shown } from "../dom";
 import { absolute, excerpt, onTimeMode, recurrenceZone, relative, scheduleWords, zoneFor } from "../format";
-import { badge, errorBanner, jobHash, rerender, type Context, type View } from "../view";
+import { badge, errorBanner, jobHash, parseTag, rerender, tagList, type Context, type View } from "../view";
 
 const STATES = ["Enabled", "Disabled", "Faulted", "Completed"];
+/** The last outcomes the service filters by (``lastOutcome``: the history status of the job's last run). */
+const OUTCOMES = ["Failed", "Completed"];
+/** How many tags a row shows (then "+N more"), and how many characters of each value. */
+const ROW_TAGS = 3;
+const ROW_TAG_VALUE = 40;
+/** How many name=value suggestions the tag input offers (from the tags of the jobs listed). */
+const TAG_SUGGESTIONS = 200;
+
+/** The tags of the address (``tag=name=value``, once per tag), in order, without repeats; ones that are not
+ * name=value are left out. */
+function tagsOf(params: URLSearchParams): [string, string][] {
+  const seen = new Set<string>();
+  const out: [string, string][] = [];
+  for (const text of params.getAll("tag")) {
+    const tag = parseTag(text);
+    if (!tag || seen.has(JSON.stringify(tag))) continue;
+    seen.add(JSON.stringify(tag));
+    out.push(tag);
+  }
+  return out;
+}
+
+/** The ``$filter`` the service is asked for (empty: none): the address's tags and last outcome. */
+function serverFilter(params: URLSearchParams): string {
+  const outcome = params.get("outcome") ?? "";
+  return jobFilter(tagsOf(params), OUTCOMES.includes(outcome) ? outcome : "");
+}
 
 export function target(row: JobRow): string {
   const action = row.job.properties.action;
@@ -77,7 +112,13 @@ function jobRow(row: JobRow, now: number, select: HTMLInputElement | null): HTML
   return h(
     "tr",
     { class: isFailing(row) ? "failing" : "" },
-    h("th", { scope: "row" }, select, h("a", { href: jobHash(row.ref) }, row.ref.job ?? row.job.name)),
+    h(
+      "th",
+      { scope: "row" },
+      select,
+      h("a", { href: jobHash(row.ref) }, row.ref.job ?? row.job.name),
+      tagList(props.tags, { limit: ROW_TAGS, cut: ROW_TAG_VALUE }),
+    ),
     h("td", {}, `${row.ref.group}/${row.ref.collection}`),
     h("td", {}, badge(props.state)),
     h("td", { class: "schedule" }, schedule(row)),
@@ -121,6 +162,35 @@ export function jobsView(context: Context, failingOnly: boolean): View {
   );
   const collection = h("select", { id: "job-collection" }, h("option", { value: "" }, "Every collection"));
   const failing = h("input", { id: "job-failing", type: "checkbox", checked: params.get("failing") === "1" });
+  const outcome = h(
+    "select",
+    { id: "job-outcome" },
+    h("option", { value: "" }, "Any last outcome"),
+    OUTCOMES.map((name) => h("option", { value: name, selected: params.get("outcome") === name }, name)),
+  );
+  // Tags: typed as name=value (or chosen among the tags of the jobs listed), each added to the filter.
+  const tagOptions = h("datalist", { id: "job-tag-options" });
+  const tagInput = h("input", {
+    id: "job-tag",
+    type: "text",
+    autocomplete: "off",
+    spellcheck: "false",
+    list: "job-tag-options",
+    placeholder: "team=payments",
+    "aria-describedby": "job-tag-help",
+  });
+  const addTag = h("button", { type: "button", "data-key": "add-tag" }, "Add tag");
+  const chosenTags = h("ul", { class: "tag-filters", "aria-label": "Tag filters", hidden: true });
+  const filterStatus = h("div", { class: "filter-status" });
+  /** The service's answer for a filter: the ids of the jobs it lists (null while asked), or its refusal. */
+  let answer: { key: string; ids: Set<string> | null; refused: string | null; failed: string | null } = {
+    key: "",
+    ids: null,
+    refused: null,
+    failed: null,
+  };
+  let shownRefusal = "";
+  let shownTags = "";
 
   // Bulk actions (Contributors only): on the selected jobs among those shown.
   const bulkCount = h("span", { class: "bulk-count" });
@@ -267,10 +337,66 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     return box;
   }
 
+  /** What the service's answer is for: the filter and the collection it was asked of (every one: ""). */
+  function answerKey(): string {
+    const filter = serverFilter(params);
+    return filter ? `${params.get("collection") ?? ""}\n${filter}` : "";
+  }
+
+  /** The tag filters as removable items (each removed by its button, the focus then on the tag input). */
+  function drawTags(tags: [string, string][]): void {
+    replace(
+      chosenTags,
+      tags.map(([name, value]) => {
+        const text = `${name}=${value}`;
+        const remove = h("button", { type: "button", class: "remove", "data-key": `remove-tag:${text}`, "aria-label": shown(`Remove the tag filter ${text}`) }, "×");
+        remove.addEventListener("click", () => {
+          const rest = tagsOf(params).filter(([n, v]) => !(n === name && v === value));
+          params.delete("tag");
+          for (const [n, v] of rest) params.append("tag", `${n}=${v}`);
+          update();
+          tagInput.focus();
+        });
+        return h("li", { class: "tag" }, h("span", { class: "tag-name" }, name), "=", h("span", { class: "tag-value" }, value), " ", remove);
+      }),
+    );
+    chosenTags.hidden = tags.length === 0;
+  }
+
+  /** The tag filters, and the service's refusal of the filter (or a failure to ask it). */
+  function showFilter(): void {
+    const tags = tagsOf(params);
+    // Drawn again only when they changed, so the focus stays on a remove button across refreshes.
+    const signature = JSON.stringify(tags);
+    if (signature !== shownTags) {
+      shownTags = signature;
+      drawTags(tags);
+    }
+    const key = answerKey();
+    const problem = key && answer.key === key ? (answer.refused !== null ? `The service refused the filter: ${answer.refused}` : answer.failed !== null ? `Could not filter the jobs: ${answer.failed}` : "") : "";
+    if (problem !== shownRefusal) {
+      shownRefusal = problem;
+      replace(filterStatus, problem ? h("p", { class: "error", role: "alert", id: "job-filter-error" }, problem) : null);
+    }
+    if (problem) tagInput.setAttribute("aria-describedby", "job-tag-help job-filter-error");
+    else tagInput.setAttribute("aria-describedby", "job-tag-help");
+  }
+
   function show(): void {
+    showFilter();
     if (!loaded) return;
     const now = Date.now();
-    visible = rows.filter((row) => matches(row, params));
+    const key = answerKey();
+    if (key && (answer.key !== key || answer.ids === null)) {
+      // The service is being asked for this filter: nothing is shown that it did not answer.
+      visible = [];
+      replace(content, h("p", { class: "muted" }, "Filtering…"));
+      count.textContent = `Filtering ${rows.length} jobs…`;
+      updateBulk();
+      return;
+    }
+    const ids = key ? answer.ids : null;
+    visible = rows.filter((row) => (ids === null || ids.has(row.job.id)) && matches(row, params));
     const sort = sortKey();
     if (sort) {
       const value = sort.column.value ?? (() => 0);
@@ -283,7 +409,14 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     }
     const shown = new Set(visible.map((row) => row.job.id));
     for (const id of [...selected]) if (!shown.has(id)) selected.delete(id);
-    const empty = failingOnly ? "No job is failing now." : rows.length ? "No job matches the filters." : "No jobs yet.";
+    const refused = key && (answer.refused !== null || answer.failed !== null);
+    const empty = refused
+      ? "No jobs shown: the filter was not applied (see above)."
+      : failingOnly && !key
+        ? "No job is failing now."
+        : rows.length
+          ? "No job matches the filters."
+          : "No jobs yet.";
     const body = h("tbody", {}, visible.map((row) => jobRow(row, now, checkbox(row))));
     if (!visible.length) body.append(h("tr", {}, h("td", { colspan: COLUMNS.length, class: "empty" }, empty)));
     const caption = sort ? `${title}, sorted by ${sort.column.title.toLowerCase()}${sort.descending ? ", descending" : ""}` : title;
@@ -300,21 +433,62 @@ export function jobsView(context: Context, failingOnly: boolean): View {
   }
 
   function update(): void {
+    const before = answerKey();
     const next = new URLSearchParams();
-    for (const [name, value] of [["q", search.value.trim()], ["state", state.value], ["collection", collection.value], ["failing", failing.checked ? "1" : ""]]) {
+    for (const [name, value] of [["q", search.value.trim()], ["state", state.value], ["collection", collection.value], ["failing", failing.checked ? "1" : ""], ["outcome", outcome.value]]) {
       if (value) next.set(name, value);
     }
-    for (const name of ["q", "state", "collection", "failing"]) params.delete(name);
+    for (const name of ["q", "state", "collection", "failing", "outcome"]) params.delete(name);
     next.forEach((value, name) => params.set(name, value));
+    // The tags are kept in the address as they are added and removed (once each, in order).
+    const tags = tagsOf(params);
+    params.delete("tag");
+    for (const [name, value] of tags) params.append("tag", `${name}=${value}`);
     const base = failingOnly ? "#/failing" : "#/jobs";
     const query = new URLSearchParams([...params].filter(([name]) => !(failingOnly && name === "failing") && name !== "deleted")).toString();
     history.replaceState(null, "", `${base}${query ? `?${query}` : ""}`);
     show();
+    // A new filter (or the same in another collection) is the service's to answer: ask it now.
+    if (answerKey() !== before && answerKey() !== "") void view.refresh();
   }
+
+  /** Adds the tag typed (name=value) to the filter; a text that is not one is said next to the input. */
+  function addTyped(): void {
+    const text = tagInput.value;
+    if (!text.trim()) return;
+    const tag = parseTag(text);
+    tagInput.removeAttribute("aria-invalid");
+    if (!tag) {
+      tagInput.setAttribute("aria-invalid", "true");
+      shownRefusal = "";
+      replace(filterStatus, h("p", { class: "error", role: "alert", id: "job-filter-error" }, `Not a tag filter: "${text.trim()}" is not name=value (e.g. team=payments).`));
+      tagInput.setAttribute("aria-describedby", "job-tag-help job-filter-error");
+      tagInput.focus();
+      return;
+    }
+    params.append("tag", `${tag[0]}=${tag[1]}`);
+    tagInput.value = "";
+    update();
+    tagInput.focus();
+  }
+  addTag.addEventListener("click", addTyped);
+  tagInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      addTyped();
+    }
+  });
+  tagInput.addEventListener("input", () => {
+    if (!tagInput.hasAttribute("aria-invalid")) return;
+    tagInput.removeAttribute("aria-invalid");
+    shownRefusal = "-"; // the next showFilter draws the service's state again
+    showFilter();
+  });
   search.addEventListener("input", update);
   state.addEventListener("change", update);
   collection.addEventListener("change", update);
   failing.addEventListener("change", update);
+  outcome.addEventListener("change", update);
   onTimeMode(() => {
     if (document.body.contains(element)) show();
   });
@@ -325,7 +499,14 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     h("div", {}, h("label", { for: "job-search" }, "Search"), search),
     h("div", {}, h("label", { for: "job-state" }, "State"), state),
     h("div", {}, h("label", { for: "job-collection" }, "Collection"), collection),
+    h("div", {}, h("label", { for: "job-outcome" }, "Last outcome"), outcome),
+    h("div", { class: "tag-part" }, h("label", { for: "job-tag" }, "Tag"), h("span", { class: "tag-entry" }, tagInput, addTag), tagOptions),
     failingOnly ? null : h("div", { class: "check" }, failing, h("label", { for: "job-failing" }, "Failing now only")),
+    h(
+      "p",
+      { class: "help tag-help", id: "job-tag-help" },
+      "Tag: name=value, then Add tag; every tag added must match (names without regard to case, values exactly). Tags and last outcome are filtered by the service.",
+    ),
   );
   filters.addEventListener("submit", (event) => event.preventDefault());
   const newJob = h("p", { class: "new-job", hidden: true }, h("a", { href: "#/new", class: "button-link" }, "New job"));
@@ -344,6 +525,8 @@ export function jobsView(context: Context, failingOnly: boolean): View {
       ".",
     ),
     filters,
+    chosenTags,
+    filterStatus,
     status,
     newJob,
     count,
@@ -359,6 +542,49 @@ export function jobsView(context: Context, failingOnly: boolean): View {
     show();
   });
 
+  /** The service's answer for the filter ``key``: each collection's jobs listed with the ``$filter`` (the one
+   * chosen, or every one). A refusal (400) is kept with its message; a collection gone meanwhile lists none. */
+  async function ask(snapshot: Snapshot, key: string): Promise<typeof answer> {
+    const [scope, filter] = [key.slice(0, key.indexOf("\n")), key.slice(key.indexOf("\n") + 1)];
+    const refs: Ref[] = snapshot.collections
+      .filter((row) => !row.error && (!scope || `${row.ref.group}/${row.ref.collection}` === scope))
+      .map((row) => row.ref);
+    const ids = new Set<string>();
+    try {
+      for (let start = 0; start < refs.length; start += 6) {
+        await Promise.all(
+          refs.slice(start, start + 6).map(async (ref) => {
+            try {
+              for (const job of await context.api.jobs(ref, filter)) ids.add(job.id);
+            } catch (error) {
+              if (!(error instanceof ApiError) || error.status !== 404) throw error;
+            }
+          }),
+        );
+      }
+    } catch (error) {
+      const failure = error as ApiError;
+      if (failure instanceof ApiError && failure.status === 400) return { key, ids: new Set(), refused: failure.message, failed: null };
+      return { key, ids: new Set(), refused: null, failed: failure.message };
+    }
+    return { key, ids, refused: null, failed: null };
+  }
+
+  /** The tags of the jobs listed, offered as name=value in the tag input (the filter's own tags left out). */
+  function suggest(snapshot: Snapshot): void {
+    const chosen = new Set(tagsOf(params).map(([name, value]) => `${name}=${value}`));
+    const texts = new Set<string>();
+    for (const row of snapshot.jobs) {
+      for (const [name, value] of Object.entries(row.job.properties.tags ?? {})) {
+        const text = `${name}=${value}`;
+        if (!chosen.has(text) && texts.size < TAG_SUGGESTIONS) texts.add(text);
+      }
+    }
+    const sorted = [...texts].sort();
+    const current = [...tagOptions.options].map((option) => option.value);
+    if (JSON.stringify(current) !== JSON.stringify(sorted)) replace(tagOptions, sorted.map((text) => h("option", { value: text }, shown(text) === text ? null : text)));
+  }
+
   const view: View = {
     title,
     element,
@@ -367,8 +593,13 @@ export function jobsView(context: Context, failingOnly: boolean): View {
       try {
         const snapshot = await context.catalog.load();
         replace(status);
+        const key = answerKey();
+        const asked = key ? await ask(snapshot, key) : null;
         rows = snapshot.jobs;
         loaded = true;
+        suggest(snapshot);
+        // An answer for a filter that has changed meanwhile is dropped: the new filter's own refresh shows it.
+        if (asked && asked.key === answerKey()) answer = asked;
         const keys = snapshot.collections.map((c) => `${c.ref.group}/${c.ref.collection}`);
         const wanted = params.get("collection") ?? "";
         const current = [...collection.options].slice(1).map((option) => option.value);
