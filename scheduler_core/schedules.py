@@ -21,6 +21,7 @@ def definition_schedule(definition: JobDefinition, defined_at: datetime, key: st
         dates=sorted(exclusions.dates_for(defined_at)) if exclusions is not None else (),
         ranges=exclusions.walls if exclusions is not None else (),
         key=key,
+        on_excluded=exclusions.on_excluded if exclusions is not None else "Skip",
     )
 
 

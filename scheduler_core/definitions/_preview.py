@@ -112,6 +112,7 @@ STORED_CALENDAR_RULES = "calendarRules"
 
 _OVERLAP = {policy.value.lower(): policy for policy in OverlapPolicy}
 _MISSED = {mode.value.lower(): mode for mode in MissedRunMode}
+_ON_EXCLUDED = {mode.lower(): mode for mode in ("Skip", "NextBusinessDay", "PreviousBusinessDay")}
 _LOCAL_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?", re.ASCII)
 _LOCAL_RULE = (
     "must be a local date (2026-12-24) or a local date-time without offset (2026-12-24T18:00:00), read in "
@@ -335,13 +336,16 @@ def _calendar_names(value: object, path: str) -> tuple[str, ...]:
 def parse_exclusions(value: object, path: str) -> Exclusions | None:
     """``recurrence.exclusions``; an empty object is no exclusions (None). The calendars are names only
     here: the service checks they exist and fills in their dates (``calendar_dates``)."""
-    fields = Fields(value, path, ("dates", "ranges", "calendars"))
+    fields = Fields(value, path, ("dates", "ranges", "calendars", "onExcluded"))
     dates = parse_dates(fields.get("dates"), fields.where("dates"), MAX_EXCLUDED_DATES) if "dates" in fields else ()
     ranges = _ranges(fields.get("ranges"), fields.where("ranges")) if "ranges" in fields else ()
     calendars = _calendar_names(fields.get("calendars"), fields.where("calendars")) if "calendars" in fields else ()
-    if not (dates or ranges or calendars):
+    on_excluded = "Skip"
+    if "onExcluded" in fields:
+        on_excluded = enum_value(fields.get("onExcluded"), fields.where("onExcluded"), _ON_EXCLUDED)
+    if not (dates or ranges or calendars) and on_excluded == "Skip":
         return None
-    return Exclusions(dates, ranges, calendars)
+    return Exclusions(dates, ranges, calendars, on_excluded=on_excluded)
 
 
 def _format_local_time(value: date | datetime) -> str:
@@ -362,6 +366,8 @@ def exclusions_json(exclusions: Exclusions, *, stored: bool) -> dict[str, Any]:
         out["ranges"] = [
             {"start": _format_local_time(item.start), "end": _format_local_time(item.end)} for item in exclusions.ranges
         ]
+    if exclusions.on_excluded != "Skip":
+        out["onExcluded"] = exclusions.on_excluded
     if exclusions.calendars:
         out["calendars"] = list(exclusions.calendars)
         if stored:
@@ -383,6 +389,7 @@ def read_exclusions(data: Mapping[str, Any]) -> Exclusions:
         calendars=tuple(str(name) for name in data.get("calendars", ())),
         calendar_dates=tuple(date.fromisoformat(text) for text in data.get(STORED_CALENDAR_DATES, ())),
         calendar_rules=read_rules(data.get(STORED_CALENDAR_RULES) or {}),
+        on_excluded=str(data.get("onExcluded") or "Skip"),
     )
 
 

@@ -13,6 +13,35 @@
   second. An offset never carries an occurrence to or past the next nominal one, so fire instants keep the
   order of their occurrences (the wire allows at most half the smallest gap, so this only matters around a
   daylight-saving change). The immediate first occurrence of a job without ``startTime`` is not jittered.
+* **Moving instead of skipping** (``on_excluded``, the wire's ``exclusions.onExcluded``): ``Skip`` (the
+  default) is the rule above; ``NextBusinessDay`` and ``PreviousBusinessDay`` move occurrences
+  (:mod:`~scheduler_core.recurrence._business_days` computes them):
+
+  1. A *business day* is a local date that is not an excluded date.
+  2. A nominal occurrence on an excluded date moves to the same local wall time on the nearest business day
+     after it (Next) or before it (Previous), at most 31 days away; with no business day within 31 days it
+     does not fire, as under Skip. If that wall time does not exist on that day (a daylight-saving gap) the
+     occurrence does not fire; if it is repeated, it moves to its first instance. If the moved instant
+     falls inside an excluded range, the search goes on to the next business day in the same direction
+     (still within 31 days of the original date).
+  3. An occurrence excluded by a range only (its date is not excluded) does not fire, as under Skip.
+  4. Never doubling: occurrences that land on the same instant (a moved one on a nominal one that fires,
+     or two moved ones) are one occurrence, which fires once and counts once.
+  5. The series keeps its bounds: ``endTime`` cuts the nominal series (an occurrence after it does not move
+     back before it), and a moved occurrence after ``endTime``, or before the series' first possible
+     instant (``startTime``, or the creation time when that is later or there is no ``startTime``; just
+     after it for cron strings, which have no run at creation), does not fire. ``count`` counts the
+     occurrences that fire, moved and merged ones once each, in the order they fire.
+  6. A moved occurrence is jittered like any other, keyed by its moved instant (the one ``nominal``
+     answers); an offset never carries it to or past the next nominal occurrence or the next scheduled one.
+  7. Fire instants are strictly increasing, and every question (``first_occurrence``, ``after``,
+     ``occurrences``, ``ordinal``, ``nominal``, ``is_last``) answers about the same ordered series.
+  8. These modes need a schedule that fires at most once a day (occurrences at least 24 hours apart, the
+     immediate first occurrence of a job without ``startTime`` aside); any other is refused with a
+     ValidationError at ``<path>.exclusions.onExcluded``. With no excluded date they behave as Skip.
+
+  ``ordinal`` does not walk the series: it counts the nominal occurrences arithmetically and enumerates
+  only those on excluded dates (at most one a day), so its cost grows with the number of excluded dates.
 
 The dispatcher, the executor and the API call these methods exactly as they call a
 :class:`CompiledSchedule`'s, so a due-index row is written for the jittered instant and nothing downstream
@@ -29,6 +58,13 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Protocol
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.recurrence._business_days import (
+    NEXT_BUSINESS_DAY,
+    SKIP,
+    BusinessDayMoves,
+    check_on_excluded,
+    merge_intervals,
+)
 from scheduler_core.recurrence._engine import CompiledSchedule
 from scheduler_core.recurrence._instants import format_instant, to_utc_from_wall
 from scheduler_core.recurrence._model import Recurrence
@@ -70,24 +106,23 @@ def _windows(
     midnight to the next, each range from its start to its end (wall times in ``zone``)."""
     walls = [(datetime(d.year, d.month, d.day), datetime(d.year, d.month, d.day) + timedelta(days=1)) for d in dates]
     walls.extend(ranges)
-    intervals = sorted((to_utc_from_wall(a, zone), to_utc_from_wall(b, zone)) for a, b in walls)
-    merged: list[tuple[datetime, datetime]] = []
-    for start, end in intervals:
-        if end <= start:
-            continue
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
+    return merge_intervals((to_utc_from_wall(a, zone), to_utc_from_wall(b, zone)) for a, b in walls)
+
+
+def _first_possible(start: datetime | None, created: datetime, recurrence: Recurrence) -> datetime:
+    """The series' first possible instant: the start, unless past; else the creation time (just after it for
+    cron strings, which have no run at creation)."""
+    if start is not None:
+        return max(start, created)
+    return created if recurrence.cron is None else created + _ONE_US
 
 
 class AdjustedSchedule:
     """The fire instants of a recurring job with jitter and/or exclusions (see the module's docstring).
 
     ``dates`` and ``ranges`` are local (naive wall times, each range ``[start, end)``); ``key`` is the
-    job's identity, which seeds the jitter."""
+    job's identity, which seeds the jitter; ``on_excluded`` is ``Skip``, ``NextBusinessDay`` or
+    ``PreviousBusinessDay``."""
 
     def __init__(
         self,
@@ -100,6 +135,7 @@ class AdjustedSchedule:
         ranges: Iterable[tuple[datetime, datetime]] = (),
         key: str = "",
         path: str = "properties.recurrence",
+        on_excluded: str = SKIP,
     ) -> None:
         created = _utc(created)
         start = _utc(start_time) if start_time is not None else None
@@ -121,7 +157,15 @@ class AdjustedSchedule:
         self._immediate = self._base.first_occurrence if start is None and recurrence.cron is None else None
         self._jitter_us = int(jitter / _ONE_US) if jitter is not None and jitter > timedelta(0) else 0
         self._key = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
-        self._windows = _windows(dates, ranges, recurrence.zone or UTC)
+        check_on_excluded(on_excluded, recurrence, start if start is not None else created, path)
+        dates, ranges, zone = tuple(dates), tuple(ranges), recurrence.zone or UTC
+        self._low = _first_possible(start, created, recurrence)
+        #: With moving exclusions (and dates to move from): the scheduled instants; else None (Skip).
+        self._moves: BusinessDayMoves | None = None
+        if on_excluded != SKIP and dates:
+            forward = on_excluded == NEXT_BUSINESS_DAY
+            self._moves = BusinessDayMoves(self._base, zone, dates, ranges, forward=forward, low=self._low, end=end)
+        self._windows = _windows(dates, ranges, zone) if self._moves is None else []
         self._starts = [window[0] for window in self._windows]
         self._ends = [window[1] for window in self._windows]
         #: Nominal occurrences in each window, computed for a prefix of the windows as needed.
@@ -174,19 +218,26 @@ class AdjustedSchedule:
             return timedelta(seconds=number % (self._jitter_us // _SECOND_US))
         return timedelta(microseconds=number % self._jitter_us)
 
-    def _fire(self, nominal: datetime) -> datetime:
+    def _fire(self, nominal: datetime, following: datetime | None = None) -> datetime:
+        """The fire instant of the occurrence scheduled at ``nominal``: before the next nominal occurrence
+        and before ``following`` (the next scheduled instant, when occurrences move)."""
         offset = self.offset(nominal)
         if not offset:
             return nominal
         fire = nominal + offset
-        following = self._base.after(nominal)
-        if following is not None and fire >= following:
-            fire = following - _ONE_US
+        cap = self._base.after(nominal)
+        if following is not None and (cap is None or following < cap):
+            cap = following
+        if cap is not None and fire >= cap:
+            fire = cap - _ONE_US
         return fire
 
-    def _fires(self, start: datetime) -> Iterable[tuple[datetime, datetime]]:
-        """(nominal, fire instant) of each occurrence that fires, from the first nominal one at or after
-        ``start``, in order, until ``endTime`` or ``count`` ends the series."""
+    def _fires(self, start: datetime, *, counted: bool = True) -> Iterable[tuple[datetime, datetime]]:
+        """(scheduled instant, fire instant) of each occurrence that fires, from the first one scheduled at
+        or after ``start``, in order, until ``endTime`` or (when ``counted``) ``count`` ends the series."""
+        if self._moves is not None:
+            yield from self._moved_fires(start, counted=counted)
+            return
         nominal = self._base.after(start, inclusive=True)
         while nominal is not None:
             if self.end_time is not None and nominal > self.end_time:
@@ -195,10 +246,23 @@ class AdjustedSchedule:
             if window is not None:
                 nominal = self._base.after(self._ends[window], inclusive=True)
                 continue
-            if self.count is not None and self._ordinal_of(nominal) > self.count:
+            if counted and self.count is not None and self._ordinal_of(nominal) > self.count:
                 return
             yield nominal, self._fire(nominal)
             nominal = self._base.after(nominal)
+
+    def _moved_fires(self, start: datetime, *, counted: bool) -> Iterable[tuple[datetime, datetime]]:
+        """:meth:`_fires` when occurrences on excluded dates move: their scheduled instants come merged and
+        in order from :class:`BusinessDayMoves`; ``count`` counts them from the first one's rank."""
+        assert self._moves is not None
+        stream = iter(self._moves.scheduled(start))
+        current = next(stream, None)
+        limit = self.count if counted else None
+        ordinal = self._moves.rank(current) + 1 if current is not None and limit is not None else 0
+        while current is not None and (limit is None or ordinal <= limit):
+            following = next(stream, None)
+            yield current, self._fire(current, following)
+            current, ordinal = following, ordinal + 1
 
     def _start_for(self, instant: datetime) -> datetime:
         """Where to look for the nominal occurrence of a fire instant at or after ``instant``."""
@@ -208,7 +272,7 @@ class AdjustedSchedule:
     @property
     def first_occurrence(self) -> datetime | None:
         """The first fire instant, or None when nothing fires."""
-        first = self._base.first_occurrence
+        first = self._base.first_occurrence if self._moves is None else self._low
         return self.after(first, inclusive=True) if first is not None else None
 
     def after(self, instant: datetime, *, inclusive: bool = False) -> datetime | None:
@@ -248,6 +312,13 @@ class AdjustedSchedule:
         """The 1-based position of the fire instant ``occurrence`` among the occurrences that fire (excluded
         ones do not count). Raises ValueError when it is not one."""
         occurrence = _utc(occurrence)
+        if self._moves is not None:
+            for scheduled, fire in self._fires(self._start_for(occurrence), counted=False):
+                if fire == occurrence:
+                    return self._moves.rank(scheduled) + 1
+                if scheduled > occurrence:
+                    break
+            raise ValueError(f"{format_instant(occurrence)} is not an occurrence of this schedule")
         nominal = self._base.after(self._start_for(occurrence), inclusive=True)
         while nominal is not None and nominal <= occurrence:
             if self._window_of(nominal) is None and self._fire(nominal) == occurrence:
@@ -270,13 +341,28 @@ def compile_adjusted(
     ranges: Iterable[tuple[datetime, datetime]] = (),
     key: str = "",
     path: str = "properties.recurrence",
+    on_excluded: str = SKIP,
 ) -> OccurrenceSeries:
     """A job's schedule: its :class:`CompiledSchedule` when it has neither jitter nor exclusions (or no
-    recurrence), else an :class:`AdjustedSchedule`."""
+    recurrence), else an :class:`AdjustedSchedule`. ``on_excluded`` (``Skip``, ``NextBusinessDay`` or
+    ``PreviousBusinessDay``) is checked against the recurrence even when no date is excluded yet."""
     dates, ranges = tuple(dates), tuple(ranges)
     plain = not dates and not ranges and (jitter is None or jitter <= timedelta(0))
-    if recurrence is None or plain:
+    if recurrence is None:
         return CompiledSchedule(start_time, recurrence, created, path)
+    if plain:
+        schedule = CompiledSchedule(start_time, recurrence, created, path)
+        base = _utc(start_time) if start_time is not None else _utc(created)
+        check_on_excluded(on_excluded, recurrence, base, path)
+        return schedule
     return AdjustedSchedule(
-        start_time, recurrence, created, jitter=jitter, dates=dates, ranges=ranges, key=key, path=path
+        start_time,
+        recurrence,
+        created,
+        jitter=jitter,
+        dates=dates,
+        ranges=ranges,
+        key=key,
+        path=path,
+        on_excluded=on_excluded,
     )

@@ -78,6 +78,14 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
                 "items": {"type": "string", "minLength": 1},
                 "description": "Names of calendars of the job collection (PUT .../calendars/{calendarName}).",
             },
+            "onExcluded": {
+                "type": "string",
+                "enum": ["Skip", "NextBusinessDay", "PreviousBusinessDay"],
+                "description": (
+                    "What an occurrence on an excluded date does: Skip (default), or move to the nearest business "
+                    "day at the same wall time (schedules firing at most once a day)."
+                ),
+            },
         },
     },
     "JobRecurrenceExclusionRange": {
@@ -117,14 +125,40 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
     },
     "CalendarProperties": {
         "type": "object",
-        "required": ["dates"],
+        "description": "At least one of dates, recurringDates, weekDays, holidays and iCalendar.",
         "properties": {
             "dates": {
                 "type": "array",
                 "maxItems": 1000,
                 "items": {"type": "string", "format": "date", "pattern": _DATE_PATTERN},
                 "description": "Local dates, YYYY-MM-DD (read in each job's time zone).",
-            }
+            },
+            "recurringDates": {
+                "type": "array",
+                "maxItems": 366,
+                "items": {"type": "string", "pattern": "^[0-9]{2}-[0-9]{2}$"},
+                "description": "Dates every year, MM-DD (02-29 in leap years only).",
+            },
+            "weekDays": {
+                "type": "array",
+                "maxItems": 6,
+                "items": {"type": "string"},
+                "description": "Day names (Monday to Sunday, any casing); at most six.",
+            },
+            "holidays": _ref("CalendarHolidays"),
+            "iCalendar": {
+                "type": "string",
+                "description": "An iCalendar file of all-day events, read into dates and recurringDates (write-only).",
+            },
+        },
+    },
+    "CalendarHolidays": {
+        "type": "object",
+        "required": ["country"],
+        "description": "A country's public holidays every year, as the holidays library lists them.",
+        "properties": {
+            "country": {"type": "string", "description": "ISO 3166-1 alpha-2 code (DE, US)."},
+            "subdivision": {"type": "string", "description": "A subdivision of the country (BY, CA)."},
         },
     },
     "Calendar": {
