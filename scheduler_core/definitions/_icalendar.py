@@ -31,6 +31,8 @@ MAX_ICALENDAR_CHARS = 1_000_000
 _MAX_EVENT_DATES = 1001
 _PLAIN_YEARLY = {"FREQ": ["YEARLY"]}
 _DAY_FREQUENCIES = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY")
+#: The filters a yearly rule shares with any rule (BYDAY is read without its ordinals).
+_FILTERS = ("BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO")
 
 
 def _as_datetime(value: date) -> datetime:
@@ -87,6 +89,23 @@ def _days_of(event: Any, where: str) -> tuple[date, list[date]]:
     return start, [start + timedelta(days=n) for n in range((end - start).days)]
 
 
+def _may_match(recur: Any, start: datetime, limit: datetime) -> bool:
+    """Whether a rule can name a day before ``limit``, asked of a yearly rule with the same month, day and
+    week-day filters (weekdays without their ordinals, no BYSETPOS): a superset of the rule's days that
+    python-dateutil walks a year at a time. dateutil checks UNTIL only on days that match, so a daily rule
+    that never matches (BYMONTH=2;BYMONTHDAY=30) would otherwise be walked day by day to the year 9999."""
+    parts = [f"{key}={','.join(_text(value) for value in values)}" for key, values in recur.items() if key in _FILTERS]
+    days = [_text(day).lstrip("+-0123456789") for day in recur.get("BYDAY") or []]
+    if days:
+        parts.append("BYDAY=" + ",".join(dict.fromkeys(days)))
+    yearly = rrulestr(";".join(["FREQ=YEARLY", *parts]), dtstart=start)
+    return yearly.after(start, inc=True) is not None and yearly.after(start, inc=True) <= limit
+
+
+def _text(value: Any) -> str:
+    return value.to_ical().decode() if hasattr(value, "to_ical") else str(value)
+
+
 def _expand(event: Any, first: date, where: str) -> list[date]:
     """The start days of a recurring event up to the horizon (python-dateutil reads the RRULE and EXDATEs).
     Rules finer than a day are refused, and every rule is cut at the horizon, so the expansion is bounded."""
@@ -102,6 +121,8 @@ def _expand(event: Any, first: date, where: str) -> list[date]:
         until = (recur.get("UNTIL") or [None])[0]
         if "COUNT" not in recur and (until is None or _as_datetime(until) > limit):
             rule = rule.replace(until=limit)
+        if not _may_match(recur, start, limit):
+            return []
         dates = rruleset()
         dates.rrule(rule)
         excluded = event.get("EXDATE")
