@@ -99,7 +99,8 @@ def _may_match(recur: Any, start: datetime, limit: datetime) -> bool:
     if days:
         parts.append("BYDAY=" + ",".join(dict.fromkeys(days)))
     yearly = rrulestr(";".join(["FREQ=YEARLY", *parts]), dtstart=start)
-    return yearly.after(start, inc=True) is not None and yearly.after(start, inc=True) <= limit
+    first = yearly.after(start, inc=True)
+    return first is not None and first <= limit
 
 
 def _text(value: Any) -> str:
