@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from scheduler_core.cli.calendars import add_calendar_commands
 from scheduler_core.cli.common import EXIT_INVALID, CliError
 from scheduler_core.cli.output import write_error
 from scheduler_core.cli.preview import add_preview_command
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_preview_command(commands)
     add_resource_commands(commands)
+    add_calendar_commands(commands)
     add_transfer_commands(commands)
     add_verify_command(commands)
     return parser

@@ -291,6 +291,9 @@ class SchedulerClient:
     def put_calendar(self, group: str, collection: str, name: str, body: Mapping[str, Any]) -> Answer:
         return self.call("PUT", f"{self.collection_path(group, collection)}/calendars/{_segment(name)}", dict(body))
 
+    def delete_calendar(self, group: str, collection: str, name: str) -> None:
+        self.call("DELETE", f"{self.collection_path(group, collection)}/calendars/{_segment(name)}")
+
     def occurrences(
         self, group: str, collection: str, job: str, top: int, after: str | None = None
     ) -> list[dict[str, Any]]:
