@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -101,12 +102,20 @@ def _utc(value: datetime) -> datetime:
 
 def _windows(
     dates: Iterable[date], ranges: Iterable[tuple[datetime, datetime]], zone: tzinfo
-) -> list[tuple[datetime, datetime]]:
+) -> tuple[tuple[datetime, datetime], ...]:
     """The excluded instants as sorted, merged UTC intervals ``[start, end)``: each date from its local
-    midnight to the next, each range from its start to its end (wall times in ``zone``)."""
+    midnight to the next, each range from its start to its end (wall times in ``zone``). Cached: a job's
+    schedule is compiled on every fire, and a calendar of week days and holidays gives thousands of dates."""
+    return _merged_windows(tuple(dates), tuple(ranges), zone)
+
+
+@functools.lru_cache(maxsize=64)
+def _merged_windows(
+    dates: tuple[date, ...], ranges: tuple[tuple[datetime, datetime], ...], zone: tzinfo
+) -> tuple[tuple[datetime, datetime], ...]:
     walls = [(datetime(d.year, d.month, d.day), datetime(d.year, d.month, d.day) + timedelta(days=1)) for d in dates]
     walls.extend(ranges)
-    return merge_intervals((to_utc_from_wall(a, zone), to_utc_from_wall(b, zone)) for a, b in walls)
+    return tuple(merge_intervals((to_utc_from_wall(a, zone), to_utc_from_wall(b, zone)) for a, b in walls))
 
 
 def _first_possible(start: datetime | None, created: datetime, recurrence: Recurrence) -> datetime:
@@ -165,7 +174,7 @@ class AdjustedSchedule:
         if on_excluded != SKIP and dates:
             forward = on_excluded == NEXT_BUSINESS_DAY
             self._moves = BusinessDayMoves(self._base, zone, dates, ranges, forward=forward, low=self._low, end=end)
-        self._windows = _windows(dates, ranges, zone) if self._moves is None else []
+        self._windows = _windows(dates, ranges, zone) if self._moves is None else ()
         self._starts = [window[0] for window in self._windows]
         self._ends = [window[1] for window in self._windows]
         #: Nominal occurrences in each window, computed for a prefix of the windows as needed.
