@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from scheduler_core.errors import ValidationError
 
-__all__ = ["MAX_CRON_LENGTH", "CronExpression", "parse_cron"]
+__all__ = ["MACROS", "MAX_CRON_LENGTH", "CronExpression", "parse_cron"]
 
 #: The longest cron string accepted (characters, prefix included).
 MAX_CRON_LENGTH = 1000
@@ -42,7 +42,8 @@ _MONTHS = {
     for i, name in enumerate(["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"])
 }
 _DAYS = {name: i for i, name in enumerate(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])}
-_MACROS = {
+#: The @ macros and the five fields each stands for.
+MACROS = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
     "@monthly": "0 0 1 * *",
@@ -204,11 +205,11 @@ def parse_cron(value: object, path: str) -> CronExpression:
     zone, fields = _split(text, path)
     if len(fields) == 1 and fields[0][0].startswith("@"):
         macro = fields[0][0].lower()
-        if macro not in _MACROS:
+        if macro not in MACROS:
             raise _fail(
-                path, text, fields[0][1], "", f"{fields[0][0]} is not a schedule (use one of {', '.join(_MACROS)})"
+                path, text, fields[0][1], "", f"{fields[0][0]} is not a schedule (use one of {', '.join(MACROS)})"
             )
-        expanded = parse_cron(_MACROS[macro], path)
+        expanded = parse_cron(MACROS[macro], path)
         return dataclasses.replace(expanded, text=text, zone=zone)
     if len(fields) not in (5, 6):
         raise ValidationError(path, f"has {len(fields)} fields; a cron string has {_SHAPE}, in {text!r}")

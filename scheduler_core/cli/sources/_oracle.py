@@ -23,21 +23,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from scheduler_core.cli.sources._model import AT, EVENTBRIDGE, RATE, UNIX, Expected
+from scheduler_core.recurrence._cron import MACROS
 from scheduler_core.timezones import UnknownTimeZoneError, resolve_time_zone
 
 __all__ = ["source_occurrences"]
 
 #: How many wall times the search looks at before it gives up (a schedule that matches nothing soon).
 MAX_STEPS = 5000
-_MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
 _EVENTBRIDGE_DAYS = {"1": "SUN", "2": "MON", "3": "TUE", "4": "WED", "5": "THU", "6": "FRI", "7": "SAT"}
 #: How far apart in UTC the instants of two wall times can be out of order (a daylight-saving shift is less).
 _SETTLED = timedelta(hours=3)
@@ -81,7 +73,7 @@ def _walls(expression: str, start: datetime) -> Iterator[datetime]:
 
 
 def _unix_instants(expected: Expected, zone: tzinfo, after: datetime) -> Iterator[datetime]:
-    expression = _MACROS.get(expected.expression.strip().lower(), expected.expression)
+    expression = MACROS.get(expected.expression.strip().lower(), expected.expression)
     fields = expression.split()
     wildcard = len(fields) == 5 and (fields[0].startswith("*") or fields[1].startswith("*"))
     start = after.astimezone(zone).replace(tzinfo=None) - timedelta(hours=3)

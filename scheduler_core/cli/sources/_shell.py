@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from scheduler_core.cli.sources._model import http_action
@@ -224,9 +224,12 @@ def _count(option: str, value: str) -> int:
 
 
 class _Tool:
-    """What curl and wget share: the request being read, its URLs, and the notes."""
+    """What curl and wget share: the request being read, its URLs, and the notes; its short options (a
+    letter taking a value, a letter standing for a flag) by their long names."""
 
     program = ""
+    short_values: ClassVar[Mapping[str, str]] = {}
+    short_flags: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
@@ -241,6 +244,21 @@ class _Tool:
 
     def noted(self, what: str, why: str) -> None:
         self.notes.append((what, why))
+
+    def option(self, name: str, value: str | None) -> None:
+        raise NotImplementedError
+
+    def short(self, cluster: str, args: Any) -> None:
+        """A cluster of short options (``-fsS``, ``-XPOST``): the first that takes a value takes the rest."""
+        values, flags = self.short_values, self.short_flags
+        for position, letter in enumerate(cluster):
+            if letter in values:
+                rest = cluster[position + 1 :]
+                self.option(values[letter], rest if rest else next(args, None))
+                return
+            if letter not in flags:
+                raise NotCarried(f"{self.program} option -{letter} is not understood here")
+            self.option(flags[letter], None)
 
     def url(self) -> str:
         if not self.urls:
@@ -323,6 +341,8 @@ _CURL_DROPPED = frozenset(
 
 class _Curl(_Tool):
     program = "curl"
+    short_values = _CURL_SHORT_VALUES
+    short_flags = _CURL_SHORT_FLAGS
 
     def __init__(self, args: list[str]) -> None:
         super().__init__(args)
@@ -339,17 +359,6 @@ class _Curl(_Tool):
             else:
                 self.urls.append(arg)
         return self.request()
-
-    def short(self, cluster: str, args: Any) -> None:
-        """A cluster of short options (``-fsS``, ``-XPOST``): the first that takes a value takes the rest."""
-        for position, letter in enumerate(cluster):
-            if letter in _CURL_SHORT_VALUES:
-                rest = cluster[position + 1 :]
-                self.option(_CURL_SHORT_VALUES[letter], rest if rest else next(args, None))
-                return
-            if letter not in _CURL_SHORT_FLAGS:
-                raise NotCarried(f"curl option -{letter} is not understood here")
-            self.option(_CURL_SHORT_FLAGS[letter], None)
 
     def option(self, name: str, value: str | None) -> None:
         if name in _CURL_VALUE_OPTIONS and value is None:
@@ -504,6 +513,8 @@ _WGET_DROPPED = frozenset(
 
 class _Wget(_Tool):
     program = "wget"
+    short_values = _WGET_SHORT
+    short_flags = _WGET_FLAGS
 
     def __init__(self, args: list[str]) -> None:
         super().__init__(args)
@@ -522,16 +533,6 @@ class _Wget(_Tool):
             else:
                 self.urls.append(arg)
         return self.request()
-
-    def short(self, cluster: str, args: Any) -> None:
-        for position, letter in enumerate(cluster):
-            if letter in _WGET_SHORT:
-                rest = cluster[position + 1 :]
-                self.option(_WGET_SHORT[letter], rest if rest else next(args, None))
-                return
-            if letter not in _WGET_FLAGS:
-                raise NotCarried(f"wget option -{letter} is not understood here")
-            self.option(_WGET_FLAGS[letter], None)
 
     def option(self, name: str, value: str | None) -> None:
         if name in _WGET_VALUES and value is None:
