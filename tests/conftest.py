@@ -15,6 +15,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -120,13 +121,12 @@ def sample_settings() -> dict[str, str]:
 AZURITE_STARTS = 3
 
 
-@pytest.fixture(scope="session")
-def azurite() -> Iterator[Azurite]:
+@contextmanager
+def private_azurite() -> Iterator[Azurite]:
     """A private Azurite (in memory, free ports): never the user's own instance.
 
-    Each pytest-xdist worker is a session of its own, so each worker starts its own Azurite. Free ports are
-    found before Azurite binds them, so another process (a parallel worker starting its own) may take one in
-    between: a start that fails is tried again on new free ports, :data:`AZURITE_STARTS` times in all.
+    Free ports are found before Azurite binds them, so another process (a parallel worker starting its own) may
+    take one in between: a start that fails is tried again on new free ports, :data:`AZURITE_STARTS` times in all.
     """
     for attempt in range(1, AZURITE_STARTS + 1):
         instance = Azurite()
@@ -141,6 +141,14 @@ def azurite() -> Iterator[Azurite]:
         finally:
             instance.stop()
         return
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """The session's :func:`private_azurite`. Each pytest-xdist worker is a session of its own, so each worker
+    starts its own."""
+    with private_azurite() as instance:
+        yield instance
 
 
 @pytest.fixture

@@ -33,12 +33,13 @@ import requests
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueServiceClient
 
-from local_host.azurite import free_port
+from local_host.azurite import Azurite, free_port
 from local_host.runtime import LocalHost
 from scheduler_core import auth, dashboard, settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.storage.names import table_names
+from tests.conftest import private_azurite
 from tests.e2e.test_entra_api import ManualClock, provider, test_ca
 from tests.support.jobs import every, http_action, job_body
 from tests.support.oidc import OidcProvider
@@ -152,6 +153,25 @@ def seed(url: str, key: str, subscription: str) -> None:
     put(f"{collection_path(subscription)}/calendars/hol", CALENDAR)
 
 
+@pytest.fixture(scope="module")
+def azurite() -> Iterator[Azurite]:
+    """This module's own Azurite: the snapshots read every table and queue of the account, so the account holds
+    only the current test's (the session's Azurite holds every earlier test's, thousands of tables by the time
+    this module runs on a worker). Emptied by :func:`tenants` after each test."""
+    with private_azurite() as instance:
+        yield instance
+
+
+def empty(connection: str) -> None:
+    """Deletes every table and queue of the account behind ``connection``."""
+    tables = TableServiceClient.from_connection_string(connection)
+    for table in list(tables.list_tables()):
+        tables.delete_table(table.name)
+    queues = QueueServiceClient.from_connection_string(connection)
+    for queue in list(queues.list_queues()):
+        queues.delete_queue(queue.name)
+
+
 @pytest.fixture
 def tenants(
     storage_env: settings.Settings, provider: OidcProvider, test_ca: TestCa, monkeypatch: pytest.MonkeyPatch
@@ -224,6 +244,7 @@ def tenants(
         queues = QueueServiceClient.from_connection_string(connection)
         for queue in queues.list_queues():
             queues.get_queue_client(queue.name).clear_messages()
+        stack.callback(empty, connection)  # after the host stops
         yield Tenants(host.base_url, storage_env, principals)
 
 
