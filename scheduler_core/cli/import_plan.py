@@ -5,11 +5,13 @@ The plan reads the target (its collections with their calendars and jobs, the su
 collections) and uses the service's own rules: the name rule of the paths (``scheduler_core.api.paths``),
 the definition parser (``scheduler_core.definitions.parse_job`` in the import's api-version, with the
 collection plan's default retry interval and a stored job's secrets standing in for a replace), the calendar
-rules (``parse_calendar``, at most ``MAX_CALENDARS`` calendars and ``MAX_CALENDAR_DATES`` dates, a job naming a
+rules (``parse_calendar_body``, at most ``MAX_CALENDARS`` calendars and ``MAX_CALENDAR_DATES`` dates, a job naming a
 calendar the collection lacks), the plan and quota rules (``scheduler_core.service.plans``), ``maxJobCount``
 counted over the collection's jobs and those the import creates before, and the refusal of a finished job,
 with the same error code and message. For each job it also computes the instants it fires at in the hour
-after now (``nextHour``), by the service's recurrence engine.
+after now (``nextHour``), by the service's recurrence engine, with the fixed dates and the recurring rules
+(recurring dates, week days, holidays, iCalendar) of the calendars it names, as the service makes it carry
+them; offline, the calendars are those the file creates.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from scheduler_core.api.handler import MAX_BODY_BYTES
 from scheduler_core.api.paths import CALENDAR, COLLECTION, JOB, RESOURCE_GROUP, SUBSCRIPTION, check_name
 from scheduler_core.cli.client import SchedulerClient
 from scheduler_core.cli.secrets import SECRET_NAMES, stand_ins
-from scheduler_core.cli.series import next_hour
+from scheduler_core.cli.series import next_hour, read_calendar
 from scheduler_core.definitions import CollectionSpec, JobSpec, Wire
 from scheduler_core.definitions._json import read_json
 from scheduler_core.errors import (
@@ -37,6 +39,7 @@ from scheduler_core.errors import (
 )
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import JobCollection, JobDefinition, JobState
+from scheduler_core.model.calendars import CalendarRules
 from scheduler_core.model.collection import Calendar
 from scheduler_core.recurrence import format_instant
 from scheduler_core.schedules import definition_schedule
@@ -330,11 +333,7 @@ class Planner:
             name = str(job.get("name") or "").rsplit("/", 1)[-1]
             spec = definitions.read_job_definition(props, stand_ins(props))
             jobs[escape_key(name)] = _Job(name, str(props.get("state")), spec)
-        calendars: dict[str, Calendar] = {}
-        for item in self.state.calendars(target):
-            name = str(item.get("name") or "").rsplit("/", 1)[-1]
-            dates = definitions.parse_calendar({"properties": item.get("properties") or {}})
-            calendars[name.lower()] = Calendar(name, dates)
+        calendars = {calendar.name.lower(): calendar for calendar in map(read_calendar, self.state.calendars(target))}
         return _Collection(str(stored.get("name")), limits, jobs, calendars)
 
     def plan_collection(self, item: Item) -> Result:
@@ -385,27 +384,29 @@ class Planner:
             return result
         result.send = True
         try:
-            dates = self._decide_calendar(target, name, item.body, collection)
+            dates, rules = self._decide_calendar(target, name, item.body, collection)
         except SchedulerError as exc:
             return _error(result, exc)
         assert collection is not None
         result.outcome, result.status = ("create", 201) if existing is None else ("replace", 200)
-        collection.calendars[name.lower()] = Calendar(existing.name if existing is not None else name, dates)
+        stored_name = existing.name if existing is not None else name
+        collection.calendars[name.lower()] = Calendar(stored_name, dates, rules)
         return result
 
     def _decide_calendar(
         self, target: Target, name: str, body: dict[str, Any], collection: _Collection | None
-    ) -> tuple[date, ...]:
-        """The service's decision for ``PUT .../calendars/{name}`` with ``body``: its dates, or its error."""
+    ) -> tuple[tuple[date, ...], CalendarRules]:
+        """The service's decision for ``PUT .../calendars/{name}`` with ``body``: its fixed dates and recurring
+        rules (which the jobs naming it carry), or its error."""
         _check_names(target, (CALENDAR, name))
         if not self.wire.preview:
             raise ValidationError("api-version", f"calendars need api-version {definitions.PREVIEW_VERSION}")
         read_as_the_service(body)
         if collection is None:
             raise collection_not_found(target.collection_ref())
-        dates = definitions.parse_calendar(body)
+        dates, rules = definitions.parse_calendar_body(body)
         definitions.check_calendar_limits(target.collection, name, dates, collection.calendars.values())
-        return dates
+        return dates, rules
 
     # ------------------------------------------------------------------------------------------ jobs
 

@@ -20,9 +20,13 @@ from typing import Any
 from scheduler_core import definitions
 from scheduler_core.cli.client import SchedulerClient
 from scheduler_core.cli.secrets import stand_ins
+from scheduler_core.errors import ValidationError
 from scheduler_core.model import JobDefinition
+from scheduler_core.model.calendars import CalendarRules
+from scheduler_core.model.collection import Calendar
 from scheduler_core.recurrence import OccurrenceSeries, format_instant, parse_instant
 from scheduler_core.schedules import definition_schedule, next_unrun
+from scheduler_core.service import jobs as service_jobs
 
 #: An instant before every job's first occurrence (the earliest ``after`` the occurrences operation takes).
 BEFORE_ANY_JOB = "1900-01-01T00:00:00Z"
@@ -34,20 +38,46 @@ MAX_LISTED = 100
 FINISHED = ("completed", "faulted")
 
 
-def with_calendars(definition: JobDefinition, calendars: Mapping[str, Iterable[date]]) -> JobDefinition:
-    """``definition`` carrying the dates of the calendars it names, from ``calendars`` (name in lower case
-    to its dates; a name it lacks adds none)."""
+def read_calendar(resource: Mapping[str, Any]) -> Calendar:
+    """A calendar as the API answers it (``{"name", "properties"}``; ``name`` may be ``collection/calendar``)
+    read by the service's rules: its fixed dates and its recurring rules (recurring dates, week days,
+    holidays). A calendar that does not parse is a :class:`~scheduler_core.errors.ValidationError`."""
+    name = str(resource.get("name") or "").rsplit("/", 1)[-1]
+    dates, rules = definitions.parse_calendar_body({"properties": resource.get("properties") or {}})
+    return Calendar(name, dates, rules)
+
+
+def calendars_by_name(resources: Iterable[Mapping[str, Any]]) -> dict[str, Calendar]:
+    """The calendars of a collection as the API answers them (:func:`read_calendar`), by name in lower case;
+    one that does not parse is left out."""
+    found: dict[str, Calendar] = {}
+    for resource in resources:
+        try:
+            calendar = read_calendar(resource)
+        except ValidationError:
+            continue
+        found[calendar.name.lower()] = calendar
+    return found
+
+
+def with_calendars(definition: JobDefinition, calendars: Mapping[str, Calendar]) -> JobDefinition:
+    """``definition`` carrying the fixed dates and the recurring rules of the calendars it names, as the
+    service makes a job carry them, from ``calendars`` (by name in lower case; a name it lacks adds none)."""
     exclusions = definition.exclusions
     if exclusions is None or not exclusions.calendars:
         return definition
     dates: set[date] = set()
+    rules = CalendarRules()
     for name in exclusions.calendars:
-        dates.update(calendars.get(name.lower(), ()))
-    return replace(definition, exclusions=replace(exclusions, calendar_dates=tuple(sorted(dates))))
+        calendar = calendars.get(name.lower())
+        if calendar is not None:
+            dates.update(calendar.dates)
+            rules = rules.union(calendar.rules)
+    return service_jobs.with_calendars(definition, (tuple(sorted(dates)), rules))
 
 
 def nominal_series(
-    properties: Mapping[str, Any], calendars: Mapping[str, Iterable[date]], created: datetime
+    properties: Mapping[str, Any], calendars: Mapping[str, Calendar], created: datetime
 ) -> OccurrenceSeries:
     """The series of a job as the API shows it (its ``properties``), written at ``created``, at its scheduled
     instants: without its jitter, which moves an occurrence but never adds, removes or reorders one."""
@@ -71,12 +101,12 @@ def next_hour(series: OccurrenceSeries, now: datetime) -> tuple[list[datetime], 
 
 
 def anchor(
-    client: SchedulerClient, group: str, collection: str, job: dict[str, Any], calendars: Mapping[str, list[date]]
+    client: SchedulerClient, group: str, collection: str, job: dict[str, Any], calendars: Mapping[str, Calendar]
 ) -> dict[str, Any] | None:
     """Write the effective start and the runs left into an exported ``job`` (its ARM JSON, changed in place)
     when the API shows neither; returns what was changed (for the export's ``adjustments``), or None. Only
     an unfinished recurring job read with the preview api-version (which has the ``occurrences`` operation)
-    is anchored. ``calendars``: the dates of the collection's calendars, by name in lower case."""
+    is anchored. ``calendars``: the collection's calendars (:func:`calendars_by_name`)."""
     props = job.get("properties")
     recurrence = props.get("recurrence") if isinstance(props, dict) else None
     if not client.preview or not isinstance(props, dict) or not isinstance(recurrence, dict):
@@ -108,7 +138,7 @@ def _runs_left(
     collection: str,
     name: str,
     properties: Mapping[str, Any],
-    calendars: Mapping[str, list[date]],
+    calendars: Mapping[str, Calendar],
     first: datetime,
 ) -> int | None:
     """How many occurrences of the job's ``count`` are left: ``count`` less those before its next one (by

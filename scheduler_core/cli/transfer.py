@@ -20,11 +20,10 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scheduler_core import definitions
 from scheduler_core.cli.client import CLASSIC_API_VERSION, ApiError, SchedulerClient
 from scheduler_core.cli.common import (
     EXIT_API_ERROR,
@@ -53,10 +52,10 @@ from scheduler_core.cli.output import JSON, Progress, add_output_option, json_te
 from scheduler_core.cli.preview import instant_arg, positive
 from scheduler_core.cli.resources import id_segments
 from scheduler_core.cli.secrets import put_secret, secret_slots, strip_secrets
-from scheduler_core.cli.series import anchor
+from scheduler_core.cli.series import anchor, calendars_by_name
 from scheduler_core.cli.sources import SOURCES, import_from_source
 from scheduler_core.definitions import API_VERSIONS, wire_of
-from scheduler_core.errors import ValidationError
+from scheduler_core.model.collection import Calendar
 
 FORMAT = "scheduler-export"
 FORMAT_VERSION = 1
@@ -90,8 +89,8 @@ class _Exported:
 
 
 def _export_calendars(client: SchedulerClient, group: str, name: str) -> list[dict[str, Any]]:
-    """The collection's calendars, ``{"name", "properties": {"dates"}}`` each (none with a classic
-    api-version, which has no calendars)."""
+    """The collection's calendars, ``{"name", "properties"}`` each, with every property the API answers
+    (fixed dates and recurring rules; none with a classic api-version, which has no calendars)."""
     if not client.preview:
         return []
     return [
@@ -101,12 +100,17 @@ def _export_calendars(client: SchedulerClient, group: str, name: str) -> list[di
 
 
 def _export_job(
-    client: SchedulerClient, group: str, name: str, job: dict[str, Any], dates: dict[str, list[date]], found: _Exported
+    client: SchedulerClient,
+    group: str,
+    name: str,
+    job: dict[str, Any],
+    calendars: Mapping[str, Calendar],
+    found: _Exported,
 ) -> dict[str, Any]:
-    """One job of the export: anchored (its effective start and runs left written out), its secrets removed
-    and listed in ``found``."""
+    """One job of the export: anchored (its effective start and runs left written out, by the fixed dates and
+    recurring rules of the collection's ``calendars``), its secrets removed and listed in ``found``."""
     clean = copy.deepcopy(job)
-    adjusted = anchor(client, group, name, clean, dates)
+    adjusted = anchor(client, group, name, clean, calendars)
     if adjusted is not None:
         found.adjustments.append({"job": clean.get("id"), **adjusted})
     props = clean.get("properties")
@@ -123,18 +127,6 @@ def _export_job(
                 }
             )
     return clean
-
-
-def _calendar_dates(calendars: list[dict[str, Any]]) -> dict[str, list[date]]:
-    """The dates of exported calendars by name in lower case (a date that does not parse is left out)."""
-    found: dict[str, list[date]] = {}
-    for item in calendars:
-        try:
-            dates = definitions.parse_calendar({"properties": item.get("properties") or {}})
-        except ValidationError:
-            continue
-        found[str(item.get("name") or "").lower()] = list(dates)
-    return found
 
 
 def build_export(
@@ -160,8 +152,8 @@ def build_export(
             rg = segments.get("resourcegroups") or group or ""
             name = str(collection.get("name") or segments.get("jobcollections") or "")
             calendars = _export_calendars(client, rg, name)
-            dates = _calendar_dates(calendars)
-            jobs = [_export_job(client, rg, name, job, dates, found) for job in client.list_jobs(rg, name)]
+            rules = calendars_by_name(calendars)
+            jobs = [_export_job(client, rg, name, job, rules, found) for job in client.list_jobs(rg, name)]
             entries.append(_collection_entry(collection, calendars, jobs))
             bar.advance(f"{name} ({len(jobs)} jobs)")
     return {
