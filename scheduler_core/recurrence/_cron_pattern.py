@@ -76,6 +76,20 @@ def _fires_on(cron: CronExpression, day: int, days_in_month: int, weekday_of: di
     return (by_month_day and by_week_day) if cron.days_and else (by_month_day or by_week_day)
 
 
+@functools.lru_cache(maxsize=4096)
+def _day_bits(cron: CronExpression, days_in_month: int, first_weekday: int) -> int:
+    """The days of a month that ``cron``'s day fields select (bit ``d``: day ``d``), for a month of
+    ``days_in_month`` days whose 1st is ``first_weekday`` (``date.weekday()``: Monday is 0). What a cron's
+    days are depends on nothing else, so a string has at most 4 x 7 of these whatever the year."""
+    # cron numbers weekdays from Sunday (0); date.weekday() from Monday (0)
+    weekday_of = {day: (first_weekday + day) % 7 for day in range(1, days_in_month + 1)}
+    bits = 0
+    for day in range(1, days_in_month + 1):
+        if _fires_on(cron, day, days_in_month, weekday_of):
+            bits |= 1 << day
+    return bits
+
+
 @functools.lru_cache(maxsize=256)
 def _seconds_of(hours: tuple[int, ...], minutes: tuple[int, ...], seconds: tuple[int, ...]) -> int:
     """The bitset of the seconds of a day at which a string fires (bit ``s``: second ``s`` of the day)."""
@@ -130,18 +144,24 @@ class _Tables:
         return found
 
     def _build(self, month: int, days_in_month: int, first_weekday: int) -> _Month:
-        # cron numbers weekdays from Sunday (0); date.weekday() from Monday (0)
-        weekday_of = {day: (first_weekday + day) % 7 for day in range(1, days_in_month + 1)}
-        crons = [(1 << i, cron) for i, cron in enumerate(self._crons) if month in cron.months]
+        crons = [
+            (1 << i, _day_bits(cron, days_in_month, first_weekday))
+            for i, cron in enumerate(self._crons)
+            if month in cron.months
+        ]
+        union = 0
+        for _, day_bits in crons:
+            union |= day_bits
         days: list[int] = []
         masks: list[int] = []
         before = [0]
-        for day in range(1, days_in_month + 1):
-            mask = sum(bit for bit, cron in crons if _fires_on(cron, day, days_in_month, weekday_of))
-            if mask:
-                days.append(day)
-                masks.append(mask)
-                before.append(before[-1] + self.size(mask))
+        while union:
+            day = (union & -union).bit_length() - 1
+            union &= union - 1
+            mask = sum(bit for bit, day_bits in crons if day_bits >> day & 1)
+            days.append(day)
+            masks.append(mask)
+            before.append(before[-1] + self.size(mask))
         return _Month(tuple(days), tuple(masks), tuple(before))
 
     def bits(self, mask: int) -> int:
