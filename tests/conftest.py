@@ -151,6 +151,15 @@ def azurite() -> Iterator[Azurite]:
         yield instance
 
 
+@pytest.fixture(autouse=True)
+def rewind_signing_keys() -> None:
+    """Each test's signing keys differ from one another (``tests.support.oidc.KEYS``); a test that never
+    imported the OpenID provider has none."""
+    oidc = sys.modules.get("tests.support.oidc")
+    if oidc is not None:
+        oidc.KEYS.rewind()
+
+
 @pytest.fixture
 def storage_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> Iterator[settings.Settings]:
     """Environment for one test: the session's Azurite and tables and queues of its own (unique names)."""

@@ -53,6 +53,33 @@ class Client:
     groups: list[str] = field(default_factory=list)
 
 
+class _KeyPool:
+    """The RSA keys :meth:`SigningKey.new` hands out: distinct within a test, reused by the later tests of the
+    process. A 2,048-bit key takes about 0.1 s of CPU to generate and the suite signs with hundreds; no
+    provider, gate or token outlives its test, so a test cannot tell a reused key from a new one. The pool is
+    rewound at the start of each test (``tests/conftest.py``, ``rewind_signing_keys``)."""
+
+    def __init__(self) -> None:
+        self._keys: list[rsa.RSAPrivateKey] = []
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> rsa.RSAPrivateKey:
+        """A key no earlier :meth:`take` since the last :meth:`rewind` returned."""
+        with self._lock:
+            if self._next == len(self._keys):
+                self._keys.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            self._next += 1
+            return self._keys[self._next - 1]
+
+    def rewind(self) -> None:
+        with self._lock:
+            self._next = 0
+
+
+KEYS = _KeyPool()
+
+
 @dataclass
 class SigningKey:
     kid: str
@@ -60,7 +87,8 @@ class SigningKey:
 
     @classmethod
     def new(cls, kid: str | None = None) -> SigningKey:
-        return cls(kid or f"k-{secrets.token_hex(6)}", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+        """A key with ``kid`` (else a random one) that differs from every other key of the test."""
+        return cls(kid or f"k-{secrets.token_hex(6)}", KEYS.take())
 
     def jwk(self) -> dict[str, Any]:
         data: dict[str, Any] = RSAAlgorithm.to_jwk(self.private.public_key(), as_dict=True)
