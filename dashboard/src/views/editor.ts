@@ -1,8 +1,17 @@
-// Create or edit a job: a form for the common cases (an HTTP or HTTPS request, a Storage queue message; the
-// start, the recurrence and a simple schedule, or cron strings instead; the retry policy; the state) and a
-// JSON view of the whole PUT body as api-version 2026-12-01-preview has it (every property: jitter,
-// overlapPolicy, exclusions, signing, identity, ...), editable. Both edit one body: what the form does not
-// show is kept as it is.
+// Create or edit a job: a form for the common cases (an HTTP or HTTPS request and its authentication, a Storage
+// queue message, a Service Bus queue or topic message; the start, the recurrence and a simple schedule, or cron
+// strings instead; the retry policy; the state) and a JSON view of the whole PUT body as api-version
+// 2026-12-01-preview has it (every property: jitter, overlapPolicy, exclusions, signing, brokered message
+// properties, ...), editable. Both edit one body: what the form does not show is kept as it is.
+//
+// HTTP authentication (``request.authentication``): Basic (username, password), ClientCertificate (a .pfx file,
+// read in the page and sent as base64, and its password), ActiveDirectoryOAuth (tenant, client ID, audience,
+// secret) and, with api-version 2026-12-01-preview, ManagedServiceIdentity (an audience: the app's own identity).
+// Another type (NotSpecified) is kept as it is. A type left as it was keeps the stored object (a certificate's
+// thumbprint, which the service checks against the stored certificate); another type starts a new one. Service
+// Bus (``serviceBusQueueMessage``, ``serviceBusTopicMessage``): namespace, queue name or topic path, message,
+// and the shared access key's name and key; transportType and the brokered and custom message properties are
+// edited in the JSON view and kept by the form (also when a queue action becomes a topic action).
 //
 // A recurrence of api-version 2026-12-01-preview may hold ``cron`` (one cron string, or an array whose union
 // fires) instead of frequency, interval and schedule: the form's "Cron" recurrence writes it from one string
@@ -24,9 +33,13 @@
 //   changed meanwhile is a 412: the form says so and offers to reload (a new job is created only when no job
 //   has the name).
 // Secrets are write-only: the API never returns them, and a PUT that omits one keeps the stored value while
-// what it belongs to is unchanged (user name, tenant and client, storage account and queue, target origin).
-// The form leaves them out unless a new value is typed; when the edit would drop one (it changed what the
-// secret belongs to), the dry run says so and saving needs an explicit "drop them".
+// what it belongs to is unchanged (user name, tenant and client, certificate, storage account and queue,
+// namespace and key name, target origin). The form leaves them out unless a new value is typed (password
+// inputs, never filled in; a label says whether the stored job has one: "Password: <path> (set)"); when the
+// edit would drop one (it changed what the secret belongs to), the dry run says so and saving needs an
+// explicit "drop them". The JSON view never shows a secret either: one typed in the form is kept aside, listed
+// by its path under the text, and put back into the body the JSON view gives (and into its input when the form
+// is shown again).
 
 import type { Collection, Job, JobInsight, JobPreview, Ref } from "../api";
 import { ApiError, parseId } from "../api";
@@ -41,9 +54,44 @@ const FREQUENCIES = ["Minute", "Hour", "Day", "Week", "Month"];
 /** The recurrence choice of cron strings (``recurrence.cron``) instead of a frequency. */
 const CRON = "Cron";
 const WEEK_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
-const FORM_TYPES = ["Http", "Https", "StorageQueue"];
+const FORM_TYPES = ["Http", "Https", "StorageQueue", "ServiceBusQueue", "ServiceBusTopic"];
+/** The object of each Service Bus action type. */
+const BUS_PAYLOADS: Record<string, "serviceBusQueueMessage" | "serviceBusTopicMessage"> = {
+  ServiceBusQueue: "serviceBusQueueMessage",
+  ServiceBusTopic: "serviceBusTopicMessage",
+};
+/** The HTTP authentication types the form has fields for (ManagedServiceIdentity: api-version 2026-12-01-preview). */
+const AUTH_TYPES: [string, string][] = [
+  ["Basic", "Basic: user name and password"],
+  ["ClientCertificate", "ClientCertificate: a client certificate (.pfx)"],
+  ["ActiveDirectoryOAuth", "ActiveDirectoryOAuth: Entra ID client credentials"],
+  ["ManagedServiceIdentity", "ManagedServiceIdentity: the app's own identity"],
+];
+/** A certificate's facts the service derives from its .pfx (read-only: dropped when a new .pfx is sent). */
+const CERT_FACTS = ["certificateThumbprint", "certificateSubjectName", "certificateExpirationDate", "certificateExpiration"];
+const PASSWORD = "action.request.authentication.password";
+const PFX = "action.request.authentication.pfx";
+const OAUTH_SECRET = "action.request.authentication.secret";
+const SAS_TOKEN = "action.queueMessage.sasToken";
+const sasKeyPath = (payload: string): string => `action.${payload}.authentication.sasKey`;
+/** The Service Bus object of an action type; undefined for another type. */
+function busPayload(type: string): "serviceBusQueueMessage" | "serviceBusTopicMessage" | undefined {
+  return Object.prototype.hasOwnProperty.call(BUS_PAYLOADS, type) ? BUS_PAYLOADS[type] : undefined;
+}
 /** A write-only field the form has an input of its own for. */
-const FORM_SECRETS = new Set(["action.queueMessage.sasToken"]);
+const FORM_SECRETS = new Set([SAS_TOKEN, PASSWORD, PFX, OAUTH_SECRET, ...Object.values(BUS_PAYLOADS).map(sasKeyPath)]);
+/** Every write-only field a body may hold (a dotted path inside ``properties``): kept out of the JSON view. */
+const SECRET_PATHS = ["action", "action.errorAction"].flatMap((prefix) =>
+  [
+    "request.authentication.password",
+    "request.authentication.pfx",
+    "request.authentication.secret",
+    "request.signing.secret",
+    "queueMessage.sasToken",
+    "serviceBusQueueMessage.authentication.sasKey",
+    "serviceBusTopicMessage.authentication.sasKey",
+  ].map((leaf) => `${prefix}.${leaf}`),
+);
 
 function obj(value: unknown): Json {
   return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : {};
@@ -78,6 +126,29 @@ function setPath(target: Json, path: string, value: unknown): void {
     node = node[key] as Json;
   }
   node[keys[keys.length - 1]] = value;
+}
+
+/** The object holding the leaf of ``path`` in ``target`` and the leaf's key; null when a parent is missing. */
+function parentOf(target: Json, path: string): [Json, string] | null {
+  const keys = path.split(".");
+  let node: unknown = target;
+  for (const key of keys.slice(0, -1)) {
+    node = (node as Json)[key];
+    if (node === null || typeof node !== "object" || Array.isArray(node)) return null;
+  }
+  return [node as Json, keys[keys.length - 1]];
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** The base64 of a file's bytes (a .pfx is sent as base64). */
+function base64(buffer: ArrayBuffer): string {
+  const bytes = new Uint8Array(buffer);
+  let binary = "";
+  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  return btoa(binary);
 }
 
 let fieldCounter = 0;
@@ -117,6 +188,27 @@ export function editorView(context: Context, ref: Ref | null): View {
   const queueInput = h("input", { id: "queue-name", type: "text", autocomplete: "off", spellcheck: "false" });
   const messageInput = h("textarea", { id: "queue-message", rows: 3, spellcheck: "false" });
   const sasInput = h("input", { id: "queue-sas", type: "password", autocomplete: "new-password", spellcheck: "false" });
+  const authSelect = h(
+    "select",
+    { id: "auth-type" },
+    h("option", { value: "" }, "none"),
+    AUTH_TYPES.map(([type, label]) => h("option", { value: type }, label)),
+  );
+  const usernameInput = h("input", { id: "auth-username", type: "text", autocomplete: "off", spellcheck: "false" });
+  const passwordInput = h("input", { id: "auth-password", type: "password", autocomplete: "new-password", spellcheck: "false" });
+  const pfxInput = h("input", { id: "auth-pfx", type: "file", accept: ".pfx,.p12,application/x-pkcs12" });
+  const pfxPasswordInput = h("input", { id: "auth-pfx-password", type: "password", autocomplete: "new-password", spellcheck: "false" });
+  const certificateInfo = h("p", { id: "auth-certificate", class: "help" });
+  const tenantInput = h("input", { id: "auth-tenant", type: "text", autocomplete: "off", spellcheck: "false" });
+  const clientIdInput = h("input", { id: "auth-client-id", type: "text", autocomplete: "off", spellcheck: "false" });
+  const oauthSecretInput = h("input", { id: "auth-secret", type: "password", autocomplete: "new-password", spellcheck: "false" });
+  const audienceInput = h("input", { id: "auth-audience", type: "text", autocomplete: "off", spellcheck: "false" });
+  const namespaceInput = h("input", { id: "bus-namespace", type: "text", autocomplete: "off", spellcheck: "false" });
+  const busQueueInput = h("input", { id: "bus-queue", type: "text", autocomplete: "off", spellcheck: "false" });
+  const busTopicInput = h("input", { id: "bus-topic", type: "text", autocomplete: "off", spellcheck: "false" });
+  const busMessageInput = h("textarea", { id: "bus-message", rows: 3, spellcheck: "false" });
+  const keyNameInput = h("input", { id: "bus-key-name", type: "text", autocomplete: "off", spellcheck: "false" });
+  const busKeyInput = h("input", { id: "bus-key", type: "password", autocomplete: "new-password", spellcheck: "false" });
   const startInput = h("input", { id: "start-time", type: "text", autocomplete: "off", placeholder: "2030-01-31T08:00:00Z" });
   const frequencySelect = h(
     "select",
@@ -147,10 +239,59 @@ export function editorView(context: Context, ref: Ref | null): View {
   const tagsHelp = "One tag a line: name=value, e.g. team=payments (at most 50; names unique without regard to case).";
   const secretsPart = h("div", {});
   const secretInputs = new Map<string, HTMLInputElement>();
+  /** Secrets typed in the form and kept out of the JSON view's text, by dotted path inside ``properties``, with
+   * the ``type`` of the object holding each (a password goes back only into an authentication of its type). */
+  const aside = new Map<string, { value: string; owner: string }>();
+  const asideNote = h("p", { id: "json-secrets-aside", class: "help", hidden: true });
+  /** The .pfx file chosen (its base64 once read, and its name). */
+  let pfxData = "";
+  let pfxName = "";
+  let pfxReading: Promise<void> = Promise.resolve();
   const jsonInput = h("textarea", { id: "job-json", rows: 24, spellcheck: "false", class: "json" });
   const dropSecrets = h("input", { type: "checkbox", id: "drop-secrets" });
   const dropPart = h("div", { class: "warning-box", hidden: true });
 
+  const basicPart = h(
+    "div",
+    { class: "part" },
+    field("Username", usernameInput),
+    field("Password", passwordInput, "Write-only: never shown. Leave empty to keep the stored password, while the user name and the URI's scheme, host and port stay the same."),
+  );
+  const pfxField = field(
+    "Certificate (.pfx file)",
+    pfxInput,
+    "Write-only: the client certificate and its private key as a PKCS #12 (.pfx) file, sent as base64. Leave empty to keep the stored certificate, while the URI's scheme, host and port stay the same.",
+  );
+  pfxInput.setAttribute("aria-describedby", `${pfxInput.getAttribute("aria-describedby") ?? ""} auth-certificate`.trim());
+  pfxField.append(certificateInfo);
+  const certPart = h(
+    "div",
+    { class: "part", hidden: true },
+    pfxField,
+    field("Certificate password", pfxPasswordInput, "Write-only: the .pfx file's password, if it has one. Leave empty to keep the stored one."),
+  );
+  const oauthPart = h(
+    "div",
+    { class: "part", hidden: true },
+    field("Tenant", tenantInput, "The Entra ID tenant: its domain (contoso.onmicrosoft.com) or its ID."),
+    field("Client ID", clientIdInput, "The application (client) ID the token is requested for."),
+    field("Client secret", oauthSecretInput, "Write-only: never shown. Leave empty to keep the stored secret, while the tenant, the client ID and the URI's scheme, host and port stay the same."),
+  );
+  const audienceHelp = h("p", { class: "help", id: "auth-audience-help" });
+  audienceInput.setAttribute("aria-describedby", "auth-audience-help");
+  const audienceField = h("div", { class: "field", hidden: true }, h("label", { for: "auth-audience" }, "Audience"), audienceInput, audienceHelp);
+  const authOther = h("p", { class: "help", hidden: true });
+  const authPart = h(
+    "fieldset",
+    {},
+    h("legend", {}, "Authentication"),
+    field("Authentication type", authSelect, "How the scheduler proves who it is to the target. Request signing (request.signing) is edited in the JSON view."),
+    basicPart,
+    certPart,
+    oauthPart,
+    audienceField,
+    authOther,
+  );
   const httpPart = h(
     "div",
     { class: "part" },
@@ -158,6 +299,7 @@ export function editorView(context: Context, ref: Ref | null): View {
     field("URI", uriInput, "http:// or https:// and a host; credentials in its query are write-only."),
     field("Headers", headersInput, "One per line: Name: value"),
     field("Body", bodyInput),
+    authPart,
   );
   const queuePart = h(
     "div",
@@ -166,6 +308,24 @@ export function editorView(context: Context, ref: Ref | null): View {
     field("Queue", queueInput),
     field("Message", messageInput),
     field("SAS token", sasInput, "Write-only. Leave empty to keep the stored token (or, with none, to use the app's own identity)."),
+  );
+  const busQueueField = field("Queue name", busQueueInput);
+  const busTopicField = field("Topic path", busTopicInput);
+  const busPart = h(
+    "div",
+    { class: "part", hidden: true },
+    field("Namespace", namespaceInput, "The Service Bus namespace's name, e.g. contoso (its host: contoso.servicebus.windows.net)."),
+    busQueueField,
+    busTopicField,
+    field("Message", busMessageInput, "The message's body (empty: none)."),
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, "Shared access key"),
+      field("SAS key name", keyNameInput, "The shared access policy, e.g. RootManageSharedAccessKey. Empty (and no key): the app's own identity is used."),
+      field("SAS key", busKeyInput, "Write-only: never shown. Leave empty to keep the stored key, while the namespace and the key name stay the same."),
+    ),
+    h("p", { class: "help" }, "The transport type (transportType) and the brokered and custom message properties (brokeredMessageProperties, customMessageProperties) are edited in the JSON view; the form keeps them as they are."),
   );
   const otherPart = h("p", { class: "help", hidden: true });
   const days = h(
@@ -189,7 +349,7 @@ export function editorView(context: Context, ref: Ref | null): View {
     creating
       ? h("fieldset", {}, h("legend", {}, "Job"), field("Collection", collectionSelect), field("Name", nameInput, "Letters, digits, - and _ (see the name rule)."))
       : null,
-    h("fieldset", {}, h("legend", {}, "Action"), field("Type", typeSelect), httpPart, queuePart, otherPart, secretsPart),
+    h("fieldset", {}, h("legend", {}, "Action"), field("Type", typeSelect), httpPart, queuePart, busPart, otherPart, secretsPart),
     h(
       "fieldset",
       {},
@@ -220,7 +380,9 @@ export function editorView(context: Context, ref: Ref | null): View {
     "div",
     { class: "json-part", hidden: true },
     field("Job definition (JSON)", jsonInput, "The PUT body as api-version 2026-12-01-preview has it: every property. Write-only fields are never shown; leave them out to keep the stored values."),
+    asideNote,
   );
+  jsonInput.setAttribute("aria-describedby", `${jsonInput.getAttribute("aria-describedby") ?? ""} json-secrets-aside`.trim());
 
   const formChoice = h("input", { type: "radio", name: "editor-mode", id: "mode-form", value: "form", checked: true });
   const jsonChoice = h("input", { type: "radio", name: "editor-mode", id: "mode-json", value: "json" });
@@ -266,9 +428,60 @@ export function editorView(context: Context, ref: Ref | null): View {
     const type = typeSelect.value;
     httpPart.hidden = !(type === "Http" || type === "Https");
     queuePart.hidden = type !== "StorageQueue";
+    busPart.hidden = busPayload(type) === undefined;
+    busQueueField.hidden = type !== "ServiceBusQueue";
+    busTopicField.hidden = type !== "ServiceBusTopic";
     otherPart.hidden = FORM_TYPES.includes(type);
+    showAuthentication();
   }
   typeSelect.addEventListener("change", showParts);
+
+  /** The fields of the chosen authentication type. */
+  function showAuthentication(): void {
+    const type = authSelect.value;
+    basicPart.hidden = type !== "Basic";
+    certPart.hidden = type !== "ClientCertificate";
+    oauthPart.hidden = type !== "ActiveDirectoryOAuth";
+    audienceField.hidden = type !== "ActiveDirectoryOAuth" && type !== "ManagedServiceIdentity";
+    audienceHelp.textContent =
+      type === "ManagedServiceIdentity"
+        ? "The resource the app's token is for (its resource or app ID URI), e.g. api://scheduler-target. Only over https (or to a loopback address)."
+        : "The resource the token is for, e.g. https://management.core.windows.net/.";
+    const known = type === "" || AUTH_TYPES.some(([name]) => name === type);
+    authOther.hidden = known;
+    authOther.textContent = known ? "" : `A ${type} authentication is edited in the JSON view; the form keeps it as it is.`;
+  }
+  authSelect.addEventListener("change", showAuthentication);
+
+  pfxInput.addEventListener("change", () => {
+    const file = pfxInput.files?.[0];
+    pfxData = "";
+    pfxName = file?.name ?? "";
+    pfxReading = file
+      ? file.arrayBuffer().then(
+          (buffer) => {
+            pfxData = base64(buffer);
+          },
+          () => {
+            pfxName = "";
+          },
+        )
+      : Promise.resolve();
+    void pfxReading.then(showCertificate);
+  });
+
+  /** What the certificate input holds: the stored certificate's facts, or the file chosen to replace it. */
+  function showCertificate(): void {
+    const stored = obj(obj(obj(obj(body.properties).action).request).authentication);
+    const facts = String(stored.type ?? "").toLowerCase() === "clientcertificate" && typeof stored.certificateThumbprint === "string";
+    const expires = text(stored.certificateExpirationDate) || text(stored.certificateExpiration);
+    const storedText = facts
+      ? `Stored certificate: ${text(stored.certificateSubjectName) || "(no subject)"}, thumbprint ${text(stored.certificateThumbprint)}${expires ? `, expires ${expires}` : ""}.`
+      : "No certificate stored yet.";
+    certificateInfo.textContent = pfxData
+      ? `${storedText} A new certificate${pfxName ? ` (${pfxName})` : ""} is sent when saved.`
+      : storedText;
+  }
 
   /** A cron recurrence shows its cron strings; a frequency its interval and simple schedule. */
   function showRecurrence(): void {
@@ -278,7 +491,14 @@ export function editorView(context: Context, ref: Ref | null): View {
   }
   frequencySelect.addEventListener("change", showRecurrence);
 
-  let filled = { headers: "", body: "", message: "", cron: "", description: "", tags: "" };
+  let filled = { headers: "", body: "", message: "", busMessage: "", cron: "", description: "", tags: "" };
+  /** What each text input of the authentication was filled in with (a value left as it was is kept exactly). */
+  const filledText = new Map<HTMLInputElement, string>();
+  /** The text of ``input``: the stored value exactly when left as it was, else what was typed, trimmed. */
+  function typed(input: HTMLInputElement): string {
+    const before = filledText.get(input);
+    return before !== undefined && input.value === before ? before : input.value.trim();
+  }
   /** Each tag line as filled in, and the tag it stands for exactly (a line left as it was keeps its tag). */
   let tagLines = new Map<string, [string, string]>();
 
@@ -298,10 +518,33 @@ export function editorView(context: Context, ref: Ref | null): View {
       .map(([key, value]) => `${key}: ${String(value)}`)
       .join("\n");
     bodyInput.value = typeof request.body === "string" ? request.body : "";
+    const authentication = obj(request.authentication);
+    let authType = "";
+    if (request.authentication !== undefined && request.authentication !== null) {
+      const written = typeof authentication.type === "string" ? authentication.type : "(no type)";
+      authType = AUTH_TYPES.find(([name]) => name.toLowerCase() === written.toLowerCase())?.[0] ?? written;
+      if (![...authSelect.options].some((option) => option.value === authType)) {
+        authSelect.append(h("option", { value: authType }, `${authType} (edit in JSON)`));
+      }
+    }
+    authSelect.value = authType;
+    usernameInput.value = text(authentication.username);
+    tenantInput.value = text(authentication.tenant);
+    clientIdInput.value = text(authentication.clientId);
+    audienceInput.value = text(authentication.audience);
+    filledText.clear();
+    for (const input of [usernameInput, tenantInput, clientIdInput, audienceInput]) filledText.set(input, input.value);
     const queue = obj(action.queueMessage);
     accountInput.value = String(queue.storageAccount ?? "");
     queueInput.value = String(queue.queueName ?? "");
     messageInput.value = String(queue.message ?? "");
+    const payload = busPayload(type);
+    const bus = obj(payload ? action[payload] : undefined);
+    namespaceInput.value = text(bus.namespace);
+    busQueueInput.value = text(bus.queueName);
+    busTopicInput.value = text(bus.topicPath);
+    busMessageInput.value = text(bus.message);
+    keyNameInput.value = text(obj(bus.authentication).sasKeyName);
     // A text area holds its text with LF line ends and the form's lines are trimmed: what was filled in is
     // remembered, and a field left as it was keeps the stored value exactly (CR LF, spaces, any header name).
     const recurrence = obj(props.recurrence);
@@ -316,8 +559,35 @@ export function editorView(context: Context, ref: Ref | null): View {
     tagsInput.readOnly = awkward;
     const tagsHelpText = tagsInput.parentElement?.querySelector(".help");
     if (tagsHelpText) tagsHelpText.textContent = awkward ? "A tag's name holds = or its value a line break: edit the tags in the JSON view (they are kept as they are)." : tagsHelp;
-    filled = { headers: headersInput.value, body: bodyInput.value, message: messageInput.value, cron: cronInput.value, description: descriptionInput.value, tags: tagsInput.value };
-    sasInput.value = "";
+    filled = {
+      headers: headersInput.value,
+      body: bodyInput.value,
+      message: messageInput.value,
+      busMessage: busMessageInput.value,
+      cron: cronInput.value,
+      description: descriptionInput.value,
+      tags: tagsInput.value,
+    };
+    // Secret inputs are never filled in from the job (the API never returns a secret); a value typed in the form
+    // before the JSON view was shown comes back to its input (it was kept aside, not shown there).
+    const take = (path: string): string => {
+      const value = aside.get(path)?.value ?? "";
+      aside.delete(path);
+      return value;
+    };
+    sasInput.value = type === "StorageQueue" ? take(SAS_TOKEN) : "";
+    passwordInput.value = authType === "Basic" ? take(PASSWORD) : "";
+    pfxPasswordInput.value = authType === "ClientCertificate" ? take(PASSWORD) : "";
+    oauthSecretInput.value = authType === "ActiveDirectoryOAuth" ? take(OAUTH_SECRET) : "";
+    pfxInput.value = "";
+    if (authType === "ClientCertificate" && aside.has(PFX)) {
+      pfxData = take(PFX);
+    } else {
+      pfxData = "";
+      pfxName = "";
+    }
+    busKeyInput.value = payload ? take(sasKeyPath(payload)) : "";
+    showCertificate();
     startInput.value = String(props.startTime ?? "");
     frequencySelect.value = crons ? CRON : String(recurrence.frequency ?? "");
     intervalInput.value = recurrence.interval === undefined ? "" : String(recurrence.interval);
@@ -334,7 +604,7 @@ export function editorView(context: Context, ref: Ref | null): View {
     retryInterval.value = String(retry.retryInterval ?? "");
     retryCount.value = retry.retryCount === undefined ? "" : String(retry.retryCount);
     stateSelect.value = props.state === "Disabled" ? "Disabled" : "Enabled";
-    for (const input of secretInputs.values()) input.value = "";
+    for (const [path, input] of secretInputs) input.value = take(path);
     showParts();
     showRecurrence();
   }
@@ -357,6 +627,7 @@ export function editorView(context: Context, ref: Ref | null): View {
     action.type = type;
     if (type === "Http" || type === "Https") {
       delete action.queueMessage;
+      for (const payload of Object.values(BUS_PAYLOADS)) delete action[payload];
       const request = obj(action.request);
       action.request = request;
       request.method = methodSelect.value;
@@ -372,14 +643,19 @@ export function editorView(context: Context, ref: Ref | null): View {
         setOrDelete(request, "headers", Object.keys(headers).length ? headers : undefined);
       }
       if (bodyInput.value !== filled.body) setOrDelete(request, "body", bodyInput.value || undefined);
+      authenticationInto(request);
     } else if (type === "StorageQueue") {
       delete action.request;
+      for (const payload of Object.values(BUS_PAYLOADS)) delete action[payload];
       const queue = obj(action.queueMessage);
       action.queueMessage = queue;
       queue.storageAccount = accountInput.value.trim();
       queue.queueName = queueInput.value.trim();
       if (messageInput.value !== filled.message) queue.message = messageInput.value;
       if (sasInput.value) queue.sasToken = sasInput.value;
+    } else {
+      const payload = busPayload(type);
+      if (payload) serviceBusInto(action, payload);
     }
     for (const [path, input] of secretInputs) if (input.value) setPath(props, path, input.value);
     setOrDelete(props, "startTime", startInput.value.trim() || undefined);
@@ -439,7 +715,105 @@ export function editorView(context: Context, ref: Ref | null): View {
       }
       setOrDelete(props, "tags", Object.keys(tags).length ? tags : undefined);
     }
+    restoreAside(next);
     return next;
+  }
+
+  /** ``request.authentication`` as the form has it: none, a type of the form's (the stored object when the type
+   * is the same, so what the form does not show, such as a certificate's thumbprint, is kept; a new one for
+   * another type), or another type kept as it is. A secret is written only when a new value was typed. */
+  function authenticationInto(request: Json): void {
+    const type = authSelect.value;
+    if (!type) {
+      delete request.authentication;
+      return;
+    }
+    if (!AUTH_TYPES.some(([name]) => name === type)) return; // NotSpecified, ...: kept as it is
+    const stored = obj(request.authentication);
+    const auth: Json = typeof stored.type === "string" && stored.type.toLowerCase() === type.toLowerCase() ? stored : {};
+    auth.type = type;
+    if (type === "Basic") {
+      auth.username = typed(usernameInput);
+      if (passwordInput.value) auth.password = passwordInput.value;
+    } else if (type === "ClientCertificate") {
+      if (pfxData) {
+        auth.pfx = pfxData;
+        for (const name of CERT_FACTS) delete auth[name]; // the service derives them from the new .pfx
+      }
+      if (pfxPasswordInput.value) auth.password = pfxPasswordInput.value;
+    } else if (type === "ActiveDirectoryOAuth") {
+      auth.tenant = typed(tenantInput);
+      auth.clientId = typed(clientIdInput);
+      auth.audience = typed(audienceInput);
+      if (oauthSecretInput.value) auth.secret = oauthSecretInput.value;
+    } else {
+      auth.audience = typed(audienceInput);
+    }
+    request.authentication = auth;
+  }
+
+  /** The Service Bus object of ``payload`` as the form has it. The stored object is kept (a queue's object
+   * becomes the topic's when the type changes) with its transportType and message properties; a key name
+   * (or a key) makes a SharedAccessKey authentication, none removes a stored one (the app's own identity). */
+  function serviceBusInto(action: Json, payload: "serviceBusQueueMessage" | "serviceBusTopicMessage"): void {
+    const other = payload === "serviceBusQueueMessage" ? "serviceBusTopicMessage" : "serviceBusQueueMessage";
+    delete action.request;
+    delete action.queueMessage;
+    const bus = obj(action[payload] ?? action[other]);
+    delete action[other];
+    action[payload] = bus;
+    bus.namespace = namespaceInput.value.trim();
+    if (payload === "serviceBusQueueMessage") {
+      delete bus.topicPath;
+      bus.queueName = busQueueInput.value.trim();
+    } else {
+      delete bus.queueName;
+      bus.topicPath = busTopicInput.value.trim();
+    }
+    if (busMessageInput.value !== filled.busMessage) setOrDelete(bus, "message", busMessageInput.value || undefined);
+    const stored = obj(bus.authentication);
+    const sharedKey = typeof stored.type === "string" ? stored.type.toLowerCase() === "sharedaccesskey" : "sasKeyName" in stored;
+    const keyName = keyNameInput.value.trim();
+    if (keyName || busKeyInput.value) {
+      const auth: Json = sharedKey ? stored : {};
+      auth.type = "SharedAccessKey";
+      auth.sasKeyName = keyName;
+      if (busKeyInput.value) auth.sasKey = busKeyInput.value;
+      bus.authentication = auth;
+    } else if (bus.authentication !== undefined && sharedKey) {
+      delete bus.authentication;
+    }
+  }
+
+  /** The ``type`` of an object holding a secret (an authentication's), for comparing. */
+  const ownerType = (holder: Json): string => text(holder.type).toLowerCase();
+
+  /** Moves every secret of ``next`` aside (the JSON view never shows one; the form puts each back in its input). */
+  function setAside(next: Json): void {
+    aside.clear();
+    const props = obj(next.properties);
+    for (const path of SECRET_PATHS) {
+      const at = parentOf(props, path);
+      const value = at ? at[0][at[1]] : undefined;
+      if (at && typeof value === "string" && value) {
+        aside.set(path, { value, owner: ownerType(at[0]) });
+        delete at[0][at[1]];
+      }
+    }
+    asideNote.hidden = aside.size === 0;
+    asideNote.textContent = aside.size
+      ? `Typed in the form, not shown here, and sent with this definition while what each belongs to is in it: ${[...aside.keys()].join(", ")}. Clear them in the form to leave them out.`
+      : "";
+  }
+
+  /** Puts the secrets kept aside back into ``next`` where their object still is, of the same type, and holds
+   * no value of its own. */
+  function restoreAside(next: Json): void {
+    const props = obj(next.properties);
+    for (const [path, { value, owner }] of aside) {
+      const at = parentOf(props, path);
+      if (at && at[0][at[1]] === undefined && ownerType(at[0]) === owner) at[0][at[1]] = value;
+    }
   }
 
   /** The body as the active view has it. */
@@ -452,6 +826,7 @@ export function editorView(context: Context, ref: Ref | null): View {
       throw new FieldProblem("json", `not JSON: ${(error as Error).message}`);
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new FieldProblem("json", "the body must be a JSON object");
+    restoreAside(parsed as Json);
     return parsed as Json;
   }
 
@@ -466,17 +841,18 @@ export function editorView(context: Context, ref: Ref | null): View {
       return;
     }
     mode = next;
+    setAside(body);
     if (mode === "json") {
-      const shown = clone(body);
-      jsonInput.value = JSON.stringify(shown, null, 2);
+      jsonInput.value = JSON.stringify(body, null, 2);
     } else {
       fill();
     }
     form.hidden = mode !== "form";
     jsonPart.hidden = mode !== "json";
   }
-  formChoice.addEventListener("change", () => switchTo("form"));
-  jsonChoice.addEventListener("change", () => switchTo("json"));
+  // A .pfx file being read is in the body the view is switched with.
+  formChoice.addEventListener("change", () => void pfxReading.then(() => switchTo("form")));
+  jsonChoice.addEventListener("change", () => void pfxReading.then(() => switchTo("json")));
 
   // ------------------------------------------------------------------ errors next to their field
   const FIELDS: [string, HTMLElement][] = [
@@ -488,6 +864,28 @@ export function editorView(context: Context, ref: Ref | null): View {
     ["properties.action.queueMessage.queueName", queueInput],
     ["properties.action.queueMessage.message", messageInput],
     ["properties.action.queueMessage.sasToken", sasInput],
+    ["properties.action.request.authentication.type", authSelect],
+    ["properties.action.request.authentication", authSelect],
+    ["properties.action.request.authentication.username", usernameInput],
+    // a password is Basic's or the certificate's: the one shown takes the error
+    ["properties.action.request.authentication.password", passwordInput],
+    ["properties.action.request.authentication.password", pfxPasswordInput],
+    ["properties.action.request.authentication.pfx", pfxInput],
+    ["properties.action.request.authentication.certificateThumbprint", pfxInput],
+    ["properties.action.request.authentication.tenant", tenantInput],
+    ["properties.action.request.authentication.clientId", clientIdInput],
+    ["properties.action.request.authentication.audience", audienceInput],
+    ["properties.action.request.authentication.secret", oauthSecretInput],
+    ...Object.values(BUS_PAYLOADS).flatMap((payload): [string, HTMLElement][] => [
+      [`properties.action.${payload}.namespace`, namespaceInput],
+      [`properties.action.${payload}.queueName`, busQueueInput],
+      [`properties.action.${payload}.topicPath`, busTopicInput],
+      [`properties.action.${payload}.message`, busMessageInput],
+      [`properties.action.${payload}.authentication`, keyNameInput],
+      [`properties.action.${payload}.authentication.type`, keyNameInput],
+      [`properties.action.${payload}.authentication.sasKeyName`, keyNameInput],
+      [`properties.action.${payload}.authentication.sasKey`, busKeyInput],
+    ]),
     ["properties.action.retryPolicy.retryInterval", retryInterval],
     ["properties.action.retryPolicy.retryCount", retryCount],
     ["properties.action.retryPolicy", retryType],
@@ -525,9 +923,10 @@ export function editorView(context: Context, ref: Ref | null): View {
   function controlFor(path: string): HTMLElement | null {
     if (mode === "json" || path === "json") return jsonInput;
     for (const [path2, input] of secretInputs) if (path === `properties.${path2}`) return input;
-    const match = FIELDS.filter(([prefix]) => path === prefix || path.startsWith(`${prefix}.`) || path.startsWith(`${prefix}[`)).sort((a, b) => b[0].length - a[0].length)[0];
-    const control = match?.[1] ?? null;
-    return control && !control.closest("[hidden]") ? control : null;
+    const matches = FIELDS.filter(([prefix]) => path === prefix || path.startsWith(`${prefix}.`) || path.startsWith(`${prefix}[`));
+    const longest = Math.max(0, ...matches.map(([prefix]) => prefix.length));
+    // The control of the longest prefix that is shown (two controls may share one, such as the passwords).
+    return matches.find(([prefix, control]) => prefix.length === longest && !control.closest("[hidden]"))?.[1] ?? null;
   }
 
   /** Shows ``message`` next to the control of ``path`` (the form's, or the JSON text); false when none. */
@@ -628,6 +1027,7 @@ export function editorView(context: Context, ref: Ref | null): View {
 
   async function check(): Promise<{ where: Ref; next: Json; preview: JobPreview } | null> {
     clearErrors();
+    await pfxReading; // a .pfx file being read is part of the body
     let where: Ref;
     let next: Json;
     try {
@@ -705,7 +1105,30 @@ export function editorView(context: Context, ref: Ref | null): View {
   );
 
   // ------------------------------------------------------------------ loading
+  /** The labels of the form's own secret inputs: whether the stored job has each ("Password: <path> (set)"). */
+  function labelSecrets(): void {
+    const stored = new Map((insight?.writeOnly ?? []).map((item) => [item.path, item.set]));
+    const action = obj(obj(body.properties).action);
+    const type = String(action.type ?? "");
+    const authType = String(obj(obj(action.request).authentication).type ?? "").toLowerCase();
+    const payload = busPayload(type);
+    const secrets: [HTMLInputElement, string, string, boolean][] = [
+      [sasInput, "SAS token", SAS_TOKEN, type === "StorageQueue"],
+      [passwordInput, "Password", PASSWORD, authType === "basic"],
+      [pfxInput, "Certificate (.pfx file)", PFX, authType === "clientcertificate"],
+      [pfxPasswordInput, "Certificate password", PASSWORD, authType === "clientcertificate"],
+      [oauthSecretInput, "Client secret", OAUTH_SECRET, authType === "activedirectoryoauth"],
+      [busKeyInput, "SAS key", sasKeyPath(payload ?? ""), payload !== undefined],
+    ];
+    for (const [input, name, path, applies] of secrets) {
+      const label = form.querySelector(`label[for="${input.id}"]`);
+      const state = applies ? stored.get(path) : undefined;
+      if (label) replace(label, name, state === undefined ? null : h("span", { class: "secret-state" }, `: ${path} (${state ? "set" : "not set"})`));
+    }
+  }
+
   function secretFields(): void {
+    labelSecrets();
     secretInputs.clear();
     const fields = (insight?.writeOnly ?? []).filter((item) => !FORM_SECRETS.has(item.path) && !item.path.endsWith(".request.uri"));
     if (!fields.length) {
@@ -730,6 +1153,8 @@ export function editorView(context: Context, ref: Ref | null): View {
 
   async function load(): Promise<void> {
     clearErrors();
+    aside.clear();
+    asideNote.hidden = true;
     replace(previewArea, h("p", { class: "muted" }, "Check the definition to see its next occurrences."));
     if (!(await context.canWrite)) {
       replace(status, errorBanner("Your role in this subscription (Reader) may view jobs but not change them."));
