@@ -30,8 +30,9 @@ from scheduler_core.errors import ConfigurationError
 #: ~40 s) bound the run, and every worker costs an Azurite.
 MAX_AUTO_WORKERS = 8
 #: Workers per CPU for ``-n auto``. The suite mostly waits (real time, Azurite, child processes): measured on
-#: 2 CPUs, 4 workers kept the CPUs 52 % busy (6 min 31 s), 6 workers 73 % (5 min 14 s, every test passing).
-WORKERS_PER_CPU = 3
+#: 2 CPUs with 3,887 tests, 6 workers kept the CPUs 69 % busy (6 min 1 s), 8 workers 86 % (5 min 8 s), every
+#: test passing.
+WORKERS_PER_CPU = 4
 
 
 @pytest.hookimpl(optionalhook=True)
