@@ -292,15 +292,15 @@ class _Operation:
 
     def get_job(self) -> ApiResponse:
         record = self.service.get_job(self.job_ref())
-        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.etag})
+        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.version})
 
     def put_job(self) -> ApiResponse:
         record, created = self.service.put_job(self.job_ref(), _body(self.request), self.if_match, self.wire)
-        return ApiResponse.json(201 if created else 200, views.job(record, self.wire), {"ETag": record.etag})
+        return ApiResponse.json(201 if created else 200, views.job(record, self.wire), {"ETag": record.version})
 
     def patch_job(self) -> ApiResponse:
         record = self.service.patch_job(self.job_ref(), _body(self.request), self.if_match, self.wire)
-        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.etag})
+        return ApiResponse.json(200, views.job(record, self.wire), {"ETag": record.version})
 
     def delete_job(self) -> ApiResponse:
         self.service.delete_job(self.job_ref(), self.if_match)

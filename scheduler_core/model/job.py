@@ -206,8 +206,9 @@ def first_generation(created: datetime) -> int:
 class Job:
     """A stored job: its ``definition`` and ``state``, and what the service keeps about it.
     ``generation`` starts at :func:`first_generation` and grows by one with every write of the definition
-    or state: an execution message or due entry of another generation is stale. ``etag`` is the version it
-    was read at."""
+    or state: an execution message or due entry of another generation is stale. ``etag`` is the stored row's
+    version it was read at (every write of the row changes it, a fire's counters too); :attr:`version` is the
+    job's version as clients see it (the ETag the API answers and ``If-Match`` names)."""
 
     ref: JobRef
     definition: JobDefinition
@@ -236,6 +237,14 @@ class Job:
     waiting: str = ""
     #: Why the service disabled the job (``pauseAfterFailures``; "": it did not). A write starts it afresh.
     paused: str = ""
+
+    @property
+    def version(self) -> str:
+        """The ETag clients see: it changes when the definition or the state does (every write of either adds
+        to the generation; the service completes, faults or pauses a job by its state) and only then, so a fire
+        (its counters, next execution time, history) does not make an edit started before it a 412. A job
+        deleted and created again has another (:func:`first_generation`)."""
+        return f'W/"{self.generation:x}-{self.state.value.lower()}"'
 
     def running_occurrence(self) -> datetime | None:
         """The occurrence of this generation whose attempts are unfinished (None: none)."""

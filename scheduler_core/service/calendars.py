@@ -70,7 +70,7 @@ class CalendarService:
             saved = self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
             return saved, calendar, existing is None
 
-        saved, calendar, created = self.races.retrying(f"calendar '{name}'", None, attempt)
+        saved, calendar, created = self.races.retrying(f"calendar '{name}'", attempt)
         self.slots.forget(saved.ref)  # its row's ETag changed
         # a created calendar too: a job may name it already (written while an earlier one of that name was
         # being deleted, before this rule), and it must carry these dates
@@ -95,7 +95,7 @@ class CalendarService:
             removed[:] = [calendar]
             return saved
 
-        saved = self.races.retrying(f"calendar '{name}'", None, attempt)
+        saved = self.races.retrying(f"calendar '{name}'", attempt)
         self.slots.forget(saved.ref)
         try:
             self._refuse_if_used(saved.ref, name)
@@ -123,7 +123,7 @@ class CalendarService:
             calendars = tuple(sorted([*collection.calendars, calendar], key=lambda item: item.name.lower()))
             self.stores.collections.save(dataclasses.replace(collection, calendars=calendars), create=False)
 
-        self.races.retrying(f"calendar '{calendar.name}'", None, attempt)
+        self.races.retrying(f"calendar '{calendar.name}'", attempt)
         self.slots.forget(ref)
 
     def _users(self, ref: CollectionRef, name: str) -> builtins.list[str]:

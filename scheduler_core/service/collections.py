@@ -66,7 +66,7 @@ class CollectionService:
             check_if_match(existing.etag if existing else None, if_match, "job collection")
             return self._save(ref, spec, existing), existing is None
 
-        return self.races.retrying(f"job collection '{ref.name}'", if_match, attempt)
+        return self.races.retrying(f"job collection '{ref.name}'", attempt)
 
     def patch(self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None) -> JobCollection:
         """Merge ``body`` into the stored collection and store the result."""
@@ -79,7 +79,7 @@ class CollectionService:
             spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
             return self._save(ref, spec, existing)
 
-        return self.races.retrying(f"job collection '{ref.name}'", if_match, attempt)
+        return self.races.retrying(f"job collection '{ref.name}'", attempt)
 
     def set_state(self, ref: CollectionRef, state: str) -> None:
         """Enable or disable a collection and every job in it (final jobs stay as they are). ``state``:
@@ -92,7 +92,7 @@ class CollectionService:
             existing = self.get(ref)
             return self.stores.collections.save(replace(existing, state=new_state), create=False)
 
-        saved = self.races.retrying(f"job collection '{ref.name}'", None, attempt)
+        saved = self.races.retrying(f"job collection '{ref.name}'", attempt)
         self.slots.forget(saved.ref)
         self._set_jobs_state(saved.ref, JobState(new_state.value))
 
@@ -116,7 +116,7 @@ class CollectionService:
             marked = replace(existing, state=CollectionState.DELETED)
             return self.stores.collections.save(marked, create=False), existing.modified_at
 
-        existing, last_write = self.races.retrying(f"job collection '{ref.name}'", if_match, mark)
+        existing, last_write = self.races.retrying(f"job collection '{ref.name}'", mark)
         self.slots.forget(existing.ref, give_back=False)
         self._remove_jobs(existing.ref)
         settled = (last_write or self.clock()) + DELETE_SETTLE

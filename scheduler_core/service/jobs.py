@@ -233,7 +233,7 @@ class Backfills:
                     self.stores.due.delete_many([(shard, entry.key) for entry in dead])
             return BackfillSends(backfill, tuple(occurrences), tuple(slots), policy)
 
-        return self.races.retrying(f"the backfills of job collection '{job.ref.collection.name}'", None, attempt)
+        return self.races.retrying(f"the backfills of job collection '{job.ref.collection.name}'", attempt)
 
     def outstanding(self, ref: CollectionRef, job: str | None = None) -> int:
         """How many backfill occurrences of the collection (of its job named ``job``) are outstanding now (sent,
@@ -338,7 +338,7 @@ class JobService:
             # the job exists (or a full collection) starts over and reads it.
             optimistic, first = first and if_match is None, False
             existing = None if optimistic else self.stores.jobs.get(ref)
-            check_if_match(existing.etag if existing else None, if_match, "job")
+            check_if_match(existing.version if existing else None, if_match, "job")
             refuse_final(existing)
             try:
                 spec = definitions.parse_job(
@@ -374,7 +374,7 @@ class JobService:
             release = functools.partial(self.slots.release, ref.collection)
             return self._written(self.writer.write(ref, definition, spec.state, None, not_written=release), None), True
 
-        return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
+        return self.races.retrying(f"job '{ref.name}'", attempt)
 
     def patch(
         self, ref: JobRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
@@ -386,7 +386,7 @@ class JobService:
 
         def attempt() -> Job:
             existing = self.stored(ref)
-            check_if_match(existing.etag, if_match, "job")
+            check_if_match(existing.version, if_match, "job")
             refuse_final(existing)
             properties = definitions.job_wire(existing.definition, existing.state, wire)
             merged = definitions.merge_patch({"properties": properties}, body)
@@ -406,7 +406,7 @@ class JobService:
             plans.check_job_fits(ref, definition, collection)
             return self._written(self.writer.write(ref, definition, spec.state, existing), existing)
 
-        return self.races.retrying(f"job '{ref.name}'", if_match, attempt)
+        return self.races.retrying(f"job '{ref.name}'", attempt)
 
     def _written(self, job: Job, previous: Job | None) -> Job:
         """A job just written; when it names calendars and one changed while it was being written (a
@@ -455,7 +455,7 @@ class JobService:
                 return None
             return self.writer.write(current.ref, with_calendars(current.definition, content), current.state, current)
 
-        return self.races.retrying(f"job '{ref.name}'", None, attempt)
+        return self.races.retrying(f"job '{ref.name}'", attempt)
 
     def occurrences(
         self, ref: JobRef, after: datetime | None, top: int
@@ -481,7 +481,7 @@ class JobService:
                 return
             self.writer.write(current.ref, current.definition, state, current)
 
-        self.races.retrying(f"job '{job.ref.name}'", None, attempt)
+        self.races.retrying(f"job '{job.ref.name}'", attempt)
 
     def delete(self, ref: JobRef, if_match: str | None = None) -> None:
         """Delete a job and its rows. Of concurrent deletes of one job exactly one removes it (and gives
@@ -489,7 +489,7 @@ class JobService:
 
         def attempt() -> None:
             existing = self.stored(ref)
-            check_if_match(existing.etag, if_match, "job")
+            check_if_match(existing.version, if_match, "job")
             removed = self.stores.jobs.delete(existing.ref, existing.etag)
             if removed is False:
                 raise job_not_found(ref)  # another request deleted it between our read and delete
@@ -497,7 +497,7 @@ class JobService:
             if removed:  # None: gone after a lost answer, perhaps by this call: the slot stays taken (repaired)
                 self.slots.release(existing.ref.collection)
 
-        self.races.retrying(f"job '{ref.name}'", if_match, attempt)
+        self.races.retrying(f"job '{ref.name}'", attempt)
 
     def run(self, ref: JobRef) -> None:
         """Fire the job now, outside its schedule (its schedule is not changed)."""

@@ -1,8 +1,11 @@
 """The management operations' races: :func:`scheduler_core.races.race` with their bound, and ``If-Match``.
 
-With the client's ``If-Match`` an ETag mismatch is the client's 412, not a lost race. Every other error is
-final and raised as it is: a quota, a validation error or a conflict with the stored state is never retried
-or re-worded. After :data:`RACE_ATTEMPTS` lost races the operation answers 409.
+A lost race starts the operation over from a fresh read, ``If-Match`` or not: the attempt checks the client's
+``If-Match`` against what it read (:func:`check_if_match`), so a resource whose version the client named is
+still written when another writer changed only what the version does not cover (a fire's counters on a job),
+and is the client's 412 when it changed. Every other error is final and raised as it is: a quota, a
+validation error or a conflict with the stored state is never retried or re-worded. After
+:data:`RACE_ATTEMPTS` lost races the operation answers 409.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from scheduler_core.errors import ConflictError, EtagMismatchError, PreconditionFailedError, WriteRaceError
+from scheduler_core.errors import ConflictError, PreconditionFailedError
 from scheduler_core.races import Backoff, Bound, RacesLost, StartOver, race
 
 __all__ = ["RACE_ATTEMPTS", "Races", "StartOver", "check_if_match"]
@@ -34,16 +37,12 @@ class Races:
     sleep: Callable[[float], None] = field(default=time.sleep)
     attempts: int = RACE_ATTEMPTS
 
-    def retrying(self, what: str, if_match: str | None, attempt: Callable[[], T]) -> T:
+    def retrying(self, what: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` (which reads, decides and writes) until no concurrent writer beats it; after
         :attr:`attempts` lost races, a 409 naming ``what``."""
-
-        def lost(error: WriteRaceError) -> bool:
-            return if_match is None or not isinstance(error, EtagMismatchError)
-
         bound = Bound(tries=self.attempts, first=RACE_BACKOFF, cap=RACE_BACKOFF_CAP)
         try:
-            return race(attempt, Backoff(bound, sleep=self.sleep), lost)
+            return race(attempt, Backoff(bound, sleep=self.sleep))
         except RacesLost:
             raise ConflictError(f"{what} is being changed by many requests at the same time; retry") from None
 

@@ -96,7 +96,7 @@ def test_if_match_guards_every_job_write(deployment: Deployment) -> None:
         deployment.service.put_job(ref, hourly(), if_match="*")  # "*": only an existing job
     assert deployment.storage.jobs.get(ref) is None
     job = deployment.put_job("a", hourly())
-    stale = job.etag
+    stale = job.version
 
     replaced, created = deployment.service.put_job(ref, hourly(URL + "v2"), if_match=stale)
     assert not created
@@ -111,7 +111,7 @@ def test_if_match_guards_every_job_write(deployment: Deployment) -> None:
 
     patched = deployment.service.patch_job(ref, {"properties": {"state": "Disabled"}}, if_match="*")
     assert patched.state is JobState.DISABLED
-    deployment.service.delete_job(ref, if_match=f" {patched.etag} ")
+    deployment.service.delete_job(ref, if_match=f" {patched.version} ")
     assert deployment.storage.jobs.get(ref) is None
 
 
@@ -410,12 +410,41 @@ def test_a_lost_collection_race_is_retried(deployment: Deployment) -> None:
     assert deployment.service.get_collection(COLLECTION).tags == {"k": "v"}
 
 
-def test_with_if_match_a_lost_race_is_the_clients_412(deployment: Deployment) -> None:
+def test_with_if_match_a_race_lost_to_a_write_of_the_same_version_is_retried(deployment: Deployment) -> None:
+    """The row changed between the read and the write, the job's version did not (as when a fire writes its
+    counters): the write starts over from a fresh read and is made."""
     job = deployment.put_job("a", hourly())
     deployment.storage.jobs.fail_next("save", EtagMismatchError("changed by another request"))
+    patched = deployment.service.patch_job(
+        deployment.ref("a"), {"properties": {"state": "Disabled"}}, if_match=job.version
+    )
+    assert patched.state is JobState.DISABLED and deployment.job("a").state is JobState.DISABLED
+
+
+def test_a_fire_does_not_change_the_version_an_edit_names_and_an_edit_does(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    """The ETag clients see covers the definition and the state, not what a fire writes (counters, next
+    execution time, last outcome): an edit started before a run saves after it; one started before another
+    edit, or before the service ended the job, is a 412 and changes nothing."""
+    due = START + timedelta(seconds=20)
+    opened = deployment.put_job("a", job_body(due, http_action(target.base_url), HOURLY))
+    deployment.executor.execute(deployment.fire_at(due))
+    fired = deployment.job("a")
+    assert fired.execution_count == 1 and fired.etag != opened.etag
+    assert fired.version == opened.version
+    saved, created = deployment.service.put_job(deployment.ref("a"), hourly(URL + "v2"), if_match=opened.version)
+    assert not created and saved.version != opened.version
     with pytest.raises(PreconditionFailedError):
-        deployment.service.patch_job(deployment.ref("a"), {"properties": {"state": "Disabled"}}, if_match=job.etag)
-    assert deployment.job("a").state is JobState.ENABLED
+        deployment.service.put_job(deployment.ref("a"), hourly(URL + "v3"), if_match=opened.version)
+    assert deployment.job("a").definition == saved.definition
+
+    once = deployment.put_job("once", job_body(due, http_action(target.base_url)))
+    deployment.executor.execute(deployment.fire_at(due))
+    assert deployment.job("once").state is JobState.COMPLETED
+    with pytest.raises(PreconditionFailedError):
+        deployment.service.delete_job(deployment.ref("once"), if_match=once.version)
+    assert deployment.job("once").state is JobState.COMPLETED
 
 
 def test_a_job_save_the_store_refused_leaves_no_entry_and_gives_the_slot_back(deployment: Deployment) -> None:
