@@ -70,6 +70,12 @@ export interface Collection {
   };
 }
 
+/** The PUT body of a new job collection: its region and plan (the plan's quota applies). */
+export interface CollectionDefinition {
+  location: string;
+  properties: { sku: { name: string } };
+}
+
 export interface RetryPolicy {
   retryType?: string;
   retryInterval?: string;
@@ -345,6 +351,37 @@ export class Api {
    * message starts with ``$filter:``. */
   jobs(collection: Ref, filter = ""): Promise<Job[]> {
     return this.list<Job>(this.arm(`${collectionPath(collection)}/jobs`, filter ? { $filter: filter } : {}));
+  }
+
+  /** One job collection (an ApiError 404 when the resource group has none of the name; names are compared
+   * without regard to case). */
+  async collection(ref: Ref): Promise<Collection> {
+    return (await this.call("GET", this.arm(collectionPath(ref)))) as Collection;
+  }
+
+  /** Create a job collection, never replacing one: an ApiError 409 naming ``jobCollectionName`` when the
+   * resource group has one of the name already (any casing).
+   *
+   * NOT ATOMIC: the service does not honour If-None-Match (its PUT reads If-Match only, and "If-Match: *" means
+   * "only if it exists"), so the page creates the collection only after a GET answered 404. Another writer
+   * could still create the same collection between the two calls; this PUT would then replace its location
+   * and plan (never its jobs, and the service refuses a plan its jobs do not fit). */
+  async createCollection(ref: Ref, body: CollectionDefinition): Promise<Collection> {
+    let existing: Collection | null = null;
+    try {
+      existing = await this.collection(ref);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 404) throw error;
+    }
+    if (existing) {
+      const as = existing.name !== ref.collection ? ` (as ${existing.name})` : "";
+      throw new ApiError(
+        409,
+        "Conflict",
+        `jobCollectionName: a job collection named ${ref.collection} already exists in resource group ${ref.group}${as}`,
+      );
+    }
+    return (await this.call("PUT", this.arm(collectionPath(ref)), body)) as Collection;
   }
 
   async job(ref: Ref): Promise<Job> {

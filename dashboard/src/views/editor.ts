@@ -177,7 +177,10 @@ export function editorView(context: Context, ref: Ref | null): View {
   let mode: "form" | "json" = "form";
 
   // ------------------------------------------------------------------ controls
-  const collectionSelect = h("select", { id: "job-collection-input" });
+  const collectionSelect = h("select", { id: "job-collection-input", "aria-describedby": "job-collection-input-help" });
+  /** Says where a collection comes from (and, while the subscription has none, how to make one). */
+  const collectionHelp = h("p", { class: "help", id: "job-collection-input-help" });
+  let noCollection = false;
   const nameInput = h("input", { id: "job-name", type: "text", autocomplete: "off", spellcheck: "false" });
   const typeSelect = h("select", { id: "action-type" }, FORM_TYPES.map((type) => h("option", { value: type }, type)));
   const methodSelect = h("select", { id: "request-method" }, METHODS.map((method) => h("option", { value: method }, method)));
@@ -347,14 +350,26 @@ export function editorView(context: Context, ref: Ref | null): View {
     "form",
     { class: "editor", "aria-label": "Job definition", novalidate: true },
     creating
-      ? h("fieldset", {}, h("legend", {}, "Job"), field("Collection", collectionSelect), field("Name", nameInput, "Letters, digits, - and _ (see the name rule)."))
+      ? h(
+          "fieldset",
+          {},
+          h("legend", {}, "Job"),
+          h("div", { class: "field" }, h("label", { for: collectionSelect.id }, "Collection"), collectionSelect, collectionHelp),
+          field("Name", nameInput, "Letters, digits, - and _ (see the name rule)."),
+        )
       : null,
     h("fieldset", {}, h("legend", {}, "Action"), field("Type", typeSelect), httpPart, queuePart, busPart, otherPart, secretsPart),
     h(
       "fieldset",
       {},
       h("legend", {}, "Schedule"),
-      field("Start time (UTC)", startInput, "ISO 8601, e.g. 2030-01-31T08:00:00Z. Empty: when saved."),
+      field(
+        "Start time (UTC)",
+        startInput,
+        creating
+          ? "ISO 8601, e.g. 2030-01-31T08:00:00Z. Empty: the job starts when it is saved: its first run is at once (with cron strings, at their first match after it), and later runs keep that second."
+          : "ISO 8601, e.g. 2030-01-31T08:00:00Z. Empty: when saved.",
+      ),
       field("Recurrence", frequencySelect),
       cronField,
       intervalField,
@@ -837,7 +852,7 @@ export function editorView(context: Context, ref: Ref | null): View {
       body = current();
     } catch (error) {
       (mode === "form" ? formChoice : jsonChoice).checked = true;
-      showProblem(error);
+      showProblem(error, `Not switched to ${next === "json" ? "JSON" : "the form"}`);
       return;
     }
     mode = next;
@@ -942,11 +957,13 @@ export function editorView(context: Context, ref: Ref | null): View {
     return true;
   }
 
-  function showProblem(error: unknown): void {
+  /** Shows ``error`` at its field and in the form's status. ``refusal``: what the page's own finding means
+   * for the button pressed ("Not valid" for the check, which never saves; "Not saved" for Save). */
+  function showProblem(error: unknown, refusal: string): void {
     if (error instanceof FieldProblem) {
       const message = `${error.path === "json" ? "" : `${error.path}: `}${error.message}`;
       fieldError(error.path, message);
-      replace(formStatus, errorBanner(`Not saved: ${message}`));
+      replace(formStatus, errorBanner(`${refusal}: ${message}`));
       return;
     }
     const failure = error as ApiError;
@@ -983,7 +1000,12 @@ export function editorView(context: Context, ref: Ref | null): View {
     if (ref) return ref;
     const collectionRef = collectionSelect.value ? parseId(collectionSelect.value) : null;
     const job = nameInput.value.trim();
-    if (!collectionRef) throw new FieldProblem("collection", "choose a collection");
+    if (!collectionRef) {
+      throw new FieldProblem(
+        "collection",
+        noCollection ? "this subscription has no job collection yet: make one with New collection on the Collections page" : "choose a collection",
+      );
+    }
     if (!job) throw new FieldProblem("name", "a job needs a name");
     return { ...collectionRef, job };
   }
@@ -1025,7 +1047,8 @@ export function editorView(context: Context, ref: Ref | null): View {
     }
   }
 
-  async function check(): Promise<{ where: Ref; next: Json; preview: JobPreview } | null> {
+  /** The dry run of the body; ``refusal`` words what a refusal means for the button pressed. */
+  async function check(refusal: string): Promise<{ where: Ref; next: Json; preview: JobPreview } | null> {
     clearErrors();
     await pfxReading; // a .pfx file being read is part of the body
     let where: Ref;
@@ -1034,7 +1057,7 @@ export function editorView(context: Context, ref: Ref | null): View {
       where = target() as Ref;
       next = current();
     } catch (error) {
-      showProblem(error);
+      showProblem(error, refusal);
       return null;
     }
     try {
@@ -1043,7 +1066,7 @@ export function editorView(context: Context, ref: Ref | null): View {
       return { where, next, preview };
     } catch (error) {
       replace(previewArea, h("p", { class: "muted" }, "No preview: the service refused the definition (above)."));
-      showProblem(error);
+      showProblem(error, refusal);
       return null;
     }
   }
@@ -1061,7 +1084,7 @@ export function editorView(context: Context, ref: Ref | null): View {
 
   previewButton.addEventListener("click", () =>
     busy(previewButton, async () => {
-      const checked = await check();
+      const checked = await check("Not valid");
       if (checked) {
         replace(formStatus, h("p", {}, "Checked: the service accepts it. See the preview below."));
         announce("Checked: the service accepts it.");
@@ -1071,7 +1094,7 @@ export function editorView(context: Context, ref: Ref | null): View {
 
   saveButton.addEventListener("click", () =>
     busy(saveButton, async () => {
-      const checked = await check();
+      const checked = await check("Not saved");
       if (!checked) return;
       const { where, next, preview } = checked;
       if (preview.droppedSecrets.length && !dropSecrets.checked) {
@@ -1088,7 +1111,7 @@ export function editorView(context: Context, ref: Ref | null): View {
           return;
         } catch (error) {
           if (!(error instanceof ApiError) || error.status !== 404) {
-            showProblem(error);
+            showProblem(error, "Not saved");
             return;
           }
         }
@@ -1096,7 +1119,7 @@ export function editorView(context: Context, ref: Ref | null): View {
       try {
         await context.api.putJob(where, next, creating ? null : etag);
       } catch (error) {
-        showProblem(error);
+        showProblem(error, "Not saved");
         return;
       }
       announce(creating ? `Job ${where.job} created.` : `Job ${where.job} saved.`);
@@ -1178,12 +1201,22 @@ export function editorView(context: Context, ref: Ref | null): View {
           const label = `${key.group}/${key.collection}`;
           return h("option", { value: collection.id, selected: label === wanted }, label);
         });
-        replace(collectionSelect, options);
-        const start = new Date(Date.now() + 3600_000);
-        start.setUTCMinutes(0, 0, 0);
+        noCollection = options.length === 0;
+        replace(collectionSelect, noCollection ? h("option", { value: "" }, "none yet") : options);
+        replace(
+          collectionHelp,
+          ...(noCollection
+            ? [
+                "This subscription has no job collection yet: make one with New collection on the ",
+                h("a", { href: "#/collections" }, "Collections"),
+                " page, then come back here.",
+              ]
+            : ["A collection of this subscription, as resource group/collection. Another one: New collection on the Collections page."]),
+        );
+        // No start time: the job starts when it is saved, and its first run is at once (a start at the next
+        // full hour kept an every-minute job waiting for up to an hour).
         body = {
           properties: {
-            startTime: start.toISOString().replace(/\.\d+Z$/, "Z"),
             action: { type: "Https", request: { method: "POST", uri: "https://" } },
             recurrence: { frequency: "Hour", interval: 1 },
             state: "Enabled",

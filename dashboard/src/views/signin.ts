@@ -86,7 +86,15 @@ export function signIn(
     tokenPart,
     h("label", { for: "subscription" }, "Subscription ID"),
     sub,
-    h("p", { id: "subscription-help", class: "help" }, "The subscription whose job collections to show."),
+    h(
+      "p",
+      { id: "subscription-help", class: "help" },
+      "The subscription whose job collections to show. On the local host (",
+      h("code", {}, "make run"),
+      ") any name works, e.g. ",
+      h("code", {}, "demo"),
+      ": each name has collections of its own. On Azure: the subscription ID the collections were created under.",
+    ),
     // The key comes first (the common case, and the keyboard path); the choice of credential after it.
     h(
       "fieldset",
