@@ -36,7 +36,8 @@ install: $(VENV)/.installed node_modules/.installed
 # their sources changed. `make test` does not: tests/browser/test_assets.py must see stale committed assets.
 DASHBOARD_BUILT := scheduler_core/dashboard/static/app.js
 $(DASHBOARD_BUILT): $(shell find dashboard -type f) node_modules/.installed
-	npm run --silent build:dashboard
+	@echo "==> Building the dashboard into scheduler_core/dashboard/static/ (its sources are newer than the built assets)"
+	@start=$$($(NOW)); npm run --silent build:dashboard && echo "==> Dashboard built in $(SINCE)"
 dashboard: $(DASHBOARD_BUILT)
 
 # Debian's Chromium (apt) for the browser tests, installed when missing.
