@@ -257,15 +257,15 @@ class _Operation:
 
     def get_collection(self) -> ApiResponse:
         record = self.service.get_collection(self.collection_ref())
-        return ApiResponse.json(200, views.collection(record), {"ETag": record.etag})
+        return ApiResponse.json(200, views.collection(record), {"ETag": record.version})
 
     def put_collection(self) -> ApiResponse:
         record, created = self.service.put_collection(self.collection_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(201 if created else 200, views.collection(record), {"ETag": record.etag})
+        return ApiResponse.json(201 if created else 200, views.collection(record), {"ETag": record.version})
 
     def patch_collection(self) -> ApiResponse:
         record = self.service.patch_collection(self.collection_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(200, views.collection(record), {"ETag": record.etag})
+        return ApiResponse.json(200, views.collection(record), {"ETag": record.version})
 
     def delete_collection(self) -> ApiResponse:
         self.service.delete_collection(self.collection_ref(), self.if_match)

@@ -8,7 +8,9 @@ collection (``JobCollectionProperties``) is written and read in :mod:`scheduler_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 
@@ -85,8 +87,10 @@ class Calendar:
 @dataclass(frozen=True)
 class JobCollection:
     """A stored job collection: its plan (``sku``), ``state`` and ``quota``, and what the service keeps
-    about it. ``etag`` is the version it was read at (an ETag-guarded write fails when it changed).
-    ``calendars`` are its named calendars, in the order of their names (case-insensitive)."""
+    about it. ``etag`` is the stored row's version it was read at (an ETag-guarded write fails when it
+    changed; the job counter's moves and calendar writes change it too); :attr:`version` is the collection's
+    version as clients see it. ``calendars`` are its named calendars, in the order of their names
+    (case-insensitive)."""
 
     ref: CollectionRef
     location: str
@@ -99,6 +103,17 @@ class JobCollection:
     job_count: int | None = None  # jobs in the collection (None: not known, count them)
     modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
     calendars: tuple[Calendar, ...] = ()
+
+    @property
+    def version(self) -> str:
+        """The ETag clients see: it changes when what the collection's PUT and PATCH set does (location, tags,
+        plan, state, quota) and only then, so creating or deleting a job in it (the job counter) or writing one
+        of its calendars (resources of their own) does not make an edit started before it a 412. A collection
+        deleted and created again has another (its creation time is part of it)."""
+        shown = [self.created_at.isoformat(), self.location, sorted(self.tags.items()), self.sku.value]
+        shown += [self.state.value, json.loads(json.dumps(asdict(self.quota), default=str))]
+        digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:20]
+        return f'W/"{digest}"'
 
     def calendar(self, name: str) -> Calendar | None:
         """The calendar called ``name`` (without regard to case), or None."""

@@ -63,7 +63,7 @@ class CollectionService:
                 raise ConflictError(
                     f"job collection '{ref.name}' is being deleted; send DELETE again to finish, then create it"
                 )
-            check_if_match(existing.etag if existing else None, if_match, "job collection")
+            check_if_match(existing.version if existing else None, if_match, "job collection")
             return self._save(ref, spec, existing), existing is None
 
         return self.races.retrying(f"job collection '{ref.name}'", attempt)
@@ -73,7 +73,7 @@ class CollectionService:
 
         def attempt() -> JobCollection:
             existing = self.get(ref)
-            check_if_match(existing.etag, if_match, "job collection")
+            check_if_match(existing.version, if_match, "job collection")
             properties = definitions.collection_json(existing.sku, existing.state, existing.quota)
             current = {"location": existing.location, "tags": existing.tags, "properties": properties}
             spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
@@ -112,7 +112,7 @@ class CollectionService:
                 raise collection_not_found(ref)
             if existing.deleting:  # a deletion that stopped half-way: finish it
                 return existing, existing.modified_at
-            check_if_match(existing.etag, if_match, "job collection")
+            check_if_match(existing.version, if_match, "job collection")
             marked = replace(existing, state=CollectionState.DELETED)
             return self.stores.collections.save(marked, create=False), existing.modified_at
 

@@ -116,7 +116,7 @@ def test_if_match_guards_every_job_write(deployment: Deployment) -> None:
 
 
 def test_if_match_guards_collection_writes(deployment: Deployment) -> None:
-    stale = deployment.service.get_collection(COLLECTION).etag
+    stale = deployment.service.get_collection(COLLECTION).version
     deployment.service.patch_collection(COLLECTION, {"tags": {"a": "1"}}, if_match=stale)
     with pytest.raises(PreconditionFailedError):
         deployment.service.patch_collection(COLLECTION, {"tags": {"a": "2"}}, if_match=stale)
@@ -125,6 +125,27 @@ def test_if_match_guards_collection_writes(deployment: Deployment) -> None:
     with pytest.raises(PreconditionFailedError):
         deployment.service.put_collection(CollectionRef("sub1", "rg1", "new"), STANDARD, if_match="*")
     assert deployment.service.get_collection(COLLECTION).tags == {"a": "1"}
+
+
+def test_a_collections_version_changes_with_what_its_writes_set_not_with_its_jobs(deployment: Deployment) -> None:
+    """Creating and deleting jobs moves the collection's job counter (its row and row ETag change); the
+    version clients see does not, so an edit of the collection started before them is made. A change of its
+    tags, plan or state is a new version, and an edit started before it is a 412."""
+    opened = deployment.service.get_collection(COLLECTION)
+    for name in ("a", "b", "c"):
+        deployment.put_job(name, hourly())
+    deployment.service.delete_job(deployment.ref("b"))
+    moved = deployment.service.get_collection(COLLECTION)
+    assert moved.etag != opened.etag and moved.version == opened.version
+    tagged = deployment.service.patch_collection(COLLECTION, {"tags": {"team": "ops"}}, if_match=opened.version)
+    assert tagged.version != opened.version
+    with pytest.raises(PreconditionFailedError):
+        deployment.service.patch_collection(COLLECTION, {"tags": {"team": "dev"}}, if_match=opened.version)
+    disabled = deployment.service.patch_collection(
+        COLLECTION, {"properties": {"state": "Disabled"}}, if_match=f" {tagged.version} "
+    )
+    assert disabled.version not in (tagged.version, opened.version)
+    assert deployment.service.get_collection(COLLECTION).tags == {"team": "ops"}
 
 
 # ------------------------------------------------------------------------------- create, replace, delete
