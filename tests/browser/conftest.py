@@ -151,6 +151,41 @@ def run_scenario(dashboard: Dashboard, name: str, timeout: float = 150, **argume
     return result
 
 
+def run_module(dashboard: Dashboard, script: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run ``script`` (an ES module driving Chromium with playwright-core, given on standard input so that it
+    resolves playwright-core from the repository) with the dashboard's address, the API key, the
+    subscription, Chromium's path and ``arguments`` (``SCENARIO_ARGS``) in its environment; what it observed
+    (the JSON it prints last)."""
+    env = {
+        **os.environ,
+        "DASHBOARD_URL": dashboard.url,
+        "API_KEY": dashboard.api.key,
+        "SUBSCRIPTION": SUBSCRIPTION,
+        "CHROMIUM": chromium_path(),
+        "SCENARIO_ARGS": json.dumps(arguments),
+    }
+    try:
+        done = subprocess.run(
+            [node_path(), "--input-type=module", "-"],
+            input=script,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        output = [part.decode() if isinstance(part, bytes) else part or "" for part in (exc.stdout, exc.stderr)]
+        pytest.fail(f"the browser took over {timeout} s; output so far:\n" + "\n".join(output))
+    if done.returncode != 0:
+        pytest.fail(f"the browser's steps failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert lines, f"the browser's steps printed nothing: {done.stderr}"
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
 def keep_screenshot(dashboard: Dashboard, name: str) -> None:
     """Copy screenshot ``name`` to the README's image when ``UPDATE_DASHBOARD_SCREENSHOT=1``."""
     source = dashboard.screenshots / name

@@ -29,9 +29,6 @@ run in a second context of the same browser that bypasses the CSP (axe is inject
 from __future__ import annotations
 
 import base64
-import json
-import os
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,7 +39,7 @@ from cryptography.hazmat.primitives import hashes
 from scheduler_core import definitions, wiring
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.browser.conftest import COLLECTION, GROUP, ROOT, SUBSCRIPTION, Dashboard, chromium_path, node_path
+from tests.browser.conftest import COLLECTION, GROUP, SUBSCRIPTION, Dashboard, run_module
 from tests.support.tls import Seen, TestCa, https_peer
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -484,36 +481,12 @@ process.stdout.write(`${JSON.stringify(observed)}\n`);
 
 def run_browser(dashboard: Dashboard, timeout: float = 240, **arguments: Any) -> dict[str, Any]:
     """Run :data:`SCRIPT` in a fresh browser; what it observed (the JSON it prints last)."""
-    env = {
-        **os.environ,
-        "DASHBOARD_URL": dashboard.url,
-        "API_KEY": dashboard.api.key,
-        "SUBSCRIPTION": SUBSCRIPTION,
-        "CHROMIUM": chromium_path(),
-        "SCENARIO_ARGS": json.dumps(
-            {"group": GROUP, "collection": COLLECTION, "screenshots": str(dashboard.screenshots), **arguments}
-        ),
-    }
-    try:
-        done = subprocess.run(
-            [node_path(), "--input-type=module", "-"],  # a module on stdin resolves playwright-core from cwd
-            input=SCRIPT,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = [part.decode() if isinstance(part, bytes) else part or "" for part in (exc.stdout, exc.stderr)]
-        pytest.fail(f"the browser took over {timeout} s; output so far:\n" + "\n".join(output))
-    if done.returncode != 0:
-        pytest.fail(f"the browser's steps failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert lines, f"the browser's steps printed nothing: {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return run_module(
+        dashboard,
+        SCRIPT,
+        {"group": GROUP, "collection": COLLECTION, "screenshots": str(dashboard.screenshots), **arguments},
+        timeout,
+    )
 
 
 def job_url(dashboard: Dashboard, job: str, version: str = PREVIEW) -> str:

@@ -25,9 +25,6 @@ origin, no cookie, nothing in local storage. The audit runs in a second context 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from datetime import datetime
 from itertools import pairwise
 from typing import Any
@@ -35,7 +32,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser.conftest import ROOT, SUBSCRIPTION, Dashboard, chromium_path, node_path
+from tests.browser.conftest import SUBSCRIPTION, Dashboard, run_module
 from tests.support.http_target import http_target
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -337,33 +334,9 @@ process.stdout.write(`${line}\n`);
 
 def run_browser(dashboard: Dashboard, timeout: float = 180, **arguments: Any) -> dict[str, Any]:
     """Run :data:`SCRIPT` in a fresh browser; what it observed (the JSON it prints last)."""
-    env = {
-        **os.environ,
-        "DASHBOARD_URL": dashboard.url,
-        "SUBSCRIPTION": SUBSCRIPTION,
-        "CHROMIUM": chromium_path(),
-        "SCENARIO_ARGS": json.dumps({"key": dashboard.api.key, "screenshots": str(dashboard.screenshots), **arguments}),
-    }
-    try:
-        done = subprocess.run(
-            [node_path(), "--input-type=module", "-"],  # a module on stdin resolves playwright-core from cwd
-            input=SCRIPT,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = [part.decode() if isinstance(part, bytes) else part or "" for part in (exc.stdout, exc.stderr)]
-        pytest.fail(f"the browser took over {timeout} s; output so far:\n" + "\n".join(output))
-    if done.returncode != 0:
-        pytest.fail(f"the browser's steps failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert lines, f"the browser's steps printed nothing: {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return run_module(
+        dashboard, SCRIPT, {"key": dashboard.api.key, "screenshots": str(dashboard.screenshots), **arguments}, timeout
+    )
 
 
 def collection_path(group: str, name: str) -> str:

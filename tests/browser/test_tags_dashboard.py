@@ -21,10 +21,7 @@ cookie.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -32,7 +29,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import pytest
 
 from scheduler_core.recurrence import format_instant
-from tests.browser.conftest import GROUP, ROOT, SUBSCRIPTION, Dashboard, chromium_path, node_path
+from tests.browser.conftest import GROUP, Dashboard, run_module
 from tests.support.http_target import http_target
 from tests.support.jobs import NO_RETRY, every, http_action
 from tests.support.waiting import wait_until
@@ -403,34 +400,7 @@ process.stdout.write(`${JSON.stringify(observed)}\n`);
 
 def run_browser(dashboard: Dashboard, timeout: float = 240, **arguments: Any) -> dict[str, Any]:
     """Run :data:`SCRIPT` in a fresh browser; what it observed (the JSON it prints last)."""
-    env = {
-        **os.environ,
-        "DASHBOARD_URL": dashboard.url,
-        "API_KEY": dashboard.api.key,
-        "SUBSCRIPTION": SUBSCRIPTION,
-        "CHROMIUM": chromium_path(),
-        "SCENARIO_ARGS": json.dumps(arguments),
-    }
-    try:
-        done = subprocess.run(
-            [node_path(), "--input-type=module", "-"],  # a module on stdin resolves playwright-core from cwd
-            input=SCRIPT,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        output = [part.decode() if isinstance(part, bytes) else part or "" for part in (exc.stdout, exc.stderr)]
-        pytest.fail(f"the browser took over {timeout} s; output so far:\n" + "\n".join(output))
-    if done.returncode != 0:
-        pytest.fail(f"the browser's steps failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert lines, f"the browser's steps printed nothing: {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return run_module(dashboard, SCRIPT, arguments, timeout)
 
 
 def shown(text: str) -> str:
