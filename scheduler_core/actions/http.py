@@ -97,9 +97,10 @@ class HttpSender:
     sent on a session of its own whose http and https adapters are guarded by ``policy`` (``resolver``
     there is the name-resolution seam), so **no connection, and no cookie, is ever shared between two
     calls** (a connection reused across jobs of different subscriptions is what request smuggling needs,
-    and a cookie a target set for one job must not reach another's). ``timeout`` is the **deadline of the
-    whole call** (:mod:`~scheduler_core.actions.call`): connect, TLS, the answer's head and the part of
-    its body the history keeps, on every redirect hop.
+    and a cookie a target set for one job must not reach another's). ``timeout`` (or the action's own
+    ``timeout``, api-version 2026-12-01-preview) is the **deadline of the whole call**
+    (:mod:`~scheduler_core.actions.call`): connect, TLS, the answer's head and the part of its body the
+    history keeps, on every redirect hop.
 
     Every decision that depends on the target's host (the outbound policy, the identity audience, where
     credentials may go, the history's and span's host) is made on the host the connection is made to:
@@ -208,7 +209,8 @@ class HttpSender:
                 text = outcome_message("Http", "Request not sent", str(exc), f"Request to host '{host}'")
                 return ActionResult(False, text)
         secrets = request_secrets(request, action)
-        call = OutboundCall(self.timeout)
+        timeout = action.timeout.value.total_seconds() if action.timeout is not None else self.timeout
+        call = OutboundCall(timeout)
         if any(name.lower() == "authorization" for name in request.headers):
             call.credentials_host = host_name(host)  # an Authorization header goes to this host only
         session = self.call_session(request.ssl_context)
@@ -219,7 +221,7 @@ class HttpSender:
                     request.uri,
                     data=request.body,
                     headers=request.headers,
-                    timeout=(min(CONNECT_TIMEOUT_SECONDS, self.timeout), self.timeout),
+                    timeout=(min(CONNECT_TIMEOUT_SECONDS, timeout), timeout),
                     allow_redirects=True,
                     stream=True,
                     verify=trusted_cas(self.session),
@@ -231,7 +233,7 @@ class HttpSender:
         except OutboundRefused as exc:
             return ActionResult(False, refused_message(host, exc))
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            return ActionResult(False, no_answer_message(host, exc, self.timeout, call))
+            return ActionResult(False, no_answer_message(host, exc, timeout, call))
         finally:
             session.close()
         status = response.status_code

@@ -14,9 +14,11 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, assert_never
 
 from scheduler_core.definitions._certificates import read_pfx
+from scheduler_core.definitions._durations import format_duration, read_duration
 from scheduler_core.definitions._json import Fields, enum_value, join, preview_only, str_map
 from scheduler_core.definitions._prior import Prior, same_text, sub
 from scheduler_core.errors import ValidationError
@@ -33,6 +35,7 @@ from scheduler_core.model.actions import (
     SigningScheme,
     framing_header,
 )
+from scheduler_core.model.retry import Duration
 from scheduler_core.recurrence import format_instant, parse_instant
 from scheduler_core.uris import HIDDEN, UriProblem, hide_credentials, origin, parse_target, restore_credentials
 
@@ -49,6 +52,12 @@ __all__ = [
 #: HTTP action limits (includes/scheduler-limits-table.md).
 MAX_URI = 2048
 MAX_BODY = 8192
+#: The fields of ``request`` on api-version 2026-12-01-preview only.
+PREVIEW_REQUEST = ("signing", "timeout")
+#: Bounds of ``request.timeout``: the Functions host ends an invocation after ``functionTimeout`` (10 minutes,
+#: host.json), and an attempt needs time for its storage calls around the call.
+MIN_TIMEOUT = timedelta(seconds=1)
+MAX_TIMEOUT = timedelta(minutes=9)
 MAX_HEADERS = 50
 MAX_HEADER_CHARS = 4096
 
@@ -136,8 +145,8 @@ def parse_http(
     """Parse a client's ``request`` (``https``: the action's type is ``Https``). ``prior`` is the stored
     ``request`` (its secrets kept while allowed, see the module's docstring). ``preview``: the preview wire
     (``signing``, ManagedServiceIdentity authentication)."""
-    known = ("uri", "method", "body", "headers", "authentication") + (("signing",) if preview else ())
-    fields = Fields(data, path, known, preview=() if preview else ("signing",))
+    known = ("uri", "method", "body", "headers", "authentication") + (PREVIEW_REQUEST if preview else ())
+    fields = Fields(data, path, known, preview=() if preview else PREVIEW_REQUEST)
     uri = _parse_uri(fields, https, limits, prior)
     method = fields.text("method", required=True, rule="is required (GET, POST, PUT, DELETE, ...)")
     assert method is not None
@@ -162,6 +171,7 @@ def parse_http(
         signing = _parse_signing(
             fields.get("signing"), fields.where("signing"), sub(prior, "signing") if same_origin else None
         )
+    timeout = _parse_timeout(fields.get("timeout"), fields.where("timeout")) if "timeout" in fields else None
     return HttpAction(
         uri=uri,
         method=method.upper(),
@@ -171,7 +181,21 @@ def parse_http(
         authentication=authentication,
         not_specified_written="authentication" in fields and authentication is None,
         signing=signing,
+        timeout=timeout,
     )
+
+
+def _parse_timeout(value: object, path: str) -> Duration:
+    """``request.timeout``: an attempt's own bound, :data:`MIN_TIMEOUT` to :data:`MAX_TIMEOUT`."""
+    length, style = read_duration(value, path)
+    if not MIN_TIMEOUT <= length <= MAX_TIMEOUT:
+        raise ValidationError(
+            path,
+            f"must be between {format_duration(MIN_TIMEOUT, style)} and {format_duration(MAX_TIMEOUT, style)} "
+            f"(the function's timeout of 10 minutes less a minute for the attempt's own storage calls), "
+            f"not {format_duration(length, style)}",
+        )
+    return Duration(length, style)
 
 
 def _parse_signing(data: object, path: str, prior: Prior | None) -> RequestSigning:
@@ -361,6 +385,7 @@ def read_http(request: Mapping[str, Any], *, https: bool) -> HttpAction:
         authentication=_read_http_auth(auth) if auth is not None else None,
         not_specified_written=auth is not None and auth.get("type") == "NotSpecified",
         signing=_read_signing(request.get("signing")),
+        timeout=Duration(*read_duration(timeout, "timeout")) if (timeout := request.get("timeout")) else None,
     )
 
 
@@ -423,6 +448,8 @@ def http_json(action: HttpAction, *, preview: bool = True) -> tuple[dict[str, An
     if action.signing is not None and preview:
         output["signing"] = {"scheme": action.signing.scheme.value}
         secrets["signing.secret"] = action.signing.secret.reveal()
+    if action.timeout is not None and preview:
+        output["timeout"] = format_duration(action.timeout.value, action.timeout.style)
     return output, secrets
 
 

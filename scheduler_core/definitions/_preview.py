@@ -466,10 +466,13 @@ def check_placeholders(action: JobAction, path: str) -> None:
 
 
 def _keep_http(new: Action, old: Action | None) -> Action:
-    """An HTTP action of a classic write with the preview parts of the stored one at the same origin: its
-    signing, and its ManagedServiceIdentity authentication unless the write sets one (NotSpecified too)."""
+    """An HTTP action of a classic write with the preview parts of the stored one: its ``timeout``; and at the
+    same origin its signing, and its ManagedServiceIdentity authentication unless the write sets one
+    (NotSpecified too)."""
     if not isinstance(new, HttpAction) or not isinstance(old, HttpAction):
         return new
+    if new.timeout is None and old.timeout is not None:  # a bound, not a credential: kept whatever the host
+        new = dataclasses.replace(new, timeout=old.timeout)
     if origin(new.uri) is None or origin(new.uri) != origin(old.uri):
         return new
     kept = new
@@ -488,9 +491,9 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
     """A definition written with the classic wire (which shows and takes no preview property), with the
     preview properties of the stored ``previous`` kept, as a read-modify-write by an old client expects:
     the policies, tags and description; the jitter and exclusions while the job still recurs;
-    ``expandPlaceholders``; and, for an HTTP action whose URI keeps its scheme, host and port, its request
-    signing and its ManagedServiceIdentity authentication (unless the write gives an authentication:
-    ``{"type": "NotSpecified"}`` removes it)."""
+    ``expandPlaceholders``; an HTTP action's ``timeout``; and, for an HTTP action whose URI keeps its scheme,
+    host and port, its request signing and its ManagedServiceIdentity authentication (unless the write gives
+    an authentication: ``{"type": "NotSpecified"}`` removes it)."""
     action = dataclasses.replace(
         new.action,
         expand_placeholders=previous.action.expand_placeholders,

@@ -192,7 +192,9 @@ class HttpAction:
     ``method`` is upper case; ``headers`` and ``body`` are None when the definition has none (an empty
     ``headers`` object is kept as written). ``authentication`` None sends none; ``not_specified_written``
     records that the definition said so explicitly (``{"type": "NotSpecified"}``), which is answered back.
-    ``signing`` (None: unsigned) signs each request (api-version 2026-12-01-preview)."""
+    ``signing`` (None: unsigned) signs each request (api-version 2026-12-01-preview). ``timeout`` (None: the
+    app's ``SCHEDULER_HTTP_TIMEOUT_SECONDS``) bounds each attempt's call, redirects included (api-version
+    2026-12-01-preview)."""
 
     uri: str
     method: str
@@ -202,6 +204,7 @@ class HttpAction:
     authentication: HttpAuthentication | None = None
     not_specified_written: bool = False
     signing: RequestSigning | None = None
+    timeout: Duration | None = None
 
     @property
     def type_name(self) -> str:

@@ -245,6 +245,7 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                         "body": ODD_TEXT,
                         "headers": {"X-Odd": "välue 'q' | 🎉"},
                         "signing": {"scheme": "StandardWebhooks", "secret": SIGNING_SECRET},
+                        "timeout": "00:00:45",
                     },
                     "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 2},
                 },

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.api import views
+from scheduler_core.definitions import Wire
 from scheduler_core.errors import EtagMismatchError, StorageError
 from scheduler_core.model import CLAIM_LEASE, ActionName, HistoryStatus, JobState, claim_key
 from scheduler_core.pipeline import durable
@@ -474,3 +475,28 @@ def test_a_job_read_that_fails_transiently_is_waited_out_before_the_call(
 
     assert deployment.executor.execute(message).outcome is Outcome.SUCCEEDED
     assert len(target.received) == 1
+
+
+# ------------------------------------------------------------------------------------- request timeout
+
+
+def test_a_jobs_own_request_timeout_bounds_its_call_and_others_keep_the_apps(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    """``action.request.timeout`` (api-version 2026-12-01-preview) ends a call to a target slower than it, and
+    the history says after how long; a job without one waits the app's timeout (60 s) and gets the answer."""
+    target.answer([200], delay=2.5)
+    short = http_action(target.base_url + "/short")
+    short["request"]["timeout"] = "PT1S"
+    deployment.service.put_job(deployment.ref("short"), job_body(DUE, short, HOURLY), wire=Wire.PREVIEW)
+    message = deployment.fire_at(DUE)
+    began = time.monotonic()
+    report = deployment.executor.execute(message)
+    assert report.outcome is Outcome.FAILED and time.monotonic() - began < 2.4
+    [entry] = deployment.history("short")
+    assert entry.status is HistoryStatus.FAILED and "Request timed out after 1 s" in entry.message, entry.message
+
+    patient = fire(deployment, "patient", http_action(target.base_url + "/patient"), HOURLY)
+    assert deployment.executor.execute(patient).outcome is Outcome.SUCCEEDED
+    [entry] = deployment.history("patient")
+    assert entry.status is HistoryStatus.COMPLETED

@@ -53,6 +53,7 @@ def preview_body() -> dict[str, Any]:
             "uri": "https://example.org/hook?at=@{scheduledTime}",
             "authentication": {"type": "ManagedServiceIdentity", "audience": "api://scheduler-target"},
             "signing": {"scheme": "StandardWebhooks", "secret": SECRET},
+            "timeout": "PT2M30S",
         }
     )
     props["recurrence"].update(
@@ -108,6 +109,7 @@ def test_every_preview_property_becomes_a_typed_value() -> None:
     assert action.main.signing is not None
     assert action.main.signing.scheme is SigningScheme.STANDARD_WEBHOOKS
     assert action.main.signing.secret.reveal() == SECRET
+    assert action.main.timeout == Duration(timedelta(minutes=2, seconds=30), "iso")
     assert SECRET not in repr(definition)
 
 
@@ -159,6 +161,7 @@ def test_the_classic_wire_refuses_each_preview_property_as_unknown() -> None:
     body = classic_body()
     body["properties"]["action"]["request"]["signing"] = {"scheme": "StandardWebhooks", "secret": SECRET}
     assert refused(body, Wire.CLASSIC).path == "properties.action.request.signing"
+    assert refused(with_request("timeout", "PT30S"), Wire.CLASSIC).path == "properties.action.request.timeout"
     body = classic_body()
     body["properties"]["action"]["request"]["authentication"] = {"type": "ManagedServiceIdentity", "audience": "a"}
     error = refused(body, Wire.CLASSIC)
@@ -236,6 +239,44 @@ def test_a_classic_write_to_another_host_drops_the_signing_and_the_identity() ->
     kept = parse({"properties": edited}, Wire.CLASSIC, previous=stored)
     assert isinstance(kept.action.main, HttpAction)
     assert kept.action.main.signing is None and kept.action.main.authentication is None
+    assert kept.action.main.timeout == Duration(timedelta(minutes=2, seconds=30), "iso")  # a bound, not a credential
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ("PT0.5S", "must be between PT1S and PT9M"),
+        ("PT9M1S", "must be between PT1S and PT9M"),
+        ("PT1H", "must be between PT1S and PT9M"),
+        ("00:09:01", "must be between 00:00:01 and 00:09:00"),
+        ("P1Y", ""),
+        (30, ""),
+        ("soon", ""),
+    ],
+)
+def test_a_request_timeout_outside_one_second_to_nine_minutes_is_refused_naming_the_field(
+    value: Any, rule: str
+) -> None:
+    body = preview_body()
+    body["properties"]["action"]["request"]["timeout"] = value
+    error = refused(body)
+    assert error.path == "properties.action.request.timeout", error
+    assert rule in error.rule, error
+
+
+def test_a_request_timeout_is_answered_as_written_and_bounds_the_error_action_too() -> None:
+    body = preview_body()
+    body["properties"]["action"]["request"]["timeout"] = "00:00:45"
+    body["properties"]["action"]["errorAction"] = {
+        "type": "Http",
+        "request": {"uri": "https://example.org/failed", "method": "POST", "timeout": "PT1S"},
+    }
+    definition = parse(body)
+    answered = job_wire(definition, JobState.ENABLED, Wire.PREVIEW)["action"]
+    assert answered["request"]["timeout"] == "00:00:45" and answered["errorAction"]["request"]["timeout"] == "PT1S"
+    assert "timeout" not in json.dumps(job_wire(definition, JobState.ENABLED, Wire.CLASSIC))
+    assert isinstance(definition.action.error, HttpAction)
+    assert definition.action.error.timeout == Duration(timedelta(seconds=1), "iso")
 
 
 def test_a_classic_not_specified_authentication_removes_the_identity() -> None:

@@ -37,6 +37,7 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobRecurrence", "exclusions"): {"dates": ["2031-01-01"]},
     ("JobAction", "expandPlaceholders"): True,
     ("HttpRequest", "signing"): {"scheme": "StandardWebhooks", "secret": SECRET},
+    ("HttpRequest", "timeout"): "PT30S",
 }
 #: Where each definition sits in a job body (the JSON paths of its objects; an error action's request too).
 PLACES: dict[str, tuple[tuple[str, ...], ...]] = {

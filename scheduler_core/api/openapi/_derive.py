@@ -449,6 +449,14 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         ),
     }
     definitions["HttpRequest"]["properties"]["signing"] = _ref("RequestSigning")
+    definitions["HttpRequest"]["properties"]["timeout"] = {
+        "type": "string",
+        "format": "duration",
+        "description": (
+            "How long each attempt's call may take, redirects included (ISO 8601 or TimeSpan, PT1S to PT9M); "
+            "absent: the app's SCHEDULER_HTTP_TIMEOUT_SECONDS."
+        ),
+    }
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
     definitions["JobExecutionStatus"]["enum"].append("Skipped")
     definitions["JobExecutionStatus"]["description"] += (
