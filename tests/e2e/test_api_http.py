@@ -187,6 +187,24 @@ def test_if_match_is_honoured(api: Api, collection: str) -> None:
     assert api.call("DELETE", f"{collection}/jobs/j", headers={"If-Match": fresh.headers["ETag"]}).status_code == 200
 
 
+def test_a_collections_etag_holds_while_jobs_come_and_go_and_moves_with_its_own_writes(
+    api: Api, collection: str
+) -> None:
+    """On Azurite, through the API: creating and deleting jobs rewrites the collection's row (its job counter),
+    not the ETag its clients see; a PATCH of the collection is guarded by it."""
+    opened = api.call("GET", collection).headers["ETag"]
+    for name in ("a", "b"):
+        assert api.call("PUT", f"{collection}/jobs/{name}", lowercase_job()).status_code == 201
+    assert api.call("DELETE", f"{collection}/jobs/a").status_code == 200
+    assert api.call("GET", collection).headers["ETag"] == opened
+    tagged = api.call("PATCH", collection, {"tags": {"team": "ops"}}, headers={"If-Match": opened})
+    assert tagged.status_code == 200, tagged.text
+    assert tagged.headers["ETag"] != opened
+    stale = api.call("PATCH", collection, {"tags": {"team": "dev"}}, headers={"If-Match": opened})
+    assert stale.status_code == 412
+    assert api.call("GET", collection).json()["tags"] == {"team": "ops"}
+
+
 def test_paging_links_are_absolute_and_keep_the_query(api: Api, collection: str) -> None:
     for name in ("a", "b", "c"):
         assert api.call("PUT", f"{collection}/jobs/{name}", lowercase_job()).status_code == 201
