@@ -23,6 +23,7 @@ from scheduler_core import settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from scheduler_core.storage.names import CLAIMS_TABLE
+from tests.conftest import private_azurite
 from tests.e2e import fault_host
 from tests.e2e.test_faults_storage import jobs_one_a_second, outage, settle
 from tests.support.fault_proxy import fault_proxy
@@ -49,7 +50,7 @@ def test_the_history_account_lost_mid_execution_yields_no_second_call_no_unrecor
     storage_env: settings.Settings, target: HttpTarget, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     log = tmp_path / "host.log"
-    with Azurite() as history, Azurite() as executions:
+    with private_azurite() as history, private_azurite() as executions:
         monkeypatch.setenv("SchedulerHistoryStorage", history.connection_string)
         monkeypatch.setenv("SchedulerExecutionStorage", executions.connection_string)
         config = settings.load()

@@ -26,6 +26,7 @@ from local_host.runtime import LocalHost
 from scheduler_core import auth, settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.storage.names import CLAIMS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, JOBS_TABLE
+from tests.conftest import private_azurite
 from tests.e2e.conftest import ROOT
 from tests.support.fault_proxy import FaultProxy, fault_proxy
 from tests.support.http_target import http_target
@@ -87,7 +88,11 @@ def wait(condition: Callable[[], bool], timeout: float) -> None:
 def deployment(
     azurite: Azurite, storage_env: settings.Settings, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Deployment]:
-    with Azurite() as history, Azurite() as executions, fault_proxy(("127.0.0.1", executions.ports.queue)) as proxy:
+    with (
+        private_azurite() as history,
+        private_azurite() as executions,
+        fault_proxy(("127.0.0.1", executions.ports.queue)) as proxy,
+    ):
         key = auth.generate_key()
         monkeypatch.setenv("SCHEDULER_API_KEYS", auth.hash_entry(key))
         monkeypatch.setenv("SchedulerHistoryStorage", history.connection_string)
