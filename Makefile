@@ -35,7 +35,8 @@ install: $(VENV)/.installed node_modules/.installed
 # The dashboard's built assets are committed (scheduler_core/dashboard/static/); `make run` rebuilds them when
 # their sources changed. `make test` does not: tests/browser/test_assets.py must see stale committed assets.
 DASHBOARD_BUILT := scheduler_core/dashboard/static/app.js
-$(DASHBOARD_BUILT): $(shell find dashboard -type f) node_modules/.installed
+# node_modules is order-only: a first install is newer than every file of a fresh clone, yet changes no source.
+$(DASHBOARD_BUILT): $(shell find dashboard -type f) | node_modules/.installed
 	@echo "==> Building the dashboard into scheduler_core/dashboard/static/ (its sources are newer than the built assets)"
 	@start=$$($(NOW)); npm run --silent build:dashboard && echo "==> Dashboard built in $(SINCE)"
 dashboard: $(DASHBOARD_BUILT)
