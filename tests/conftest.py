@@ -30,9 +30,10 @@ from scheduler_core.errors import ConfigurationError
 #: ~40 s) bound the run, and every worker costs an Azurite.
 MAX_AUTO_WORKERS = 8
 #: Workers per CPU for ``-n auto``. The suite mostly waits (real time, Azurite, child processes): measured on
-#: 2 CPUs with 3,887 tests, 6 workers kept the CPUs 69 % busy (6 min 1 s), 8 workers 86 % (5 min 8 s), every
-#: test passing.
-WORKERS_PER_CPU = 4
+#: 2 CPUs, 4 workers kept the CPUs 52 % busy (6 min 31 s), 6 workers 73 % (5 min 14 s). Eight were no faster
+#: on a fresh clone (6 min 1 s and 6 min 4 s against 6 min 1 s with six, 3,887 tests) and loaded the machine
+#: enough for a 1,000-occurrence backfill request to outlast its client's 30 s.
+WORKERS_PER_CPU = 3
 
 
 @pytest.hookimpl(optionalhook=True)

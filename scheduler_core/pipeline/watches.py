@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 from scheduler_core.model import WATCH, Job, WatchEntry
@@ -104,6 +104,16 @@ class Watches:
         row = self.row_after_lease(job, message, shard_of(job.ref.identity, self.shards), due, now)
         self.stores.due.put(row.entry())
         self.schedule([row], now)
+
+    def watch_many(self, job: Job, sent: Sequence[tuple[ExecutionMessage, datetime]], now: datetime) -> None:
+        """Watch attempts of ``job`` sent outside a scan, each ``(message, due)``: their entries written in the
+        due index's batches (its shard's: at most 100 an operation), then their slots' looks."""
+        if not sent:
+            return
+        shard = shard_of(job.ref.identity, self.shards)
+        rows = [self.row_after_lease(job, message, shard, due, now) for message, due in sent]
+        self.stores.due.advance(shard, [], [row.entry() for row in rows])
+        self.schedule(rows, now)
 
     def slot_of(self, due: datetime) -> datetime:
         """The end of the :data:`WATCH_SLOT` that ``due`` falls in (slots are aligned to the epoch): when the
