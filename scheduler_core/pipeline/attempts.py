@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -130,11 +129,6 @@ def deadline_copy(message: ExecutionMessage, generation: int, running: datetime)
 # ----------------------------------------------------------------------------------------------- transitions
 
 
-#: How many of a backfill's occurrences are sent (and watched) at a time: a backfill of 1,000 is 2,000 storage
-#: calls in one request, which one after another took over 30 s on a loaded machine.
-BACKFILL_SENDERS = 8
-
-
 class Attempts:
     """Sends attempts: ``send`` is the execution queue (the router over the K queues), ``watches`` writes their
     watch entries and looks."""
@@ -190,10 +184,9 @@ class Attempts:
     ) -> None:
         """Backfill ``backfill``'s occurrences, each shown at its start (the plan's pace) and watched: all of
         them, or only the first when they run one after another (``chained``: it names the last, and each sends
-        the next when its attempts are over). When they are all sent (``AllowAll``: they run side by side), up to
-        :data:`BACKFILL_SENDERS` are sent at a time, each still shown at its own start, and then those sent are
-        watched in the due index's batches, as a scan watches what it sends; the first failure is raised after
-        that."""
+        the next when its attempts are over). When they are all sent (``AllowAll``: they run side by side), they
+        are sent in order and then watched in the due index's batches, as a scan watches what it sends (those
+        sent before a failed send too)."""
         until = format_instant(occurrences[-1]) if chained else ""
         count = 1 if chained else len(occurrences)
         sends = [
@@ -205,14 +198,13 @@ class Attempts:
             self.send(message.to_json(), start_delay(start, now))
             self.watch(job, message, max(start, now), now)
             return
-        with ThreadPoolExecutor(max_workers=min(BACKFILL_SENDERS, count), thread_name_prefix="backfill") as pool:
-            futures = [pool.submit(self.send, message.to_json(), start_delay(start, now)) for message, start in sends]
-        failed = [future.exception() for future in futures]
-        sent = [(message, max(start, now)) for (message, start), error in zip(sends, failed, strict=True) if not error]
-        self.watches.watch_many(job, sent, now)
-        for error in failed:
-            if error is not None:
-                raise error
+        sent: list[tuple[ExecutionMessage, datetime]] = []
+        try:
+            for message, start in sends:  # in order: the queue shows them in the order of their starts
+                self.send(message.to_json(), start_delay(start, now))
+                sent.append((message, max(start, now)))
+        finally:
+            self.watches.watch_many(job, sent, now)
 
     def resend(self, text: str) -> None:
         """Send an attempt's message again, visible at once (the watchdog found it lost)."""
