@@ -110,9 +110,8 @@ class JobCollection:
         plan, state, quota) and only then, so creating or deleting a job in it (the job counter) or writing one
         of its calendars (resources of their own) does not make an edit started before it a 412. A collection
         deleted and created again has another (its creation time is part of it)."""
-        shown = [self.created_at.isoformat(), self.location, sorted(self.tags.items()), self.sku.value]
-        shown += [self.state.value, json.loads(json.dumps(asdict(self.quota), default=str))]
-        digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:20]
+        shown = [self.created_at, self.location, sorted(self.tags.items()), self.sku, self.state, asdict(self.quota)]
+        digest = hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()[:20]
         return f'W/"{digest}"'
 
     def calendar(self, name: str) -> Calendar | None:

@@ -121,6 +121,22 @@ def dashboard(storage_env: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def run_scenario(dashboard: Dashboard, name: str, timeout: float = 150, **arguments: Any) -> dict[str, Any]:
     """Run scenario ``name`` of ``scenarios.mjs`` in a fresh browser; its observations (the JSON it prints
     last). A failed step fails the test with the scenario's message and its output."""
+    return _run_node(dashboard, [str(SCENARIOS), name], None, arguments, timeout, f"scenario {name}")
+
+
+def run_module(dashboard: Dashboard, script: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run ``script`` (an ES module driving Chromium with playwright-core, given on standard input so that it
+    resolves playwright-core from the repository) with the same environment as a scenario; what it observed
+    (the JSON it prints last)."""
+    return _run_node(dashboard, ["--input-type=module", "-"], script, arguments, timeout, "the browser's steps")
+
+
+def _run_node(
+    dashboard: Dashboard, args: list[str], script: str | None, arguments: dict[str, Any], timeout: float, what: str
+) -> dict[str, Any]:
+    """Run node with ``args`` (``script`` on standard input, if any) and the dashboard's address, the API and
+    Reader keys, the subscription, Chromium's path, the screenshots folder and ``arguments``
+    (``SCENARIO_ARGS``) in its environment; the JSON it prints last, or the test fails saying ``what`` failed."""
     env = {
         **os.environ,
         "DASHBOARD_URL": dashboard.url,
@@ -133,40 +149,7 @@ def run_scenario(dashboard: Dashboard, name: str, timeout: float = 150, **argume
     }
     try:
         done = subprocess.run(
-            [node_path(), str(SCENARIOS), name],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"scenario {name} took over {timeout} s; output so far:\n{exc.stdout}\n{exc.stderr}")
-    if done.returncode != 0:
-        pytest.fail(f"scenario {name} failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert lines, f"scenario {name} printed nothing: {done.stderr}"
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
-
-
-def run_module(dashboard: Dashboard, script: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run ``script`` (an ES module driving Chromium with playwright-core, given on standard input so that it
-    resolves playwright-core from the repository) with the dashboard's address, the API key, the
-    subscription, Chromium's path and ``arguments`` (``SCENARIO_ARGS``) in its environment; what it observed
-    (the JSON it prints last)."""
-    env = {
-        **os.environ,
-        "DASHBOARD_URL": dashboard.url,
-        "API_KEY": dashboard.api.key,
-        "SUBSCRIPTION": SUBSCRIPTION,
-        "CHROMIUM": chromium_path(),
-        "SCENARIO_ARGS": json.dumps(arguments),
-    }
-    try:
-        done = subprocess.run(
-            [node_path(), "--input-type=module", "-"],
+            [node_path(), *args],
             input=script,
             cwd=ROOT,
             env=env,
@@ -177,11 +160,11 @@ def run_module(dashboard: Dashboard, script: str, arguments: dict[str, Any], tim
         )
     except subprocess.TimeoutExpired as exc:
         output = [part.decode() if isinstance(part, bytes) else part or "" for part in (exc.stdout, exc.stderr)]
-        pytest.fail(f"the browser took over {timeout} s; output so far:\n" + "\n".join(output))
+        pytest.fail(f"{what} took over {timeout} s; output so far:\n" + "\n".join(output))
     if done.returncode != 0:
-        pytest.fail(f"the browser's steps failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
+        pytest.fail(f"{what} failed (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
     lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert lines, f"the browser's steps printed nothing: {done.stderr}"
+    assert lines, f"{what} printed nothing: {done.stderr}"
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
