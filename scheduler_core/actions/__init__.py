@@ -5,7 +5,7 @@ registered for an action's class; every sender returns an :class:`ActionResult` 
 history message) and never raises for a failure of the target.
 """
 
-from scheduler_core.actions.base import ActionContext, ActionResult, ActionRunner, Sender
+from scheduler_core.actions.base import ActionContext, ActionResult, ActionRunner, Failure, Sender
 from scheduler_core.actions.outbound import OutboundPolicy
 
-__all__ = ["ActionContext", "ActionResult", "ActionRunner", "OutboundPolicy", "Sender"]
+__all__ = ["ActionContext", "ActionResult", "ActionRunner", "Failure", "OutboundPolicy", "Sender"]

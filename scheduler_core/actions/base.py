@@ -8,7 +8,7 @@ registered here; :meth:`ActionRunner.run` matches every class of the union, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar, assert_never, cast
 
 from scheduler_core.actions.outcome import outcome_message
@@ -19,8 +19,9 @@ from scheduler_core.model.actions import (
     ServiceBusTopicAction,
     StorageQueueAction,
 )
+from scheduler_core.model.retry import Failure, FailureFacts
 
-__all__ = ["MAX_BODY_IN_HISTORY", "ActionContext", "ActionResult", "ActionRunner", "Sender"]
+__all__ = ["MAX_BODY_IN_HISTORY", "ActionContext", "ActionResult", "ActionRunner", "Failure", "Sender"]
 
 #: At most this much of a response body is kept in a history message (as Azure Scheduler).
 MAX_BODY_IN_HISTORY = 2048
@@ -46,6 +47,8 @@ class ActionContext:
     started_at: datetime | None = None
     expand_placeholders: bool = False  # the job's action.expandPlaceholders
     message_id: str | None = None
+    #: An error action's: how the main action failed (``@{failure.*}``); None: not known.
+    failure: FailureFacts | None = None
 
     @property
     def job_name(self) -> str:
@@ -72,11 +75,34 @@ class ActionResult:
     """The outcome of one attempt: success, the history message (the outcome first, never quoting a secret:
     :mod:`~scheduler_core.actions.outcome`), and the HTTP status
     code of the answer when the target gave one (the final answer after redirects; None for a call that got
-    no answer and for actions other than HTTP)."""
+    no answer and for actions other than HTTP).
+
+    A failed result also says how it failed (``failure``; given or not, a result with a status code failed
+    by :attr:`Failure.STATUS`, any other by :attr:`Failure.ERROR`), the status of a queue service's refusal
+    (``service_status``: the storage service's HTTP status, or the one Service Bus's REST API answers for the
+    broker's error; None for HTTP actions, whose status is ``status_code``), what the target said
+    (``body``: an excerpt, secrets masked, for ``@{failure.body}``), and how long it asked to be left alone
+    (``retry_after``: an HTTP ``Retry-After`` on a 429 or 503)."""
 
     succeeded: bool
     message: str
     status_code: int | None = None
+    failure: Failure | None = None
+    service_status: int | None = None
+    body: str = ""
+    retry_after: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.succeeded:
+            object.__setattr__(self, "failure", None)
+        elif self.failure is None:
+            failed_by = Failure.STATUS if self.failure_status is not None else Failure.ERROR
+            object.__setattr__(self, "failure", failed_by)
+
+    @property
+    def failure_status(self) -> int | None:
+        """The status a failure carries: the HTTP answer's, else a queue service's (None: none)."""
+        return self.status_code if self.status_code is not None else self.service_status
 
 
 class Sender(Protocol[A_contra]):
@@ -134,7 +160,8 @@ class ActionRunner:
     def _send(action: A, sender: Sender[A] | None, context: ActionContext) -> ActionResult:
         type_name = action.type_name
         if sender is None:
-            return ActionResult(False, outcome_message(type_name, "Not supported", "this action type is not sent here"))
+            text = outcome_message(type_name, "Not supported", "this action type is not sent here")
+            return ActionResult(False, text, failure=Failure.ERROR)
         try:
             return sender.send(action, context)
         except Exception as exc:  # a sender bug must not lose the occurrence: record it as a failure

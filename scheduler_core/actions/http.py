@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import codecs
 import http.client
+import math
 import re
 import ssl
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any, assert_never
 from urllib.parse import unquote, urlparse
 
@@ -31,7 +34,7 @@ import requests
 import urllib3
 
 from scheduler_core import __version__, telemetry
-from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult
+from scheduler_core.actions.base import MAX_BODY_IN_HISTORY, ActionContext, ActionResult, Failure
 from scheduler_core.actions.call import OutboundCall
 from scheduler_core.actions.http_auth import (
     AuthenticationProblem,
@@ -171,9 +174,8 @@ class HttpSender:
         try:
             url = prepared_url(action.uri)
         except (requests.RequestException, ValueError) as exc:
-            return ActionResult(
-                False, outcome_message("Http", "Request not sent", f"the URI cannot be called ({type(exc).__name__})")
-            )
+            text = outcome_message("Http", "Request not sent", f"the URI cannot be called ({type(exc).__name__})")
+            return ActionResult(False, text, failure=Failure.NOT_SENT)
         host = connection_host(url)
         with telemetry.tracer().start_as_current_span(
             method, kind=SpanKind.CLIENT, attributes=client_span_attributes(method, url)
@@ -207,7 +209,7 @@ class HttpSender:
                 step.apply(request)
             except AuthenticationProblem as exc:
                 text = outcome_message("Http", "Request not sent", str(exc), f"Request to host '{host}'")
-                return ActionResult(False, text)
+                return ActionResult(False, text, failure=Failure.NOT_SENT)
         secrets = request_secrets(request, action)
         timeout = action.timeout.value.total_seconds() if action.timeout is not None else self.timeout
         call = OutboundCall(timeout)
@@ -231,13 +233,46 @@ class HttpSender:
                 finally:
                     response.close()
         except OutboundRefused as exc:
-            return ActionResult(False, refused_message(host, exc))
+            return ActionResult(False, refused_message(host, exc), failure=Failure.REFUSED)
         except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-            return ActionResult(False, no_answer_message(host, exc, timeout, call))
+            timed_out = call.expired_now() or isinstance(exc, requests.Timeout)
+            failure = Failure.TIMEOUT if timed_out else Failure.CONNECTION_ERROR
+            return ActionResult(False, no_answer_message(host, exc, timeout, call), failure=failure)
         finally:
             session.close()
         status = response.status_code
-        return ActionResult(200 <= status < 300, redact(describe_response(host, response, head), secrets), status)
+        text = redact(describe_response(host, response, head), secrets)
+        if 200 <= status < 300:
+            return ActionResult(True, text, status)
+        body = redact(body_text(response, head), secrets)
+        wait = asked_to_wait(response, datetime.fromtimestamp(self.clock(), UTC))
+        return ActionResult(False, text, status, body=body, retry_after=wait)
+
+
+#: The statuses whose ``Retry-After`` sets the wait before the next retry (RFC 9110 section 10.2.3).
+RETRY_AFTER_STATUSES = (429, 503)
+
+
+def asked_to_wait(response: requests.Response, now: datetime) -> timedelta | None:
+    """How long a 429 or 503 answer asks to be left alone: its ``Retry-After`` in seconds or as an HTTP date
+    (from ``now``, in whole seconds rounded up; a date in the past is no wait); None for another status or a
+    value that is neither."""
+    if response.status_code not in RETRY_AFTER_STATUSES:
+        return None
+    value = response.headers.get("retry-after", "").strip()[:64]
+    if value.isdigit():
+        return timedelta(seconds=min(int(value), MAX_RETRY_AFTER_SECONDS))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return timedelta(seconds=max(0, math.ceil((when - now).total_seconds())))  # never before the date
+
+
+#: A ``Retry-After`` in seconds is read up to this (a year; the retry policy caps the wait far below it).
+MAX_RETRY_AFTER_SECONDS = 366 * 86400
 
 
 def prepared_url(uri: str) -> str:

@@ -1,7 +1,10 @@
 """``action.expandPlaceholders``: the placeholders of :data:`~scheduler_core.model.actions.PLACEHOLDERS`
 (``@{scheduledTime}``, ``@{actualTime}``, ``@{executionId}``, ``@{attempt}``, ``@{jobName}``,
 ``@{collectionName}``; names in any casing, as Logic Apps reads them) replaced at send time by what the sender
-knows of the call (:class:`~scheduler_core.actions.base.ActionContext`).
+knows of the call (:class:`~scheduler_core.actions.base.ActionContext`). An error action also knows how the
+main action failed: ``@{failure.status}``, ``@{failure.reason}``, ``@{failure.body}`` (an excerpt on one line:
+every character a terminal or a header acts on, line ends included, is written as a visible escape, so it
+cannot end a header or start another), ``@{failure.executionId}``, ``@{failure.attempts}``.
 
 Where and how each value is written, so that the text stays what it was meant to be:
 
@@ -29,12 +32,14 @@ from urllib.parse import quote, quote_plus
 
 from scheduler_core.actions.base import ActionContext
 from scheduler_core.model.actions import (
+    FAILURE_PLACEHOLDERS,
     PLACEHOLDER_REFERENCE,
     HttpAction,
     ServiceBusAction,
     StorageQueueAction,
     placeholder_name,
 )
+from scheduler_core.model.retry import FailureFacts
 from scheduler_core.recurrence import format_instant
 
 __all__ = [
@@ -61,6 +66,20 @@ def placeholder_values(context: ActionContext) -> dict[str, str]:
         "attempt": str(context.retry_count),
         "jobName": context.job_name,
         "collectionName": context.collection_name,
+        **failure_values(context.failure),
+    }
+
+
+def failure_values(failure: FailureFacts | None) -> dict[str, str]:
+    """The values of the ``@{failure.*}`` placeholders (each empty when the failure is not known)."""
+    if failure is None:
+        return dict.fromkeys(FAILURE_PLACEHOLDERS, "")
+    return {
+        "failure.status": str(failure.status) if failure.status is not None else "",
+        "failure.reason": failure.reason,
+        "failure.body": failure.body,
+        "failure.executionId": failure.execution_id,
+        "failure.attempts": str(failure.attempts),
     }
 
 

@@ -54,7 +54,7 @@ from azure.servicebus.exceptions import (
     ServiceBusServerBusyError,
 )
 
-from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.base import ActionContext, ActionResult, Failure
 from scheduler_core.actions.outcome import outcome_message, shown
 from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
@@ -78,6 +78,20 @@ DEFAULT_IDLE_SECONDS = 300.0
 MAX_HEADER_TTL = timedelta(milliseconds=2**32 - 1)
 
 CredentialFactory = Callable[[], TokenCredential]
+#: A failed send as a history message and a decision read it: outcome, detail, how it failed, its status
+#: (None: none).
+Refusal = tuple[str, str, Failure, int | None]
+#: The status Service Bus's REST API answers a send with for the error the broker gave over AMQP ("Send
+#: Message": 401 authorization failure, 403 quota exceeded or message too large, 410 no such queue or topic;
+#: 503 server busy, "Status and error codes"); a broker error not named here carries none.
+REST_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (ServiceBusAuthenticationError, 401),
+    (ServiceBusAuthorizationError, 401),
+    (ServiceBusQuotaExceededError, 403),
+    (MessageSizeExceededError, 403),
+    (MessagingEntityNotFoundError, 410),
+    (ServiceBusServerBusyError, 503),
+)
 
 
 def build_message(action: ServiceBusAction, context: ActionContext) -> ServiceBusMessage:
@@ -259,13 +273,13 @@ class ServiceBusSender:
         try:
             message = build_message(action, context)
         except ValueError as exc:
-            return self._failed(action_type, ("Message not sent", _said(exc)), where, key)
+            return self._failed(action_type, ("Message not sent", _said(exc), Failure.NOT_SENT, None), where, key)
         endpoint = namespace_endpoint(self.endpoint, namespace)
         if key is None:
             refusal = self.scope.service_bus_refusal(endpoint.hostname)
             if refusal is not None:  # checked when the job was written too; the settings may have changed
                 detail = f"no sasKey is given, and {refusal}; host '{endpoint.hostname}' is not one of them"
-                return self._failed(action_type, ("Message not sent", detail), where, key)
+                return self._failed(action_type, ("Message not sent", detail, Failure.REFUSED, None), where, key)
         try:
             self._send(endpoint, kind, entity, key_name, key, message)
         except Exception as exc:
@@ -302,39 +316,46 @@ class ServiceBusSender:
         raise ServiceBusConnectionError(message="no usable sender after several attempts")
 
     @staticmethod
-    def _describe(exc: Exception, with_key: bool) -> tuple[str, str]:
-        """(outcome, detail) of a failed send: what happened, then what the broker or the SDK said (its first
-        line) and the error's class."""
+    def _describe(exc: Exception, with_key: bool) -> Refusal:
+        """(outcome, detail, how it failed, status) of a failed send: what happened, then what the broker or the
+        SDK said (its first line) and the error's class. The status is the one Service Bus's REST API answers
+        for the broker's error (:data:`REST_STATUS`), so that ``retryOn`` reads queue and HTTP failures alike."""
         name = type(exc).__name__
         said = f"{_said(exc)} ({name})"
+        status = next((code for kind, code in REST_STATUS if isinstance(exc, kind)), None)
+        failed = Failure.STATUS if status is not None else Failure.ERROR
         if isinstance(exc, MessagingEntityNotFoundError):
-            return "Entity not found", said
+            return "Entity not found", said, failed, status
         if isinstance(exc, MessagingEntityDisabledError):
-            return "Entity disabled", said
+            return "Entity disabled", said, failed, status
         if isinstance(exc, (ServiceBusAuthenticationError, ServiceBusAuthorizationError)):
             how = (
                 "the shared access key was refused (check sasKeyName and sasKey)"
                 if with_key
                 else "the function app's identity was refused (grant it Azure Service Bus Data Sender)"
             )
-            return "Access denied", f"{how}; {said}"
+            return "Access denied", f"{how}; {said}", failed, status
         if isinstance(exc, (ServiceBusServerBusyError, ServiceBusQuotaExceededError)):
-            return "Throttled or over quota", f"{said}; the retry policy applies"
+            return "Throttled or over quota", f"{said}; the retry policy applies", failed, status
         if isinstance(exc, OperationTimeoutError):
-            return "Timed out", said
+            return "Timed out", said, Failure.TIMEOUT, None
         if isinstance(exc, MessageSizeExceededError):
-            return "Message too large", said
+            return "Message too large", said, failed, status
         if isinstance(exc, ServiceBusConnectionError):
             return (
                 "Could not send",
                 f"the connection or the link was refused or broke; check that the namespace and the entity "
                 f"exist; {said}",
+                Failure.CONNECTION_ERROR,
+                None,
             )
-        return "Send failed", said
+        return "Send failed", said, Failure.ERROR, None
 
     @staticmethod
-    def _failed(action_type: str, outcome: tuple[str, str], where: str, key: str | None) -> ActionResult:
-        return ActionResult(False, redact(outcome_message(action_type, *outcome, where), [key]))
+    def _failed(action_type: str, refusal: Refusal, where: str, key: str | None) -> ActionResult:
+        outcome, detail, failure, status = refusal
+        text = redact(outcome_message(action_type, outcome, detail, where), [key])
+        return ActionResult(False, text, failure=failure, service_status=status)
 
 
 def _said(exc: Exception) -> str:

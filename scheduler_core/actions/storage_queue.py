@@ -44,12 +44,14 @@ from azure.core.exceptions import (
     HttpResponseError,
     ResourceNotFoundError,
     ServiceRequestError,
+    ServiceRequestTimeoutError,
     ServiceResponseError,
+    ServiceResponseTimeoutError,
 )
 from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.queue import LinearRetry, QueueClient
 
-from scheduler_core.actions.base import ActionContext, ActionResult
+from scheduler_core.actions.base import ActionContext, ActionResult, Failure
 from scheduler_core.actions.outcome import failure_reason, outcome_message, shown
 from scheduler_core.actions.placeholders import expand_message
 from scheduler_core.actions.redact import first_line, redact
@@ -67,6 +69,9 @@ DEFAULT_ENDPOINT = DEFAULT_STORAGE_QUEUE_ENDPOINT
 MAX_CLIENTS = 256
 
 CredentialFactory = Callable[[], TokenCredential]
+#: A failed send as a history message and a decision read it: outcome, detail, how it failed, the service's
+#: HTTP status (None: no answer).
+Refusal = tuple[str, str, Failure, int | None]
 
 
 def envelope(message: str, context: ActionContext) -> str:
@@ -162,7 +167,7 @@ class StorageQueueSender:
             refusal = self.scope.storage_queue_refusal(host)
             if refusal is not None:  # checked when the job was written too; the settings may have changed
                 detail = f"no sasToken is given, and {refusal}; host '{host}' is not one of them"
-                return self._failed("Message not added", detail, where, token)
+                return self._failed(("Message not added", detail, Failure.REFUSED, None), where, token)
         options: dict[str, Any] = {}
         if token is None and url.startswith("http://"):
             options["enforce_https"] = False  # a local emulator; in Azure the endpoint is always https
@@ -170,8 +175,7 @@ class StorageQueueSender:
             client = self._client(url, queue, token)
             sent = client.send_message(content, **options)
         except Exception as exc:
-            outcome, detail = self._describe(exc, url, token)
-            return self._failed(outcome, detail, where, token)
+            return self._failed(self._describe(exc, url, token), where, token)
         message_id = getattr(sent, "id", None) or ""
         return ActionResult(
             True,
@@ -183,28 +187,34 @@ class StorageQueueSender:
         )
 
     @classmethod
-    def _describe(cls, exc: Exception, url: str, token: str | None) -> tuple[str, str]:
-        """(outcome, detail) of a failed send: the storage error code and the first line of the service's
-        message (or of the SDK error's). Raises ``exc`` again when it is not a storage or SDK error."""
+    def _describe(cls, exc: Exception, url: str, token: str | None) -> Refusal:
+        """(outcome, detail, how it failed, the service's HTTP status) of a failed send: the storage error code
+        and the first line of the service's message (or of the SDK error's). Raises ``exc`` again when it is
+        not a storage or SDK error."""
         said = _said(exc)
+        status = getattr(exc, "status_code", None) if isinstance(exc, HttpResponseError) else None
         if isinstance(exc, ResourceNotFoundError):
-            return f"Queue not found ({cls._code(exc, 'QueueNotFound')})", said
+            return f"Queue not found ({cls._code(exc, 'QueueNotFound')})", said, Failure.STATUS, status or 404
         if isinstance(exc, ClientAuthenticationError):
-            code = cls._code(exc, f"HTTP {getattr(exc, 'status_code', None) or type(exc).__name__}")
-            return "Access denied", _join(f"{_denied(token)} ({code})", said)
-        if isinstance(exc, HttpResponseError):
-            status = getattr(exc, "status_code", None)
+            code = cls._code(exc, f"HTTP {status or type(exc).__name__}")
+            return "Access denied", _join(f"{_denied(token)} ({code})", said), Failure.STATUS, status or 403
+        if isinstance(exc, HttpResponseError) and status is not None:
             code = cls._code(exc, str(getattr(exc, "reason", None) or ""))
             http = f"HTTP {status}{', ' + code if code else ''}"
             if status in (429, 500, 503) or code in ("ServerBusy", "OperationTimedOut"):
-                return f"Throttled or unavailable ({http})", _join(said, "the retry policy applies")
+                outcome = f"Throttled or unavailable ({http})"
+                return outcome, _join(said, "the retry policy applies"), Failure.STATUS, status
             if status == 403:
-                return "Access denied", _join(f"{_denied(token)} ({http})", said)
-            return f"Failed ({http})", said
+                return "Access denied", _join(f"{_denied(token)} ({http})", said), Failure.STATUS, status
+            return f"Failed ({http})", said, Failure.STATUS, status
+        if isinstance(exc, (ServiceRequestTimeoutError, ServiceResponseTimeoutError)):
+            return "Timed out", f"{failure_reason(exc)} at '{url}'", Failure.TIMEOUT, None
         if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
-            return "Could not reach the account", f"{failure_reason(exc)} at '{url}'"
+            return "Could not reach the account", f"{failure_reason(exc)} at '{url}'", Failure.CONNECTION_ERROR, None
         if isinstance(exc, ValueError):  # a malformed token or account URL, reported by the SDK before sending
-            return "Message not added", said
+            return "Message not added", said, Failure.NOT_SENT, None
+        if isinstance(exc, HttpResponseError):
+            return "Failed", said, Failure.ERROR, None
         raise exc
 
     @staticmethod
@@ -214,8 +224,10 @@ class StorageQueueSender:
         return str(getattr(code, "value", code)) if code else default
 
     @staticmethod
-    def _failed(outcome: str, detail: str, where: str, token: str | None) -> ActionResult:
-        return ActionResult(False, redact(outcome_message("StorageQueue", outcome, detail, where), [token]))
+    def _failed(refusal: Refusal, where: str, token: str | None) -> ActionResult:
+        outcome, detail, failure, status = refusal
+        text = redact(outcome_message("StorageQueue", outcome, detail, where), [token])
+        return ActionResult(False, text, failure=failure, service_status=status)
 
     def close(self) -> None:
         with self._lock:

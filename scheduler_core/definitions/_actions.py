@@ -225,7 +225,11 @@ def _parse_one(
     retry = None
     if "retryPolicy" in fields:
         retry = parse_retry_policy(
-            fields.get("retryPolicy"), fields.where("retryPolicy"), options.style, options.default_retry_interval
+            fields.get("retryPolicy"),
+            fields.where("retryPolicy"),
+            options.style,
+            options.default_retry_interval,
+            options.preview,
         )
     return action, retry, fields
 
@@ -297,13 +301,13 @@ def job_action_json(action: JobAction, *, preview: bool = True) -> tuple[dict[st
     error action has one only when it was written. ``preview=False``: as the classic wire answers it
     (``expandPlaceholders``, request signing and ManagedServiceIdentity authentication left out)."""
     output, secrets = action_json(action.main, preview=preview)
-    output["retryPolicy"] = retry_policy_json(action.retry_policy)
+    output["retryPolicy"] = retry_policy_json(action.retry_policy, preview=preview)
     if action.expand_placeholders and preview:
         output["expandPlaceholders"] = True
     if action.error is not None:
         error, error_secrets = action_json(action.error, preview=preview)
         if action.error_retry_policy is not None:
-            error["retryPolicy"] = retry_policy_json(action.error_retry_policy)
+            error["retryPolicy"] = retry_policy_json(action.error_retry_policy, preview=preview)
         output["errorAction"] = error
         secrets.update({f"errorAction.{key}": value for key, value in error_secrets.items()})
     return output, {f"action.{key}": value for key, value in secrets.items()}

@@ -36,6 +36,7 @@ from scheduler_core.definitions._durations import format_duration, read_duration
 from scheduler_core.definitions._json import Fields, enum_value, int_value, join, kind
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.actions import (
+    FAILURE_PLACEHOLDERS,
     PLACEHOLDER_REFERENCE,
     Action,
     HttpAction,
@@ -55,7 +56,7 @@ from scheduler_core.model.job import (
     MissedRunPolicy,
     OverlapPolicy,
 )
-from scheduler_core.model.retry import Duration
+from scheduler_core.model.retry import Duration, RetryPolicy
 from scheduler_core.recurrence import format_instant, minimum_gap, parse_instant
 from scheduler_core.uris import origin
 
@@ -430,18 +431,25 @@ def _texts(action: Action) -> list[tuple[str, str, bool]]:
     return []
 
 
-def _check_text(text: str, where: str, query_only: bool) -> None:
+def _check_text(text: str, where: str, query_only: bool, error_action: bool) -> None:
     start = text.find("@{")
     while start >= 0:
         match = PLACEHOLDER_REFERENCE.match(text, start)
         if match is None:
             raise ValidationError(where, "has '@{' without a closing '}' (a placeholder is @{name})")
-        if placeholder_name(match[1]) is None:
+        name = placeholder_name(match[1])
+        if name is None:
             shown = repr(match[1]) if len(match[1]) <= 40 else "a long name"
             raise ValidationError(
                 where,
                 f"names an unknown placeholder {shown}; expandPlaceholders knows @{{scheduledTime}}, "
-                "@{actualTime}, @{executionId}, @{attempt}, @{jobName} and @{collectionName}",
+                "@{actualTime}, @{executionId}, @{attempt}, @{jobName} and @{collectionName}, and in an "
+                "errorAction @{failure.status}, @{failure.reason}, @{failure.body}, @{failure.executionId} "
+                "and @{failure.attempts}",
+            )
+        if name in FAILURE_PLACEHOLDERS and not error_action:
+            raise ValidationError(
+                where, f"names @{{{name}}}, which only an errorAction knows (how the main action failed)"
             )
         if query_only:
             query, fragment = text.find("?"), text.find("#")
@@ -459,7 +467,7 @@ def check_placeholders(action: JobAction, path: str) -> None:
         if item is None:
             continue
         for field, text, query_only in _texts(item):
-            _check_text(text, f"{path}.{prefix}{field}", query_only)
+            _check_text(text, f"{path}.{prefix}{field}", query_only, error_action=bool(prefix))
 
 
 # ------------------------------------------------------------------------------------ classic writes
@@ -487,11 +495,20 @@ def _keep_http(new: Action, old: Action | None) -> Action:
     return kept
 
 
+def _keep_retry(new: RetryPolicy, old: RetryPolicy | None) -> RetryPolicy:
+    """A retry policy of a classic write with the stored one's ``retryOn`` and ``maxRetryDuration`` (a policy
+    that retries: ``None`` has neither)."""
+    if old is None or not new.retries:
+        return new
+    return dataclasses.replace(new, retry_on=old.retry_on, max_retry_duration=old.max_retry_duration)
+
+
 def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
     """A definition written with the classic wire (which shows and takes no preview property), with the
     preview properties of the stored ``previous`` kept, as a read-modify-write by an old client expects:
     the policies, tags and description; the jitter and exclusions while the job still recurs;
-    ``expandPlaceholders``; an HTTP action's ``timeout``; and, for an HTTP action whose URI keeps its scheme,
+    ``expandPlaceholders``; the retry policies' ``retryOn`` and ``maxRetryDuration``; an HTTP action's
+    ``timeout``; and, for an HTTP action whose URI keeps its scheme,
     host and port, its request signing and its ManagedServiceIdentity authentication (unless the write gives
     an authentication: ``{"type": "NotSpecified"}`` removes it)."""
     action = dataclasses.replace(
@@ -499,6 +516,12 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
         expand_placeholders=previous.action.expand_placeholders,
         main=_keep_http(new.action.main, previous.action.main),
         error=_keep_http(new.action.error, previous.action.error) if new.action.error is not None else None,
+        retry_policy=_keep_retry(new.action.retry_policy, previous.action.retry_policy),
+        error_retry_policy=(
+            _keep_retry(error_policy, previous.action.error_retry_policy)
+            if (error_policy := new.action.error_retry_policy) is not None
+            else None
+        ),
     )
     recurs = new.recurrence is not None
     return dataclasses.replace(

@@ -3,6 +3,8 @@ one. The defaults are :mod:`scheduler_core.model.retry`'s; the limits here are t
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -10,7 +12,14 @@ from typing import Any
 from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_duration
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
-from scheduler_core.model.retry import DEFAULT_RETRY_COUNT, DEFAULT_RETRY_INTERVAL, Duration, RetryPolicy, RetryType
+from scheduler_core.model.retry import (
+    DEFAULT_RETRY_COUNT,
+    DEFAULT_RETRY_INTERVAL,
+    Duration,
+    Failure,
+    RetryPolicy,
+    RetryType,
+)
 
 __all__ = [
     "MAX_RETRY_COUNT",
@@ -26,6 +35,17 @@ __all__ = [
 MIN_RETRY_INTERVAL = timedelta(seconds=15)
 MAX_RETRY_INTERVAL = timedelta(days=548)
 MAX_RETRY_COUNT = 20
+
+#: The fields of ``retryPolicy`` on api-version 2026-12-01-preview only.
+PREVIEW_RETRY = ("retryOn", "maxRetryDuration")
+#: At most this many ``retryOn`` entries.
+MAX_RETRY_ON = 32
+#: The outcomes without a status that ``retryOn`` names (lower case -> canonical).
+_RETRY_ON_OUTCOMES = {str(failure).lower(): str(failure) for failure in (Failure.TIMEOUT, Failure.CONNECTION_ERROR)}
+RETRY_ON_RULE = 'a status of 300 to 599 ("429"), a status class ("5xx", "4xx", "3xx"), "Timeout" or "ConnectionError"'
+#: Bounds of ``maxRetryDuration``: those of a retry interval.
+MIN_RETRY_DURATION = MIN_RETRY_INTERVAL
+MAX_RETRY_DURATION = MAX_RETRY_INTERVAL
 
 RETRY_TYPES = {"none": RetryType.NONE, "fixed": RetryType.FIXED, "exponential": RetryType.EXPONENTIAL}
 
@@ -51,14 +71,62 @@ def _interval(fields: Fields, name: str) -> Duration | None:
     return Duration(value, style)
 
 
+def _retry_on(value: object, path: str) -> tuple[str, ...]:
+    """``retryOn``: a non-empty list of distinct entries, each a status of 300 to 599 (``429``, or ``"429"``),
+    a status class (``"4xx"``, ``"5xx"``, ``"3xx"``) or an outcome without a status (``"Timeout"``,
+    ``"ConnectionError"``, in any casing); canonical spelling, in the order written."""
+    if not isinstance(value, list) or not value:
+        raise ValidationError(path, f"must be a non-empty list of {RETRY_ON_RULE}")
+    if len(value) > MAX_RETRY_ON:
+        raise ValidationError(path, f"must have at most {MAX_RETRY_ON} entries, not {len(value)}")
+    entries: list[str] = []
+    for index, item in enumerate(value):
+        where = f"{path}[{index}]"
+        text = str(item).strip() if isinstance(item, (str, int)) and not isinstance(item, bool) else None
+        entry = _RETRY_ON_OUTCOMES.get(text.lower()) if text is not None else None
+        if entry is None and text is not None:
+            if re.fullmatch(r"[3-5][0-9][0-9]", text):
+                entry = text
+            elif re.fullmatch(r"[3-5][xX][xX]", text):
+                entry = f"{text[0]}xx"
+        if entry is None:
+            raise ValidationError(where, f"must be one of {RETRY_ON_RULE}, not {json.dumps(item)[:60]}")
+        if entry in entries:
+            raise ValidationError(where, f"repeats '{entry}'")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _retry_duration(fields: Fields) -> Duration | None:
+    """``maxRetryDuration``: :data:`MIN_RETRY_DURATION` up to :data:`MAX_RETRY_DURATION`."""
+    if "maxRetryDuration" not in fields:
+        return None
+    where = fields.where("maxRetryDuration")
+    value, style = read_duration(fields.get("maxRetryDuration"), where)
+    if not MIN_RETRY_DURATION <= value <= MAX_RETRY_DURATION:
+        raise ValidationError(
+            where,
+            f"must be between {format_duration(MIN_RETRY_DURATION, style)} (15 seconds) and "
+            f"{format_duration(MAX_RETRY_DURATION, style)} (18 months), not {format_duration(value, style)}",
+        )
+    return Duration(value, style)
+
+
 def parse_retry_policy(
-    data: object, path: str, style: DurationStyle = ISO, default_interval: timedelta = DEFAULT_RETRY_INTERVAL
+    data: object,
+    path: str,
+    style: DurationStyle = ISO,
+    default_interval: timedelta = DEFAULT_RETRY_INTERVAL,
+    preview: bool = False,
 ) -> RetryPolicy:
     """The effective policy of a client's ``retryPolicy``. ``None`` drops the other fields (so that a
     PATCH to None works on a stored Fixed policy); ``maxRetryInterval`` only means something to
     ``Exponential`` and is dropped otherwise. A ``retryInterval`` not given is ``default_interval``,
-    written in ``style``."""
-    fields = Fields(data, path, ("retryType", "retryInterval", "retryCount", "maxRetryInterval"))
+    written in ``style``. ``preview``: the preview wire (``retryOn``, ``maxRetryDuration``)."""
+    names = ("retryType", "retryInterval", "retryCount", "maxRetryInterval")
+    fields = Fields(data, path, names + (PREVIEW_RETRY if preview else ()), preview=() if preview else PREVIEW_RETRY)
+    retry_on = _retry_on(fields.get("retryOn"), fields.where("retryOn")) if "retryOn" in fields else None
+    budget = _retry_duration(fields)
     retry_type = RetryType.FIXED
     if "retryType" in fields:
         retry_type = enum_value(fields.get("retryType"), fields.where("retryType"), RETRY_TYPES)
@@ -76,7 +144,8 @@ def parse_retry_policy(
             fields.where("maxRetryInterval"),
             f"must not be shorter than retryInterval ({format_duration(interval.value, interval.style)})",
         )
-    return RetryPolicy(retry_type, DEFAULT_RETRY_COUNT if count is None else count, interval, max_interval)
+    count = DEFAULT_RETRY_COUNT if count is None else count
+    return RetryPolicy(retry_type, count, interval, max_interval, retry_on, budget)
 
 
 def _stored_duration(value: object, name: str) -> Duration | None:
@@ -97,17 +166,21 @@ def read_retry_policy(policy: Mapping[str, Any] | None) -> RetryPolicy:
     count = policy.get("retryCount")
     interval = _stored_duration(policy.get("retryInterval"), "retryPolicy.retryInterval")
     max_interval = _stored_duration(policy.get("maxRetryInterval"), "retryPolicy.maxRetryInterval")
+    retry_on = policy.get("retryOn")
     return RetryPolicy(
         kind,
         DEFAULT_RETRY_COUNT if count is None else int(count),
         interval or Duration(DEFAULT_RETRY_INTERVAL),
         max_interval if kind is RetryType.EXPONENTIAL and max_interval and max_interval.value else None,
+        tuple(str(entry) for entry in retry_on) if retry_on else None,
+        _stored_duration(policy.get("maxRetryDuration"), "retryPolicy.maxRetryDuration"),
     )
 
 
-def retry_policy_json(policy: RetryPolicy) -> dict[str, Any]:
+def retry_policy_json(policy: RetryPolicy, *, preview: bool = True) -> dict[str, Any]:
     """The canonical ``retryPolicy``: ``{"retryType": "None"}``, or type, interval (in its style) and
-    count, and for Exponential the cap when there is one."""
+    count, for Exponential the cap when there is one, and (``preview``) ``retryOn`` and ``maxRetryDuration``
+    when set."""
     if policy.kind is RetryType.NONE:
         return {"retryType": RetryType.NONE.value}
     out: dict[str, Any] = {
@@ -118,4 +191,8 @@ def retry_policy_json(policy: RetryPolicy) -> dict[str, Any]:
     cap = policy.max_retry_interval
     if policy.kind is RetryType.EXPONENTIAL and cap is not None:
         out["maxRetryInterval"] = format_duration(cap.value, cap.style)
+    if preview and policy.retry_on is not None:
+        out["retryOn"] = list(policy.retry_on)
+    if preview and policy.max_retry_duration is not None:
+        out["maxRetryDuration"] = format_duration(policy.max_retry_duration.value, policy.max_retry_duration.style)
     return out

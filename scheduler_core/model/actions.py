@@ -30,6 +30,7 @@ from typing import ClassVar, Final
 from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy
 
 __all__ = [
+    "FAILURE_PLACEHOLDERS",
     "FRAMING_HEADERS",
     "PLACEHOLDERS",
     "PLACEHOLDER_REFERENCE",
@@ -334,7 +335,14 @@ PLACEHOLDERS: Final = {
     "attempt": "the attempt number (0 for the first try)",
     "jobName": "the job's name",
     "collectionName": "the job collection's name",
+    "failure.status": "the error action's: the status the main action's last attempt got (empty without one)",
+    "failure.reason": "the error action's: how that attempt failed (Status, Timeout, ConnectionError, Refused, ...)",
+    "failure.body": "the error action's: an excerpt of what the target answered (one line, secrets masked)",
+    "failure.executionId": "the error action's: the execution id of that attempt",
+    "failure.attempts": "the error action's: how many attempts the main action made",
 }
+#: The placeholders only an error action knows (what the main action's failure was).
+FAILURE_PLACEHOLDERS: Final = tuple(name for name in PLACEHOLDERS if name.startswith("failure."))
 #: A placeholder reference, ``@{name}`` (group 1: the name). With ``expandPlaceholders`` on, every ``@{`` in
 #: a text the placeholders expand in must start one whose name is a key of :data:`PLACEHOLDERS` in any
 #: casing (checked when the job is written); a URI holds them in its query only.

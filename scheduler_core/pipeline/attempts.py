@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler_core.model import Job, ParkedEntry, WatchEntry
+from scheduler_core.model.retry import FailureFacts
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.watches import Watches
 from scheduler_core.policies import start_delay
@@ -89,18 +90,21 @@ def next_backfill_run(message: ExecutionMessage, following: datetime) -> Executi
     )
 
 
-def retry_of(message: ExecutionMessage) -> ExecutionMessage:
-    """The next attempt of ``message``'s action (a scheduled occurrence's retries are caused ``retry``)."""
+def retry_of(message: ExecutionMessage, first: datetime) -> ExecutionMessage:
+    """The next attempt of ``message``'s action (a scheduled occurrence's retries are caused ``retry``);
+    ``first``: when the action's first attempt at the occurrence started (kept from ``message`` when it says)."""
     return replace(
         message,
         attempt=message.attempt + 1,
         cause=Cause.RETRY if message.cause == Cause.SCHEDULE else message.cause,
+        first=message.first or format_instant(first),
     )
 
 
-def error_action_of(message: ExecutionMessage) -> ExecutionMessage:
-    """The first attempt of the error action of ``message``'s occurrence."""
-    return replace(message, action="error", attempt=0)
+def error_action_of(message: ExecutionMessage, failure: FailureFacts) -> ExecutionMessage:
+    """The first attempt of the error action of ``message``'s occurrence, knowing how the main action's last
+    attempt failed (``failure``)."""
+    return replace(message, action="error", attempt=0, first="", failure=failure)
 
 
 def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:

@@ -259,7 +259,7 @@ class Executor:
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
         # that completes the claim, so a done claim always has its entry and everything that follows.
-        follow = self.follow_ups.after(job, message, outcome, job_action, ended)
+        follow = self.follow_ups.after(job, message, outcome, job_action, started, ended)
         step, retry_at = follow.step, follow.retry_at
         claim = keeper.stop()  # its latest version: the record is guarded by it
         record = history_entry(job, message, execution_id, outcome, claim.claimed_at, started, ended, follow.note)
@@ -312,6 +312,7 @@ class Executor:
             started_at=started,
             expand_placeholders=job.definition.action.expand_placeholders,
             message_id=message.message_id(),
+            failure=message.failure,
         )
         # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
         with reporting.attempt_span(job, message, action) as span:

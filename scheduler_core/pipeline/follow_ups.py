@@ -18,9 +18,12 @@ from typing import Any
 
 from scheduler_core import policies
 from scheduler_core.actions import ActionResult
+from scheduler_core.actions.outcome import CUT, shown
+from scheduler_core.definitions import format_duration
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import Job, JobState
 from scheduler_core.model.actions import JobAction
+from scheduler_core.model.retry import MAX_FAILURE_BODY, Failure, FailureFacts, RetryPolicy
 from scheduler_core.pipeline import attempts, reporting
 from scheduler_core.pipeline.counters import backfill_ended, count_attempt
 from scheduler_core.pipeline.durable import durably
@@ -42,6 +45,8 @@ class Next:
     final_state: JobState | None
     faulted: bool
     end: policies.End | None
+    #: Why a failed attempt that the retry count allowed was not retried (``retryOn``, ``maxRetryDuration``).
+    not_retried: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,40 @@ def _slot_changes(
     return changes
 
 
+def retry_due(
+    policy: RetryPolicy, message: ExecutionMessage, result: ActionResult, first: datetime, now: datetime
+) -> datetime | str | None:
+    """When the retry of a failed attempt is due (the policy's delay, or the target's ``Retry-After`` when
+    longer: :meth:`~scheduler_core.model.retry.RetryPolicy.wait_after`); None when the attempt succeeded or the
+    retry count is spent; else why a retry that the count allowed does not follow (a failure ``retryOn`` does
+    not name, or ``maxRetryDuration`` after ``first`` passed by then), for the attempt's history entry."""
+    if result.succeeded or not policy.has_retry_after(message.attempt):
+        return None
+    if not policy.retries_failure(result.failure, result.failure_status):
+        named = result.failure_status if result.failure_status is not None else result.failure
+        return f"not retried: retryOn does not name {named} ({', '.join(policy.retry_on or ())})"
+    due = now + policy.wait_after(message.attempt, result.retry_after)
+    if not policy.in_budget(first, due):
+        budget = policy.max_retry_duration
+        assert budget is not None  # in_budget is always True without one
+        return f"not retried: maxRetryDuration ({format_duration(budget.value, budget.style)}) would pass first"
+    return due
+
+
+def failure_facts(message: ExecutionMessage, result: ActionResult) -> FailureFacts:
+    """What the error action of ``message``'s occurrence knows of the failure of ``message``'s attempt."""
+    body = shown(result.body, one_line=True)
+    if len(body) > MAX_FAILURE_BODY:
+        body = body[: MAX_FAILURE_BODY - len(CUT)] + CUT
+    return FailureFacts(
+        reason=str(result.failure or Failure.ERROR),
+        status=result.failure_status,
+        body=body,
+        execution_id=message.stable_execution_id(),
+        attempts=message.attempt + 1,
+    )
+
+
 class FollowUps:
     """Sends and writes what follows the attempts of one executor (its stores, overlap gate and clock)."""
 
@@ -87,11 +126,12 @@ class FollowUps:
         message: ExecutionMessage,
         result: ActionResult,
         action: JobAction,
+        started: datetime,
         now: datetime,
     ) -> FollowUp:
-        """Send what follows the attempt and count it (with what the job's policies decide when the attempt
-        ends its occurrence); returns what follows (and when a retry runs)."""
-        after = self._send_next(job, message, result, action, now)
+        """Send what follows the attempt (which started at ``started``) and count it (with what the job's
+        policies decide when the attempt ends its occurrence); returns what follows (and when a retry runs)."""
+        after = self._send_next(job, message, result, action, started, now)
         step, final_state, end = after.step, after.final_state, after.end
         pause = self._pause(job, message, end) if final_state is None else ""
         released: list[ExecutionMessage] = []
@@ -123,10 +163,17 @@ class FollowUps:
         ):
             delete = written
         paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
-        return FollowUp(step, after.retry_at, pause if pause and paused else "", delete)
+        note = "; ".join(part for part in (after.not_retried, pause if pause and paused else "") if part)
+        return FollowUp(step, after.retry_at, note, delete)
 
     def _send_next(
-        self, job: Job, message: ExecutionMessage, result: ActionResult, action: JobAction, now: datetime
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        result: ActionResult,
+        action: JobAction,
+        started: datetime,
+        now: datetime,
     ) -> Next:
         """Send the attempt that follows this one (a retry, or the error action) and decide whether the job ends
         (its last occurrence completed or faulted; never for a run on demand or a backfill)."""
@@ -134,18 +181,21 @@ class FollowUps:
         final_state: JobState | None = None
         faulted = False
         step, retry_at = NextStep.CONTINUE, None
-        retry_follows = not result.succeeded and policy.has_retry_after(message.attempt)
+        # The first attempt started now, or the message says when (one sent before it did: its occurrence).
+        first = message.first_time or (started if message.attempt == 0 else message.occurrence_time)
+        retry = retry_due(policy, message, result, first, now)
+        retry_follows = isinstance(retry, datetime)
         error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
-        if retry_follows:
-            due = now + policy.delay(message.attempt)
-            self.gate.send_watched(job, attempts.retry_of(message), due, now)
-            step, retry_at = NextStep.RETRY, due
+        if isinstance(retry, datetime):
+            self.gate.send_watched(job, attempts.retry_of(message, first), retry, now)
+            step, retry_at = NextStep.RETRY, retry
             reporting.retry_sent(message.action)
         elif message.is_main:
             if not result.succeeded:
                 faulted = True
                 if action.error is not None:
-                    self.gate.send_watched(job, attempts.error_action_of(message), now, now)
+                    failure = failure_facts(message, result)
+                    self.gate.send_watched(job, attempts.error_action_of(message, failure), now, now)
                     step = NextStep.ERROR_ACTION
                     reporting.error_action_sent()
                 elif message.last:
@@ -157,7 +207,7 @@ class FollowUps:
         if message.cause in (Cause.MANUAL, Cause.BACKFILL):
             final_state = None  # an on-demand run or a backfill never ends the job's schedule
         end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
-        return Next(step, retry_at, final_state, faulted, end)
+        return Next(step, retry_at, final_state, faulted, end, retry if isinstance(retry, str) else "")
 
     def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
         """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.claim import claim_key
+from scheduler_core.model.retry import FailureFacts
 from scheduler_core.model.states import ActionName
 
 VERSION = 1
@@ -67,6 +68,13 @@ class ExecutionMessage:
     #: time, the send of an error action or of an occurrence released from waiting, a backfill's start slot.
     #: Lateness is measured against it (:attr:`due_time`). "": its occurrence (written only when set).
     due: str = ""
+    #: When this action's first attempt at the occurrence started (ISO 8601 UTC), carried by its retries: the
+    #: start of ``maxRetryDuration``. "": the first attempt itself, or a retry sent before messages carried it
+    #: (its occurrence stands in; written only when set).
+    first: str = ""
+    #: An error action's: how the main action's last attempt failed (``@{failure.*}``). None: not an error
+    #: action, or one sent before messages carried it (written only when set).
+    failure: FailureFacts | None = None
     v: int = VERSION
 
     def __post_init__(self) -> None:
@@ -82,7 +90,7 @@ class ExecutionMessage:
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for", "backfill", "due"):
+        for optional in ("until", "waits_for", "backfill", "due", "first", "failure"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -103,7 +111,18 @@ class ExecutionMessage:
         except ValueError:
             raise ValidationError("message.cause", f"unknown cause {cause!r}") from None
         fields["backfill"] = str(fields.get("backfill") or "")  # a message written before it: none
+        failure = fields.get("failure")
+        if failure is not None:
+            try:
+                fields["failure"] = FailureFacts(**failure)
+            except TypeError:
+                raise ValidationError("message.failure", "not the facts of a failure") from None
         return cls(**fields)
+
+    @property
+    def first_time(self) -> datetime | None:
+        """When this action's first attempt at the occurrence started, if the message says (:attr:`first`)."""
+        return datetime.fromisoformat(self.first.replace("Z", "+00:00")) if self.first else None
 
     @property
     def occurrence_time(self) -> datetime:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler_core import settings
-from scheduler_core.actions import ActionRunner
+from scheduler_core.actions import ActionRunner, Failure
 from scheduler_core.actions.managed_identity import IdentityEndpoint as PlatformEndpoint
 from scheduler_core.actions.managed_identity import ManagedIdentityTokens, reserved_endpoints
 from scheduler_core.actions.outbound import OutboundPolicy, OutboundRefused, endpoint
@@ -116,6 +116,7 @@ def test_a_refusal_is_a_clear_failed_attempt_without_the_identity_header(
     assert not result.succeeded
     assert result.message.startswith("Request not sent: no token of the app's"), result.message
     assert result.message.endswith(" | Http Action - Request to host '127.0.0.1'"), result.message
+    assert result.failure is Failure.NOT_SENT  # the identity endpoint's 403 is not the target's status
     assert f"for audience '{ARM}'" in result.message
     assert "the identity endpoint answered HTTP 403" in result.message
     assert platform.header not in result.message and platform.header not in caplog.text

@@ -59,6 +59,12 @@ EXPECTED = {
     "attempt": "2",
     "jobName": JOB_NAME,
     "collectionName": COLLECTION_NAME,
+    # Known to an error action only: empty where no failure is known.
+    "failure.status": "",
+    "failure.reason": "",
+    "failure.body": "",
+    "failure.executionId": "",
+    "failure.attempts": "",
 }
 
 

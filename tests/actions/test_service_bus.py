@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scheduler_core import settings
+from scheduler_core.actions import Failure
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.actions.service_bus import ServiceBusSender, namespace_endpoint
 from scheduler_core.definitions import read_duration
@@ -167,6 +168,7 @@ def test_unknown_entity_fails_clearly(sender: ServiceBusSender, broker: AmqpBrok
     assert not result.succeeded
     assert result.message.startswith("Could not send: the connection or the link was refused or broke"), result.message
     assert result.message.endswith("| ServiceBusQueue Action - queue 'missing' in namespace 'contoso'")
+    assert (result.failure, result.failure_status) == (Failure.CONNECTION_ERROR, None)  # retryOn: ConnectionError
     assert KEY not in result.message
     assert sender.open_senders() == 0  # a failed sender is not kept
 
@@ -176,6 +178,7 @@ def test_refused_key_fails_without_quoting_it(sender: ServiceBusSender, broker: 
     result = sender.send(sb_action("ServiceBusTopic", "events"), action_context())
     assert not result.succeeded
     assert result.message.startswith("Access denied: the shared access key was refused"), result.message
+    assert (result.failure, result.service_status) == (Failure.STATUS, 401)  # as Service Bus's REST API answers
     assert result.message.endswith("| ServiceBusTopic Action - topic 'events' in namespace 'contoso'")
     assert KEY not in result.message and "sig=" not in result.message.replace("sig=***", "")
     assert broker.received() == []
@@ -189,6 +192,7 @@ def test_partition_key_other_than_session_id_is_refused_before_sending(
     result = sender.send(action, action_context())
     assert not result.succeeded
     assert result.message.startswith("Message not sent: ") and "partition_key" in result.message, result.message
+    assert result.failure is Failure.NOT_SENT
     assert result.message.endswith("| ServiceBusQueue Action - queue 'orders' in namespace 'contoso'")
     assert broker.stats() == (0, 0)
 
@@ -248,6 +252,7 @@ def test_the_apps_identity_is_never_sent_to_a_host_outside_the_endpoint_suffix(
     assert not result.succeeded
     assert "no sasKey is given" in result.message and "*.servicebus.windows.net" in result.message, result.message
     assert f"host '{namespace}' is not one of them" in result.message
+    assert result.failure is Failure.REFUSED
     assert credential.scopes == []  # no token was even asked for
     assert resolved == []  # nor the host looked up
     assert sender.opened == 0

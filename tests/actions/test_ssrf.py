@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core.actions import Failure
 from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
@@ -276,6 +277,7 @@ def test_a_redirect_to_a_metadata_address_is_refused_at_its_hop(
     assert result.message.startswith("Request refused by the outbound policy: "), result.message
     assert result.message.endswith(" | Http Action - Request to host '127.0.0.1'"), result.message
     assert "a redirect to '" in result.message, result.message
+    assert (result.failure, result.status_code) == (Failure.REFUSED, None)  # never named by retryOn
     assert tripwire.outside_loopback() == []
 
 

@@ -11,6 +11,7 @@ import pytest
 from azure.storage.queue import AccountSasPermissions, ResourceTypes, generate_account_sas
 
 from local_host.azurite import DEV_ACCOUNT, DEV_KEY
+from scheduler_core.actions import Failure
 from scheduler_core.actions.storage_queue import StorageQueueSender, account_url
 from scheduler_core.model.actions import Secret, StorageQueueAction
 from tests.actions.conftest import AzuriteQueue, TestCredential, action_context
@@ -82,6 +83,7 @@ def test_missing_queue_fails_clearly_without_the_token(azurite_queue: AzuriteQue
         "Queue not found (QueueNotFound): The specified queue does not exist. "
         "| StorageQueue Action - queue 'no-such-queue' of storage account 'devstoreaccount1'"
     )
+    assert (result.failure, result.status_code, result.failure_status) == (Failure.STATUS, None, 404)
     assert token not in result.message and "sig=" not in result.message
 
 
@@ -111,6 +113,7 @@ def test_bad_or_expired_token_fails_without_quoting_it(
     )
     assert not result.succeeded
     assert result.message.startswith(expected) and "the SAS token is invalid, expired" in result.message, result.message
+    assert (result.failure, result.service_status) == (Failure.STATUS, 403)
     assert result.message.endswith(
         f"| StorageQueue Action - queue '{azurite_queue.name}' of storage account 'devstoreaccount1'"
     )
@@ -127,6 +130,7 @@ def test_throttled_endpoint_is_a_failure_naming_the_status() -> None:
         result = sender.send(action, action_context())
     assert not result.succeeded
     assert result.message.startswith("Throttled or unavailable (HTTP 503"), result.message
+    assert (result.failure, result.service_status) == (Failure.STATUS, 503)
     assert "c2VjcmV0c2lnbmF0dXJl" not in result.message
     assert target.received and target.received[0].path.startswith("/acct/q1/messages")
 
@@ -145,6 +149,7 @@ def test_the_apps_identity_is_never_sent_outside_the_configured_endpoint(account
     assert not result.succeeded
     assert "no sasToken is given" in result.message and f"host '{account}' is not one of them" in result.message
     assert "example.org" in result.message  # the hosts that are allowed are named
+    assert result.failure is Failure.REFUSED
     assert credential.scopes == [] and resolved == []
 
 
@@ -155,4 +160,5 @@ def test_a_sas_token_may_go_to_the_host_the_job_names(resolved: list[str]) -> No
     assert not result.succeeded  # the guard stops the lookup of 'acct': the rule did not
     assert "not one of them" not in result.message, result.message
     assert result.message.startswith("Could not reach the account: "), result.message
+    assert result.failure is Failure.CONNECTION_ERROR
     assert resolved and resolved[0] == "acct"

@@ -247,7 +247,13 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                         "signing": {"scheme": "StandardWebhooks", "secret": SIGNING_SECRET},
                         "timeout": "00:00:45",
                     },
-                    "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 2},
+                    "retryPolicy": {
+                        "retryType": "Fixed",
+                        "retryInterval": "PT30S",
+                        "retryCount": 2,
+                        "retryOn": ["5xx", "429", "Timeout"],
+                        "maxRetryDuration": "00:30:00",
+                    },
                 },
                 "recurrence": {
                     "frequency": "Minute",

@@ -16,6 +16,7 @@ from scheduler_core.api import views
 from scheduler_core.definitions import Wire
 from scheduler_core.errors import EtagMismatchError, StorageError
 from scheduler_core.model import CLAIM_LEASE, ActionName, HistoryStatus, JobState, claim_key
+from scheduler_core.model.retry import FailureFacts
 from scheduler_core.pipeline import durable
 from scheduler_core.pipeline.execute import WORKER_LOST, Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
@@ -126,7 +127,9 @@ def test_a_failed_attempt_with_retries_left_is_sent_again_after_the_policy_delay
     [queued] = deployment.queued()
     retry = ExecutionMessage.from_json(queued.text)
     # The retry says when it is due: the executor holds it to that instant, its lateness is measured from it.
-    assert retry == replace(message, attempt=1, cause=Cause.RETRY, due=format_instant(DUE + timedelta(seconds=20)))
+    # It carries when the occurrence's first attempt started (maxRetryDuration counts from it).
+    expected = replace(message, attempt=1, cause=Cause.RETRY, due=format_instant(DUE + timedelta(seconds=20)))
+    assert retry == replace(expected, first=format_instant(DUE))
     assert queued.visible_at == DUE + timedelta(seconds=20 - 1)  # the policy's delay (shown a second early)
     [watch] = [entry for entry in deployment.watch_entries() if entry.message == queued.text]
     assert watch.due == DUE + timedelta(seconds=20) + CLAIM_LEASE + WATCH_GRACE
@@ -164,7 +167,9 @@ def test_when_the_last_retry_fails_the_error_action_runs_and_the_occurrence_faul
 
     [queued] = deployment.queued()
     error = ExecutionMessage.from_json(queued.text)
-    assert error == replace(retry, action="error", attempt=0)
+    # It knows how the main action's last attempt failed (@{failure.*}), and starts its own retries' clock.
+    failure = FailureFacts("Status", 503, "status 503", retry.stable_execution_id(), 2)
+    assert error == replace(retry, action="error", attempt=0, first="", failure=failure)
     assert queued.visible_at == deployment.clock.now  # at once
     assert any(entry.message == queued.text for entry in deployment.watch_entries())
     assert counters(deployment, "f") == (2, 2, 1)
@@ -229,7 +234,9 @@ def test_a_failing_error_action_is_retried_under_the_main_action_policy(
 
     [queued] = deployment.queued()
     due = format_instant(failed_at + timedelta(seconds=15))
-    assert ExecutionMessage.from_json(queued.text) == replace(error, attempt=1, due=due)
+    assert ExecutionMessage.from_json(queued.text) == replace(
+        error, attempt=1, due=due, first=format_instant(failed_at)
+    )
     assert deployment.job("f").state is JobState.ENABLED
     deployment.clock.set(queued.visible_at)
     deployment.deliver()

@@ -22,18 +22,25 @@ class Received:
 
 @dataclass
 class HttpTarget:
-    """Answers each request with the next status of ``statuses`` (the last one repeats)."""
+    """Answers each request with the next status of ``statuses`` (the last one repeats), with ``headers`` and
+    ``body`` (None: ``status <code>``, as text/plain)."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
     base_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
 
-    def answer(self, statuses: list[int], delay: float = 0.0) -> None:
+    def answer(
+        self, statuses: list[int], delay: float = 0.0, headers: dict[str, str] | None = None, body: bytes | None = None
+    ) -> None:
         with self.lock:
             self.statuses = list(statuses)
             self.delay = delay
+            self.headers = dict(headers or {})
+            self.body = body
 
     def _next_status(self) -> int:
         with self.lock:
@@ -69,10 +76,14 @@ def http_target(statuses: list[int] | None = None) -> Iterator[HttpTarget]:
             if delay:
                 time.sleep(delay)
             status = target._next_status()
-            payload = f"status {status}".encode()
+            with target.lock:
+                payload = target.body if target.body is not None else f"status {status}".encode()
+                extra = dict(target.headers)
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(payload)))
+            for name, value in extra.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
 

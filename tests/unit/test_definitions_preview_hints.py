@@ -38,6 +38,8 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobAction", "expandPlaceholders"): True,
     ("HttpRequest", "signing"): {"scheme": "StandardWebhooks", "secret": SECRET},
     ("HttpRequest", "timeout"): "PT30S",
+    ("RetryPolicy", "retryOn"): ["5xx", "429", "Timeout"],
+    ("RetryPolicy", "maxRetryDuration"): "PT1H",
 }
 #: Where each definition sits in a job body (the JSON paths of its objects; an error action's request too).
 PLACES: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -45,6 +47,10 @@ PLACES: dict[str, tuple[tuple[str, ...], ...]] = {
     "JobRecurrence": (("properties", "recurrence"),),
     "JobAction": (("properties", "action"),),
     "HttpRequest": (("properties", "action", "request"), ("properties", "action", "errorAction", "request")),
+    "RetryPolicy": (
+        ("properties", "action", "retryPolicy"),
+        ("properties", "action", "errorAction", "retryPolicy"),
+    ),
 }
 #: Read-only preview properties: answered, never written (a client echoing them back is not refused for it).
 READ_ONLY = {
@@ -56,13 +62,15 @@ READ_ONLY = {
 
 def body() -> dict[str, Any]:
     request = {"uri": "https://example.org/hook", "method": "POST", "body": "x"}
+    retry = {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 2}
     return {
         "properties": {
             "startTime": START,
             "action": {
                 "type": "Https",
                 "request": request,
-                "errorAction": {"type": "Https", "request": copy.deepcopy(request)},
+                "retryPolicy": retry,
+                "errorAction": {"type": "Https", "request": copy.deepcopy(request), "retryPolicy": dict(retry)},
             },
             "recurrence": {"frequency": "Hour", "interval": 1},
         }

@@ -35,6 +35,8 @@ ROWS = {
     "Each occurrence runs and is recorded once": "once",
     "Retries with backoff": "exponential",
     "Error action": "error_action",
+    "Retries that listen to the target": "retryOn",
+    "Error action knows the failure": "failure.status",
     "Overlap policy": "BufferOne",
     "Missed-run policy (catch-up window)": "RunAll",
     "Pause after failures": "pauseAfterFailures",

@@ -445,7 +445,9 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "type": "boolean",
         "description": (
             "Expands @{scheduledTime}, @{actualTime}, @{executionId}, @{attempt}, @{jobName} and "
-            "@{collectionName} in bodies, header values, URI queries and messages (default false)."
+            "@{collectionName} in bodies, header values, URI queries and messages (default false); in the "
+            "errorAction also @{failure.status}, @{failure.reason}, @{failure.body}, @{failure.executionId} and "
+            "@{failure.attempts} (how the main action's last attempt failed)."
         ),
     }
     definitions["HttpRequest"]["properties"]["signing"] = _ref("RequestSigning")
@@ -455,6 +457,28 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "description": (
             "How long each attempt's call may take, redirects included (ISO 8601 or TimeSpan, PT1S to PT9M); "
             "absent: the app's SCHEDULER_HTTP_TIMEOUT_SECONDS."
+        ),
+    }
+    retry = definitions["RetryPolicy"]["properties"]
+    retry["retryOn"] = {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 32,
+        "items": {"type": "string"},
+        "description": (
+            "The failures that are retried: statuses of 300 to 599 ('429'), status classes ('5xx', '4xx', "
+            "'3xx'), 'Timeout' and 'ConnectionError'; any other failure ends the occurrence at once (its error "
+            "action runs). Queue actions' statuses are the storage service's, or those Service Bus's REST API "
+            "answers (401, 403, 410, 503). Absent: every failure is retried. Recommended: "
+            "['5xx', '429', '408', 'Timeout', 'ConnectionError']."
+        ),
+    }
+    retry["maxRetryDuration"] = {
+        "type": "string",
+        "format": "duration",
+        "description": (
+            "No retry starts later than this after the occurrence's first attempt started (PT15S to P548D); "
+            "retries end at whichever of retryCount and this comes first."
         ),
     }
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
