@@ -411,6 +411,31 @@ def _recurrence_properties(recurrence: dict[str, Any]) -> None:
     }
 
 
+def _retry_properties(retry: dict[str, Any]) -> None:
+    """The preview's ``retryOn`` and ``maxRetryDuration`` of a ``RetryPolicy``."""
+    retry["retryOn"] = {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 32,
+        "items": {"type": "string"},
+        "description": (
+            "The failures that are retried: statuses of 300 to 599 ('429'), status classes ('5xx', '4xx', "
+            "'3xx'), 'Timeout' and 'ConnectionError'; any other failure ends the occurrence at once (its error "
+            "action runs). Queue actions' statuses are the storage service's, or those Service Bus's REST API "
+            "answers (401, 403, 410, 503). Absent: every failure is retried. Recommended: "
+            "['5xx', '429', '408', 'Timeout', 'ConnectionError']."
+        ),
+    }
+    retry["maxRetryDuration"] = {
+        "type": "string",
+        "format": "duration",
+        "description": (
+            "No retry starts later than this after the occurrence's first attempt started (PT15S to P548D); "
+            "retries end at whichever of retryCount and this comes first."
+        ),
+    }
+
+
 def derive(classic: dict[str, Any]) -> dict[str, Any]:
     """The preview document made from the 2016-03-01 one (which is not modified)."""
     document = copy.deepcopy(classic)
@@ -459,28 +484,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
             "absent: the app's SCHEDULER_HTTP_TIMEOUT_SECONDS."
         ),
     }
-    retry = definitions["RetryPolicy"]["properties"]
-    retry["retryOn"] = {
-        "type": "array",
-        "minItems": 1,
-        "maxItems": 32,
-        "items": {"type": "string"},
-        "description": (
-            "The failures that are retried: statuses of 300 to 599 ('429'), status classes ('5xx', '4xx', "
-            "'3xx'), 'Timeout' and 'ConnectionError'; any other failure ends the occurrence at once (its error "
-            "action runs). Queue actions' statuses are the storage service's, or those Service Bus's REST API "
-            "answers (401, 403, 410, 503). Absent: every failure is retried. Recommended: "
-            "['5xx', '429', '408', 'Timeout', 'ConnectionError']."
-        ),
-    }
-    retry["maxRetryDuration"] = {
-        "type": "string",
-        "format": "duration",
-        "description": (
-            "No retry starts later than this after the occurrence's first attempt started (PT15S to P548D); "
-            "retries end at whichever of retryCount and this comes first."
-        ),
-    }
+    _retry_properties(definitions["RetryPolicy"]["properties"])
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
     definitions["JobExecutionStatus"]["enum"].append("Skipped")
     definitions["JobExecutionStatus"]["description"] += (
