@@ -213,6 +213,9 @@ def _service(
     def request_backfill(job: Job, sends: BackfillSends) -> None:
         attempts.start_backfill(job, sends.backfill, sends.occurrences, sends.starts, sends.chained, clock())
 
+    def request_replay(job: Job, occurrence: datetime) -> str:
+        return attempts.replay(job, occurrence, clock()).stable_execution_id()
+
     def due_soon(job: Job) -> None:
         dispatcher.dispatch_job(job, clock())
 
@@ -222,6 +225,7 @@ def _service(
         clock=clock,
         request_run=request_run,
         request_backfill=request_backfill,
+        request_replay=request_replay,
         due_soon=due_soon,
         lookahead=timedelta(seconds=config.lookahead_seconds),
         sleep=sleep,

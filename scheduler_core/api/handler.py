@@ -30,6 +30,7 @@ from scheduler_core.errors import (
     ValidationError,
 )
 from scheduler_core.model import CollectionState, HistoryStatus
+from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
@@ -218,6 +219,7 @@ class _Operation:
             ("job_run", "POST"): self.run_job,
             (JOB_BACKFILL, "POST"): self.backfill_job,
             ("job_history", "GET"): self.list_history,
+            ("job_history_rerun", "POST"): self.rerun_history,
             ("job_occurrences", "GET"): self.list_occurrences,
             ("calendars", "GET"): self.list_calendars,
             ("calendar", "GET"): self.get_calendar,
@@ -314,6 +316,12 @@ class _Operation:
         """202 with how many occurrences of the window were sent (``{"count": N}``)."""
         count = self.service.jobs.backfill(self.job_ref(), _body(self.request))
         return ApiResponse.json(202, {"count": count})
+
+    def rerun_history(self) -> ApiResponse:
+        """202 with the occurrence run again and its first attempt's execution id."""
+        assert self.path.history is not None
+        occurrence, execution_id = self.service.rerun_job(self.job_ref(), self.path.history)
+        return ApiResponse.json(202, {"scheduledTime": format_instant(occurrence), "executionId": execution_id})
 
     def list_history(self) -> ApiResponse:
         ref = self.job_ref()

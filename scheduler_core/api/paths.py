@@ -24,8 +24,10 @@ COLLECTION = "jobCollectionName"
 JOB = "jobName"
 #: A collection's calendar (api-version 2026-12-01-preview); its names follow the rule of job names.
 CALENDAR = "calendarName"
+#: A job's history entry (its execution id), run again by ``.../history/{historyId}/rerun`` (preview).
+HISTORY = "historyId"
 
-_FIELDS = {"sub": SUBSCRIPTION, "rg": RESOURCE_GROUP, "jc": COLLECTION, "job": JOB, "cal": CALENDAR}
+_FIELDS = {"sub": SUBSCRIPTION, "rg": RESOURCE_GROUP, "jc": COLLECTION, "job": JOB, "cal": CALENDAR, "hist": HISTORY}
 _NAME = r"(?P<{}>[^/]+)"
 _PATTERNS: tuple[tuple[str, str], ...] = (
     ("subscription_collections", r"subscriptions/{sub}/providers/microsoft\.scheduler/jobcollections"),
@@ -40,12 +42,13 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("job_run", r"{jc_path}/jobs/{job}/run"),
     ("job_backfill", r"{jc_path}/jobs/{job}/backfill"),
     ("job_history", r"{jc_path}/jobs/{job}/history"),
+    ("job_history_rerun", r"{jc_path}/jobs/{job}/history/{hist}/rerun"),
     ("job_occurrences", r"{jc_path}/jobs/{job}/occurrences"),
     ("calendars", r"{jc_path}/calendars"),
     ("calendar", r"{jc_path}/calendars/{cal}"),
 )
 #: The kinds of path that exist with api-version 2026-12-01-preview only.
-PREVIEW_KINDS = frozenset({"job_backfill", "job_occurrences", "calendars", "calendar"})
+PREVIEW_KINDS = frozenset({"job_backfill", "job_history_rerun", "job_occurrences", "calendars", "calendar"})
 _JC = r"subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft\.scheduler/jobcollections/{jc}"
 #: Where each name sits (segments after the ``subscriptions`` segment): the literal segment before it -> its field.
 _SEGMENT_FIELDS: dict[int, dict[str, str]] = {
@@ -53,6 +56,7 @@ _SEGMENT_FIELDS: dict[int, dict[str, str]] = {
     3: {"resourcegroups": RESOURCE_GROUP},
     7: {"jobcollections": COLLECTION},
     9: {"jobs": JOB, "calendars": CALENDAR},
+    11: {"history": HISTORY},
 }
 
 
@@ -79,6 +83,8 @@ class ResourcePath:
     job: str | None = None
     action: str | None = None
     calendar: str | None = None
+    #: The history entry a rerun names (its execution id).
+    history: str | None = None
 
     @property
     def preview_only(self) -> bool:
@@ -188,6 +194,7 @@ def parse_path(path: str) -> ResourcePath:
             job=names.get("job"),
             action=match.group("action").lower() if "action" in pattern.groupindex else None,
             calendar=names.get("cal"),
+            history=names.get("hist"),
         )
     raise NotFoundError(f"no Microsoft.Scheduler resource or operation at path '/{clean}'")
 

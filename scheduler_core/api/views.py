@@ -106,8 +106,8 @@ def occurrences(items: Sequence[tuple[datetime, datetime]], next_link: str | Non
 
 
 def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
-    """A history entry as ``wire`` shows it: the preview adds ``trigger`` (``Scheduled``, ``Manual`` or
-    ``Backfill``: what started the occurrence) and, where the attempt was due at another instant than its
+    """A history entry as ``wire`` shows it: the preview adds ``trigger`` (``Scheduled``, ``Manual``,
+    ``Backfill`` or ``Replay``: what started the occurrence) and, where the attempt was due at another instant than its
     expected execution time, ``dueTime`` (a retry's retry time, an error action's send, a backfill's start
     slot: what its lateness is measured against); 2016-03-01 answers exactly as it always did."""
     properties: dict[str, Any] = {

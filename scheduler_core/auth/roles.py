@@ -58,6 +58,7 @@ JOB_WRITE = Operation(f"{_P}/jobs/write", Role.CONTRIBUTOR)
 JOB_DELETE = Operation(f"{_P}/jobs/delete", Role.CONTRIBUTOR)
 JOB_RUN = Operation(f"{_P}/jobs/run/action", Role.CONTRIBUTOR)
 JOB_BACKFILL = Operation(f"{_P}/jobs/backfill/action", Role.CONTRIBUTOR)
+JOB_RERUN = Operation(f"{_P}/jobs/jobHistories/rerun/action", Role.CONTRIBUTOR)
 HISTORY_READ = Operation(f"{_P}/jobs/jobHistories/read", Role.READER)
 CALENDAR_READ = Operation(f"{_P}/calendars/read", Role.READER)
 CALENDAR_WRITE = Operation(f"{_P}/calendars/write", Role.CONTRIBUTOR)
@@ -81,6 +82,7 @@ OPERATIONS: dict[tuple[str, str, str | None], Operation] = {
     ("job_run", "POST", None): JOB_RUN,
     ("job_backfill", "POST", None): JOB_BACKFILL,
     ("job_history", "GET", None): HISTORY_READ,
+    ("job_history_rerun", "POST", None): JOB_RERUN,
     ("job_occurrences", "GET", None): JOB_READ,
     ("calendars", "GET", None): CALENDAR_READ,
     ("calendar", "GET", None): CALENDAR_READ,

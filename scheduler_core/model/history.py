@@ -21,6 +21,8 @@ class Trigger(StrEnum):
     """A run on demand (``POST .../run``)."""
     BACKFILL = "Backfill"
     """An occurrence of a past window run by ``POST .../backfill`` (api-version 2026-12-01-preview)."""
+    REPLAY = "Replay"
+    """An occurrence run again by ``POST .../history/{id}/rerun`` (api-version 2026-12-01-preview)."""
 
 
 @dataclass(frozen=True)

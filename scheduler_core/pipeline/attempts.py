@@ -10,7 +10,8 @@ them, one queue operation per transition (and, where the attempt is watched, its
 - :meth:`Attempts.send_at` and :meth:`Attempts.watch`: a follow-up (retry, error action, released occurrence,
   a backfill's next occurrence) shown at its instant, or parked in the due index when a queue cannot hold it
   that long (:meth:`Attempts.park`), and watched; the executor makes each durable;
-- :meth:`Attempts.run_now` and :meth:`Attempts.start_backfill`: the API's runs, sent and watched;
+- :meth:`Attempts.run_now`, :meth:`Attempts.replay` and :meth:`Attempts.start_backfill`: the API's runs, sent
+  and watched;
 - :meth:`Attempts.unpark`: a parked follow-up, sent when it is near;
 - :meth:`Attempts.resend`: the watchdog sends a lost attempt again, visible at once (its watch stands);
 - :meth:`Attempts.later`: a delivery that found its attempt busy shows again after a delay (its watch stands).
@@ -19,6 +20,7 @@ them, one queue operation per transition (and, where the attempt is watched, its
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -75,6 +77,12 @@ def backfill_run(job: Job, occurrence: datetime, backfill: str, until: str = "")
     """An occurrence of backfill ``backfill``; ``until`` (the last occurrence of its window) when the backfill's
     occurrences run one after another, each sending the next."""
     return _message(job, occurrence, cause=Cause.BACKFILL, until=until, backfill=backfill)
+
+
+def replayed(job: Job, occurrence: datetime, now: datetime) -> ExecutionMessage:
+    """``job``'s occurrence ``occurrence`` run again on request, due now (a request id of its own)."""
+    message = _message(job, occurrence, cause=Cause.REPLAY, replay=uuid.uuid4().hex[:16])
+    return replace(message, due=format_instant(now))
 
 
 def next_backfill_run(message: ExecutionMessage, following: datetime) -> ExecutionMessage:
@@ -176,6 +184,13 @@ class Attempts:
         message = on_demand(job, now)
         self.send(message.to_json(), 0)
         self.watch(job, message, now, now)
+
+    def replay(self, job: Job, occurrence: datetime, now: datetime) -> ExecutionMessage:
+        """Run ``job``'s occurrence ``occurrence`` again, sent at once and watched; its message."""
+        message = replayed(job, occurrence, now)
+        self.send(message.to_json(), 0)
+        self.watch(job, message, now, now)
+        return message
 
     def start_backfill(
         self,

@@ -129,6 +129,8 @@ def history_entry(
         text += " (run on demand)"
     elif message.cause == Cause.BACKFILL:
         text += " (backfill)"
+    elif message.cause == Cause.REPLAY:
+        text += " (replay)"
     if note:
         text += f"; {note}"
     return HistoryEntry(
@@ -179,7 +181,7 @@ class Executor:
         job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
         if job is None:
             return stale(message, Stale.DELETED, "job deleted")
-        if message.cause != Cause.MANUAL:
+        if not message.cause.on_request:
             # The state first: disabling a job also bumps its generation, and "disabled" is the better reason.
             if job.state != JobState.ENABLED:
                 reason = Stale.DISABLED if job.state == JobState.DISABLED else Stale.FINISHED

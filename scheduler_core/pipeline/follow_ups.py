@@ -204,8 +204,8 @@ class FollowUps:
                 final_state = JobState.COMPLETED
         elif message.last:  # the error action's chain ended: the occurrence faulted
             final_state = JobState.FAULTED
-        if message.cause in (Cause.MANUAL, Cause.BACKFILL):
-            final_state = None  # an on-demand run or a backfill never ends the job's schedule
+        if message.cause.on_request or message.cause == Cause.BACKFILL:
+            final_state = None  # an on-demand run, a replay or a backfill never ends the job's schedule
         end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
         return Next(step, retry_at, final_state, faulted, end, retry if isinstance(retry, str) else "")
 

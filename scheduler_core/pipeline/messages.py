@@ -35,6 +35,16 @@ class Cause(enum.StrEnum):
     """An occurrence of a past window, run on request (``POST .../backfill``, api-version
     2026-12-01-preview): dropped as a scheduled one is when the job changed or was disabled, retried as
     ``backfill`` too, and never ends the job."""
+    REPLAY = "replay"
+    """An occurrence run again on request (``POST .../history/{id}/rerun``, api-version 2026-12-01-preview):
+    its own expected time, whatever the job's generation and state, as a run on demand; retried as ``replay``
+    too, never counted against the schedule and never ending the job."""
+
+    @property
+    def on_request(self) -> bool:
+        """Whether a client asked for this attempt's occurrence now (a run on demand or a replay): it runs
+        whatever the job's generation and state, and never ends the job."""
+        return self in (Cause.MANUAL, Cause.REPLAY)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,10 @@ class ExecutionMessage:
     #: (None: a new id for a ``backfill`` message, "" for any other), carried by its retries, error action
     #: and the next occurrence of a one-after-another backfill. "": none (a message written before it).
     backfill: str | None = None
+    #: A replay's request id: two replays of one occurrence each run once (claims, execution ids and history
+    #: entries of their own), while every copy of one replay's message runs once; carried by its retries and
+    #: error action. "": not a replay (written only when set).
+    replay: str = ""
     #: When this attempt is due to start, where that is not its occurrence (ISO 8601 UTC): a retry's retry
     #: time, the send of an error action or of an occurrence released from waiting, a backfill's start slot.
     #: Lateness is measured against it (:attr:`due_time`). "": its occurrence (written only when set).
@@ -84,13 +98,14 @@ class ExecutionMessage:
 
     @property
     def cause_key(self) -> str:
-        """The cause as the attempt's keys name it: ``backfill.<id>`` for a backfill's (one per request),
-        else the cause."""
-        return f"{self.cause}.{self.backfill}" if self.backfill else str(self.cause)
+        """The cause as the attempt's keys name it: ``backfill.<id>`` for a backfill's, ``replay.<id>`` for a
+        replay's (one per request), else the cause."""
+        request = self.backfill or self.replay
+        return f"{self.cause}.{request}" if request else str(self.cause)
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for", "backfill", "due", "first", "failure"):
+        for optional in ("until", "waits_for", "backfill", "replay", "due", "first", "failure"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -172,7 +187,7 @@ class ExecutionMessage:
     def message_id(self) -> str:
         """The Standard Webhooks ``webhook-id`` of this action's call: the execution id of its first attempt,
         the same on every retry and redelivery ("the same when resent", as the specification asks)."""
-        first = self.cause if self.cause in (Cause.MANUAL, Cause.BACKFILL) else Cause.SCHEDULE
+        first = self.cause if self.cause in (Cause.MANUAL, Cause.BACKFILL, Cause.REPLAY) else Cause.SCHEDULE
         return replace(self, attempt=0, cause=first).stable_execution_id()
 
 

@@ -46,7 +46,7 @@ def repeat_of(job: Job, message: ExecutionMessage) -> int:
     if message.cause == Cause.MANUAL:
         return 0
     try:
-        if message.cause == Cause.BACKFILL:  # a past occurrence: of the schedule as it was then
+        if message.cause in (Cause.BACKFILL, Cause.REPLAY):  # a past occurrence: of the schedule as it was then
             return policies.past_schedule(job, message.occurrence_time).ordinal(message.occurrence_time)
         return schedule_of(job).ordinal(message.occurrence_time)
     except Exception:  # ordinal is informational; never lose a history row over it
@@ -60,6 +60,8 @@ def trigger_of(message: ExecutionMessage) -> Trigger:
         return Trigger.BACKFILL
     if message.cause == Cause.MANUAL:
         return Trigger.MANUAL
+    if message.cause == Cause.REPLAY:
+        return Trigger.REPLAY
     return Trigger.SCHEDULED
 
 

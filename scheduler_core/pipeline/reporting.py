@@ -297,7 +297,9 @@ def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
         NextStep.ERROR_ACTION: "error action sent",
         NextStep.COMPLETED: "job Completed",
         NextStep.FAULTED: "job Faulted",
-        NextStep.CONTINUE: "run on demand done" if cause == Cause.MANUAL else "schedule continues",
+        NextStep.CONTINUE: f"{'run on demand' if cause == Cause.MANUAL else 'replay'} done"
+        if cause.on_request
+        else "schedule continues",
     }[step]
 
 
@@ -310,7 +312,7 @@ def _lateness(message: ExecutionMessage, started: datetime) -> tuple[float, floa
     since = _seconds(started - message.occurrence_time)
     due = message.due_time
     delay = None if due is None else _seconds(started - due)
-    if message.cause in (Cause.MANUAL, Cause.BACKFILL):
+    if message.cause.on_request or message.cause == Cause.BACKFILL:
         started_after = f", {delay:.3f} s after it was due" if message.due and delay is not None else ""
         return since, None, f"{since:.3f} s after its occurrence{started_after} (not lateness)"
     if delay is None:

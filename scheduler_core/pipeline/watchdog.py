@@ -59,7 +59,7 @@ from datetime import datetime, timedelta
 from scheduler_core.model import Job, JobState, WatchEntry
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.ports import Claims
 from scheduler_core.storage.keys import SEPARATOR
 
@@ -116,7 +116,7 @@ class Watchdog:
         if job is not None and message.attempt_key in job.counted:
             return Look(None)  # ran and counted: what follows it was sent before it was counted
         if job is None or (
-            message.cause != Cause.MANUAL and (job.generation != message.generation or job.state != JobState.ENABLED)
+            not message.cause.on_request and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             return Look(None)  # the attempt would not run any more (done or not: no claim read needed)
         owed = row.checks == 0 or row.held  # a resend, if unclaimed (kept while it waits its turn or a backlog)

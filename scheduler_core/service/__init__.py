@@ -26,7 +26,7 @@ from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service.calendars import CalendarService
 from scheduler_core.service.collections import CollectionService
-from scheduler_core.service.jobs import BackfillRequest, JobService, RunRequest
+from scheduler_core.service.jobs import BackfillRequest, JobService, ReplayRequest, RunRequest
 from scheduler_core.service.races import Races
 from scheduler_core.service.writes import DueSoon
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -40,7 +40,8 @@ def _utcnow() -> datetime:
 
 class SchedulerService:
     """Every management operation. ``clock`` and ``sleep`` are seams for tests; ``request_run`` starts an
-    immediate execution; ``request_backfill`` sends a backfill's occurrences; ``due_soon`` dispatches a job
+    immediate execution; ``request_backfill`` sends a backfill's occurrences; ``request_replay`` runs an
+    occurrence again; ``due_soon`` dispatches a job
     due within ``lookahead`` at once."""
 
     def __init__(
@@ -54,6 +55,7 @@ class SchedulerService:
         sleep: Callable[[float], None] = time.sleep,
         identity: IdentityScope | None = None,
         request_backfill: BackfillRequest | None = None,
+        request_replay: ReplayRequest | None = None,
     ) -> None:
         self.stores = stores
         self.shards = shards
@@ -61,7 +63,17 @@ class SchedulerService:
         self.races = Races(sleep)
         self.slots = JobSlots(stores, clock)
         self.jobs = JobService(
-            stores, self.slots, shards, clock, self.races, identity, request_run, due_soon, lookahead, request_backfill
+            stores,
+            self.slots,
+            shards,
+            clock,
+            self.races,
+            identity,
+            request_run,
+            due_soon,
+            lookahead,
+            request_backfill,
+            request_replay,
         )
         self.collections = CollectionService(stores, self.slots, self.jobs, clock, self.races)
         self.calendars = CalendarService(stores, self.slots, self.jobs, self.races)
@@ -126,6 +138,11 @@ class SchedulerService:
     def backfill_job(self, ref: JobRef, body: Mapping[str, Any]) -> int:
         """Run each occurrence of a past window (api-version 2026-12-01-preview); how many were sent."""
         return self.jobs.backfill(ref, body)
+
+    def rerun_job(self, ref: JobRef, execution_id: str) -> tuple[datetime, str]:
+        """Run a history entry's occurrence again now (api-version 2026-12-01-preview): the occurrence and the
+        execution id of the replay's first attempt."""
+        return self.jobs.rerun(ref, execution_id)
 
     def list_history(self, ref: JobRef) -> list[HistoryEntry]:
         return self.jobs.history(ref)

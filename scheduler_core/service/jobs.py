@@ -32,6 +32,7 @@ from scheduler_core.definitions import Wire
 from scheduler_core.errors import (
     ConflictError,
     EtagMismatchError,
+    NotFoundError,
     QuotaExceededError,
     SchedulerError,
     StorageError,
@@ -56,6 +57,8 @@ from scheduler_core.storage.keys import CollectionRef, JobRef
 log = logging.getLogger("scheduler_core.service")
 
 RunRequest = Callable[[Job], None]
+#: Runs a job's occurrence (its expected time) again now; the execution id of the replay's first attempt.
+ReplayRequest = Callable[[Job, datetime], str]
 
 
 #: Where a job's calendars are named, for the errors about them.
@@ -283,9 +286,11 @@ class JobService:
         due_soon: DueSoon | None = None,
         lookahead: timedelta = timedelta(seconds=60),
         request_backfill: BackfillRequest | None = None,
+        request_replay: ReplayRequest | None = None,
     ) -> None:
         self.stores = stores
         self.slots = slots
+        self.request_replay = request_replay
         self.shards = shards
         self.clock = clock
         self.races = races
@@ -509,3 +514,18 @@ class JobService:
     def backfill(self, ref: JobRef, body: Mapping[str, Any]) -> int:
         """Run each occurrence of a past window (api-version 2026-12-01-preview); how many were sent."""
         return self.backfills.backfill(ref, body)
+
+    def rerun(self, ref: JobRef, execution_id: str) -> tuple[datetime, str]:
+        """Run the occurrence of the history entry ``execution_id`` again now (api-version 2026-12-01-preview):
+        its main action, its own expected time, under the job's retry policy, whatever the job's state; the
+        occurrence and the execution id of the replay's first attempt. 404 naming ``historyId`` when the job
+        has no such entry (or one without an expected time)."""
+        job = self.stored(ref)
+        wanted = execution_id.strip().lower()
+        found = next((row for row in self.stores.history.list(job.ref) if row.execution_id == wanted), None)
+        if found is None or found.expected_execution_time is None:
+            raise NotFoundError(f"historyId: job '{ref.name}' has no history entry '{execution_id[:64]}'")
+        if self.request_replay is None:
+            raise SchedulerError("replaying occurrences is not available in this deployment")
+        occurrence = found.expected_execution_time
+        return occurrence, self.request_replay(job, occurrence)

@@ -6,6 +6,8 @@ written through the management API (api-version 2026-12-01-preview), real HTTP t
 * a 503 with ``Retry-After: 20`` under a 15 s policy: the retry comes 20 s after the first call, not 15 s;
 * a target that sleeps past ``request.timeout`` is retried under ``retryOn: ["Timeout"]``, and its error
   action says ``Timeout``;
+* the failed occurrence replayed (``POST .../history/{id}/rerun``) calls the target again with the
+  occurrence's own expected time and a new execution id, recorded with trigger ``Replay``;
 * a 2016-03-01 client reading the job sees none of it.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 import requests
 
+from scheduler_core.recurrence import format_instant
 from tests.e2e.preview_host import JC, Host, running_host  # noqa: F401 (the fixture)
 from tests.support.http_target import http_target
 
@@ -69,10 +72,17 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         first, second = busy.wait_for(2, timeout=45)
         errors.wait_for(2, timeout=20)
         by_path = {call.path: call for call in errors.received}
+        calls_before_replay = len(missing.received)
+        rows = host.history("not-found", 2)
+        [main] = [row for row in rows if row["properties"]["actionName"] == "MainAction"]
+        replay = host.call("POST", f"{JC}/jobs/not-found/history/{main['name']}/rerun")
+        assert replay.status_code == 202, replay.text
+        again = missing.wait_for(2, timeout=20)[1]
+        replays = host.history("not-found", 4)
 
     assert written["properties"]["action"]["retryPolicy"]["retryOn"] == ["5xx", "429", "Timeout", "ConnectionError"]
     # The 404: one call, and the error action at once with what failed.
-    assert len(missing.received) == 1
+    assert calls_before_replay == 1
     assert by_path["/missing"].body == b"404|Status|1|status 404"
     assert by_path["/missing"].at - missing.received[0].at < 10
     # The 503's Retry-After (20 s) outweighs the policy's 15 s.
@@ -80,9 +90,13 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
     # The timeout: retried once (retryOn names it), then the error action.
     assert len(slow.received) == 2
     assert by_path["/slow"].body == b"|Timeout|2|"
-    rows = host.history("not-found", 2)
-    [main] = [row for row in rows if row["properties"]["actionName"] == "MainAction"]
     assert "not retried: retryOn does not name 404" in main["properties"]["message"]
+    # The replay: the occurrence's own time, a new execution id, its error action too, all trigger Replay.
+    assert replay.json()["scheduledTime"] == format_instant(due)
+    assert again.headers["x-ms-scheduler-expected-execution-time"] == format_instant(due)
+    assert again.headers["x-ms-scheduler-execution-id"] == replay.json()["executionId"] != main["name"]
+    triggers = sorted(row["properties"]["trigger"] for row in replays)
+    assert triggers == ["Replay", "Replay", "Scheduled", "Scheduled"]
 
     classic = requests.get(
         f"{host.base_url}/{JC}/jobs/not-found?api-version=2016-03-01",

@@ -11,6 +11,7 @@ from scheduler_core.api.openapi import _derive
 from scheduler_core.api.paths import PREVIEW_KINDS, parse_path
 from scheduler_core.api.views import EXECUTION_STATUSES
 from scheduler_core.definitions._preview import BACKFILL_FIELDS
+from scheduler_core.model.history import Trigger
 from scheduler_core.model.job import OverlapPolicy
 
 JC = "subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/jc1"
@@ -39,7 +40,13 @@ def test_the_preview_document_keeps_every_classic_operation_and_definition() -> 
             else:
                 assert added["properties"][key] == value
     new = set(preview["paths"]) - set(classic["paths"])
-    assert {path.rsplit("/", 1)[-1] for path in new} == {"calendars", "{calendarName}", "occurrences", "backfill"}
+    assert {path.rsplit("/", 1)[-1] for path in new} == {
+        "calendars",
+        "{calendarName}",
+        "occurrences",
+        "backfill",
+        "rerun",
+    }
     job = preview["definitions"]["JobProperties"]["properties"]
     assert {"overlapPolicy", "missedRunPolicy", "pauseAfterFailures", "deleteAfterCompletion"} <= set(job)
     assert {"jitter", "exclusions"} <= set(preview["definitions"]["JobRecurrence"]["properties"])
@@ -67,12 +74,19 @@ def test_the_preview_document_carries_what_the_preview_wire_answers() -> None:
     assert request["properties"]["overlapPolicy"]["enum"] == [policy.value for policy in OverlapPolicy]
     assert definitions["JobBackfillResult"]["required"] == ["count"]
     assert definitions["JobStatus"]["properties"]["disabledReason"]["readOnly"] is True
+    rerun = preview["paths"][f"{_derive._JC}/jobs/{{jobName}}/history/{{historyId}}/rerun"]["post"]
+    assert rerun["operationId"] == "JobHistory_Rerun" and set(rerun["responses"]) == {"202", "404"}
+    assert rerun["responses"]["202"]["schema"] == {"$ref": "#/definitions/JobRerunResult"}
+    assert definitions["JobRerunResult"]["required"] == ["scheduledTime", "executionId"]  # as the handler answers
+    trigger = definitions["JobHistoryDefinitionProperties"]["properties"]["trigger"]["enum"]
+    assert trigger == [str(value) for value in Trigger]
 
 
 def test_every_path_of_each_document_is_a_route_and_the_preview_only_ones_are_preview_kinds() -> None:
     classic, preview = load(openapi.DOCUMENT_NAME), load(openapi.PREVIEW_DOCUMENT_NAME)
     names = {"subscriptionId": "s1", "resourceGroupName": "rg1", "jobCollectionName": "jc1", "jobName": "j1"}
     names["calendarName"] = "holidays"
+    names["historyId"] = "0f" * 16
     kinds: set[str] = set()
     for template in preview["paths"]:
         path = template

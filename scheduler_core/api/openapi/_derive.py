@@ -200,6 +200,23 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
             ),
         },
     },
+    "JobRerunResult": {
+        "type": "object",
+        "required": ["scheduledTime", "executionId"],
+        "properties": {
+            "scheduledTime": {
+                "type": "string",
+                "format": "date-time",
+                "readOnly": True,
+                "description": "The occurrence run again (the history entry's expected execution time).",
+            },
+            "executionId": {
+                "type": "string",
+                "readOnly": True,
+                "description": "The execution id of the replay's first attempt (its history entry's name).",
+            },
+        },
+    },
     "JobBackfillResult": {
         "type": "object",
         "required": ["count"],
@@ -330,6 +347,29 @@ def _job_backfill_path() -> dict[str, Any]:
     }
 
 
+def _job_rerun_path() -> dict[str, Any]:
+    """The operation of ``.../jobs/{jobName}/history/{historyId}/rerun``: running an occurrence again."""
+    job = _path_parameter("jobName", "The job name.")
+    history = _path_parameter("historyId", "The history entry's name (its execution id).")
+    return {
+        "post": {
+            "tags": ["Jobs"],
+            "operationId": "JobHistory_Rerun",
+            "description": (
+                "Runs the occurrence of a history entry again now: the job's main action with the occurrence's "
+                "own scheduledTime, a new execution id, under the job's retry policy and error action, whatever "
+                "the job's state (history: trigger Replay). It never changes the job's count or state. Each "
+                "request runs the occurrence once more."
+            ),
+            "parameters": _parameters(job, extra=(history,)),
+            "responses": {
+                "202": {"description": "The occurrence has been sent.", "schema": _ref("JobRerunResult")},
+                "404": {"description": "The job has no such history entry."},
+            },
+        }
+    }
+
+
 def _job_occurrences_path() -> dict[str, Any]:
     """The operations of ``.../jobs/{jobName}/occurrences``: the job's next occurrences (pageable)."""
     job = _path_parameter("jobName", "The job name.")
@@ -369,6 +409,7 @@ def _paths() -> dict[str, Any]:
         f"{_JC}/calendars/{{calendarName}}": _calendar_path(),
         f"{_JC}/jobs/{{jobName}}/backfill": _job_backfill_path(),
         f"{_JC}/jobs/{{jobName}}/occurrences": _job_occurrences_path(),
+        f"{_JC}/jobs/{{jobName}}/history/{{historyId}}/rerun": _job_rerun_path(),
     }
 
 
@@ -377,9 +418,9 @@ def _history_properties(properties: dict[str, Any]) -> None:
     properties["trigger"] = {
         **_enum(
             "JobHistoryTrigger",
-            ["Scheduled", "Manual", "Backfill"],
+            ["Scheduled", "Manual", "Backfill", "Replay"],
             "What started the occurrence: its schedule (its retries and error action too), a run on demand "
-            "(POST .../run) or a backfill (POST .../backfill).",
+            "(POST .../run), a backfill (POST .../backfill) or a replay (POST .../history/{historyId}/rerun).",
         ),
         "readOnly": True,
     }
