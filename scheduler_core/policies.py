@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from scheduler_core.errors import QuotaExceededError, ValidationError
+from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.history import HistoryEntry, Trigger
 from scheduler_core.model.job import Job, MissedRunMode, MissedRunPolicy, OverlapPolicy
 from scheduler_core.model.retry import JITTER_FRACTION, RetryPolicy, RetryType
@@ -230,8 +231,8 @@ def consecutive_faults(rows: Iterable[HistoryEntry], before: datetime | None = N
         when = row.expected_execution_time
         if when is None or (before is not None and when >= before) or row.status == SKIPPED:
             continue
-        if row.trigger is not Trigger.SCHEDULED:
-            continue  # a run on demand or a backfill (outside the schedule)
+        if row.trigger is not Trigger.SCHEDULED or row.action_name is ActionName.NOTIFICATION:
+            continue  # a run on demand, a backfill or a replay (outside the schedule), or a notification
         if row.repeat_count == 0 or row.message.endswith("(run on demand)"):
             continue  # a run on demand recorded before entries carried their trigger
         completed = row.action_name == ActionName.MAIN and row.status == HistoryStatus.COMPLETED
@@ -248,6 +249,17 @@ def pauses(pause_after_failures: int | None, end: End | None, faults_before: int
     """Whether the job is disabled now: its occurrence just ended faulted and, with the ``faults_before`` it
     (the occurrences in a row before it that faulted), ``pause_after_failures`` occurrences in a row did."""
     return pause_after_failures is not None and end is End.FAULTED and faults_before + 1 >= pause_after_failures
+
+
+def notice(end: End | None, faults_before: int) -> NotificationKind | None:
+    """The notification an occurrence's end sends (``notifications``): ``onFailure`` when it faulted after one
+    that did not (the first of a streak), ``onRecovery`` when it completed after ``faults_before`` faulted ones
+    in a row; None otherwise (one notice per streak, not one per faulted occurrence)."""
+    if end is End.FAULTED and faults_before == 0:
+        return NotificationKind.ON_FAILURE
+    if end is End.COMPLETED and faults_before > 0:
+        return NotificationKind.ON_RECOVERY
+    return None
 
 
 def pause_reason(pause_after_failures: int) -> str:

@@ -29,7 +29,7 @@ from scheduler_core.errors import (
     StorageError,
     ValidationError,
 )
-from scheduler_core.model import CollectionState, HistoryStatus
+from scheduler_core.model import ActionName, CollectionState, HistoryStatus
 from scheduler_core.recurrence import format_instant
 from scheduler_core.service import SchedulerService
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -327,8 +327,12 @@ class _Operation:
         ref = self.job_ref()
         rows = self.service.list_history(ref)
         if not self.wire.preview:
-            # Skipped entries (overlapPolicy, a preview property) are not in 2016-03-01's JobExecutionStatus.
-            rows = [row for row in rows if row.status != HistoryStatus.SKIPPED]
+            # Skipped entries (overlapPolicy) and notifications' are not in 2016-03-01's enums (preview only).
+            rows = [
+                row
+                for row in rows
+                if row.status != HistoryStatus.SKIPPED and row.action_name is not ActionName.NOTIFICATION
+            ]
         statuses = views.EXECUTION_STATUSES if self.wire.preview else views.CLASSIC_EXECUTION_STATUSES
         wanted = parse_filter(self.request.query, "status", statuses)
         if wanted is not None:

@@ -31,8 +31,11 @@ from dateutil.relativedelta import relativedelta
 from scheduler_core.definitions._actions import (
     Prior,
     job_action_json,
+    notifications_json,
     parse_action,
+    parse_notifications,
     read_job_action,
+    read_notifications,
     restore_secrets,
 )
 from scheduler_core.definitions._durations import (
@@ -48,6 +51,7 @@ from scheduler_core.definitions._preview import (
     PREVIEW_PROPERTIES,
     RECURRENCE_EXTRAS,
     check_jitter,
+    check_notification_placeholders,
     check_placeholders,
     exclusions_json,
     keep_preview,
@@ -210,6 +214,16 @@ def parse_job(
     start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
     preview, jitter_where = _parse_preview(props, extras, wire)
     state = _parse_state(props, validate_limits=validate_limits)
+    if "notifications" in props:
+        preview["notifications"] = parse_notifications(
+            props.get("notifications"),
+            props.where("notifications"),
+            _prior_notifications(previous),
+            limits=validate_limits,
+            style=written_style(props.get("action")),
+            identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
+            default_retry_interval=default_retry_interval,
+        )
     action, style = _parse_job_action(
         props,
         previous,
@@ -228,6 +242,7 @@ def parse_job(
     if validate_limits:
         check_jitter(definition, jitter_where or f"{props.where('recurrence')}.jitter (kept from the stored job)")
         check_placeholders(definition.action, props.where("action"))
+        check_notification_placeholders(definition.notifications, props.where("notifications"))
     return JobSpec(definition, state, style)
 
 
@@ -355,6 +370,8 @@ def _properties(
     properties["state"] = str(state)
     if preview:
         properties.update(policies_json(definition))
+        if definition.notifications is not None:
+            properties["notifications"] = notifications_json(definition.notifications)[0]
     return properties
 
 
@@ -364,10 +381,20 @@ def _prior_action(previous: JobDefinition) -> Prior:
     return Prior(output, {path.removeprefix("action."): value for path, value in secrets.items()})
 
 
+def _prior_notifications(previous: JobDefinition | None) -> Prior | None:
+    """The stored ``notifications`` and their secrets (paths relative to it), as a PUT or PATCH may keep them."""
+    if previous is None or previous.notifications is None:
+        return None
+    output, secrets = notifications_json(previous.notifications)
+    return Prior(output, {path.removeprefix("notifications."): value for path, value in secrets.items()})
+
+
 def job_json(definition: JobDefinition, state: JobState) -> tuple[dict[str, Any], dict[str, str]]:
     """A job's canonical ``JobProperties`` JSON as stored (without ``status``, without secrets; with the
     preview properties and the dates of its calendars) and its secrets by dotted path inside them."""
     output, secrets = job_action_json(definition.action)
+    if definition.notifications is not None:
+        secrets.update(notifications_json(definition.notifications)[1])
     return _properties(definition, output, state, preview=True, stored=True), secrets
 
 
@@ -392,6 +419,7 @@ def read_job_definition(properties: Mapping[str, Any], secrets: Mapping[str, str
         recurrence=recurrence,
         jitter=Duration(*read_duration(jitter[1], "jitter")) if jitter is not None else None,
         exclusions=read_exclusions(exclusions[1]) if exclusions is not None else None,
+        notifications=read_notifications(properties, secrets),
         **read_policies(properties),
     )
 

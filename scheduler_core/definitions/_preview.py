@@ -42,6 +42,8 @@ from scheduler_core.model.actions import (
     HttpAction,
     JobAction,
     ManagedServiceIdentityAuthentication,
+    NotificationKind,
+    Notifications,
     ServiceBusQueueAction,
     ServiceBusTopicAction,
     StorageQueueAction,
@@ -90,6 +92,7 @@ PREVIEW_PROPERTIES = (
     "deleteAfterCompletion",
     "tags",
     "description",
+    "notifications",
 )
 #: ARM's tag limits: tags per resource, characters of a name and of a value, characters a name may not hold,
 #: and the prefixes reserved for Azure.
@@ -431,7 +434,7 @@ def _texts(action: Action) -> list[tuple[str, str, bool]]:
     return []
 
 
-def _check_text(text: str, where: str, query_only: bool, error_action: bool) -> None:
+def _check_text(text: str, where: str, query_only: bool, error_action: bool, owner: str = "an errorAction") -> None:
     start = text.find("@{")
     while start >= 0:
         match = PLACEHOLDER_REFERENCE.match(text, start)
@@ -448,9 +451,7 @@ def _check_text(text: str, where: str, query_only: bool, error_action: bool) -> 
                 "and @{failure.attempts}",
             )
         if name in FAILURE_PLACEHOLDERS and not error_action:
-            raise ValidationError(
-                where, f"names @{{{name}}}, which only an errorAction knows (how the main action failed)"
-            )
+            raise ValidationError(where, f"names @{{{name}}}, which only {owner} knows (how the main action failed)")
         if query_only:
             query, fragment = text.find("?"), text.find("#")
             if query < 0 or start < query or 0 <= fragment < start:
@@ -468,6 +469,16 @@ def check_placeholders(action: JobAction, path: str) -> None:
             continue
         for field, text, query_only in _texts(item):
             _check_text(text, f"{path}.{prefix}{field}", query_only, error_action=bool(prefix))
+
+
+def check_notification_placeholders(notifications: Notifications | None, path: str) -> None:
+    """Every ``@{`` in a notification's texts names a known placeholder (a notification always expands them);
+    ``@{failure.*}`` in ``onFailure`` only (``path``: the job's ``notifications``)."""
+    for which, notification in notifications.items() if notifications is not None else ():
+        knows_failure = which is NotificationKind.ON_FAILURE
+        for field, text, query_only in _texts(notification.action):
+            where = f"{path}.{which.value}.{field}"
+            _check_text(text, where, query_only, knows_failure, "an errorAction or onFailure")
 
 
 # ------------------------------------------------------------------------------------ classic writes
@@ -506,7 +517,7 @@ def _keep_retry(new: RetryPolicy, old: RetryPolicy | None) -> RetryPolicy:
 def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
     """A definition written with the classic wire (which shows and takes no preview property), with the
     preview properties of the stored ``previous`` kept, as a read-modify-write by an old client expects:
-    the policies, tags and description; the jitter and exclusions while the job still recurs;
+    the policies, tags, description and notifications; the jitter and exclusions while the job still recurs;
     ``expandPlaceholders``; the retry policies' ``retryOn`` and ``maxRetryDuration``; an HTTP action's
     ``timeout``; and, for an HTTP action whose URI keeps its scheme,
     host and port, its request signing and its ManagedServiceIdentity authentication (unless the write gives
@@ -533,6 +544,7 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
         delete_after_completion=previous.delete_after_completion,
         tags=previous.tags,
         description=previous.description,
+        notifications=previous.notifications,
         jitter=previous.jitter if recurs else None,
         exclusions=previous.exclusions if recurs else None,
     )

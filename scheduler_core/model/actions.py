@@ -43,6 +43,9 @@ __all__ = [
     "HttpAuthentication",
     "JobAction",
     "ManagedServiceIdentityAuthentication",
+    "Notification",
+    "NotificationKind",
+    "Notifications",
     "RequestSigning",
     "Secret",
     "ServiceBusAction",
@@ -394,3 +397,39 @@ class JobAction:
         delay. Empty when nothing is retried."""
         policies = (self.retry_policy, self.error_retry_policy if self.error is not None else None)
         return [policy.interval.total_seconds() for policy in policies if policy is not None and policy.retries]
+
+
+class NotificationKind(enum.StrEnum):
+    """When a job notifies (``properties.notifications``, api-version 2026-12-01-preview); the text is the wire
+    name and what an execution message's ``action`` carries."""
+
+    ON_FAILURE = "onFailure"
+    """A scheduled occurrence faulted after one that did not (the first of a failure streak)."""
+    ON_RECOVERY = "onRecovery"
+    """A scheduled occurrence completed after a streak of faulted ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """An action a job sends when it notifies (any action type), retried under ``retry_policy``; its
+    placeholders are always expanded. A notification that fails is retried and recorded, and never fails the
+    job."""
+
+    action: Action
+    retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY
+
+
+@dataclass(frozen=True, slots=True)
+class Notifications:
+    """A job's ``properties.notifications``: the action of each :class:`NotificationKind` it has."""
+
+    on_failure: Notification | None = None
+    on_recovery: Notification | None = None
+
+    def of(self, kind: NotificationKind) -> Notification | None:
+        """The notification of ``kind`` (None: the job has none)."""
+        return self.on_failure if kind is NotificationKind.ON_FAILURE else self.on_recovery
+
+    def items(self) -> tuple[tuple[NotificationKind, Notification], ...]:
+        """Each notification the job has, with its kind, in the wire's order."""
+        return tuple((kind, found) for kind in NotificationKind if (found := self.of(kind)) is not None)

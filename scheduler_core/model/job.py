@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from scheduler_core.model.actions import JobAction
+from scheduler_core.model.actions import JobAction, Notifications
 from scheduler_core.model.calendars import CalendarRules, horizon
 from scheduler_core.model.retry import Duration
 from scheduler_core.model.states import JobState
@@ -160,6 +160,8 @@ class JobDefinition:
     #: ``tags`` (key, value) in the order written, and ``description``: labels for people and ``$filter``.
     tags: tuple[tuple[str, str], ...] = ()
     description: str | None = None
+    #: ``notifications``: what the job sends when a failure streak starts or ends (None: nothing).
+    notifications: Notifications | None = None
 
     def tag(self, key: str) -> str | None:
         """The value of the tag ``key`` (keys match without regard to case, as ARM's do), or None."""

@@ -53,9 +53,12 @@ class HistoryStatus(StrEnum):
 
 
 class ActionName(StrEnum):
-    """Which of a job's two actions an attempt ran."""
+    """Which of a job's actions an attempt ran."""
 
     MAIN = "MainAction"
     """The job's ``action``."""
     ERROR = "ErrorAction"
     """The job's ``action.errorAction``, run once the main action failed after its retries."""
+    NOTIFICATION = "NotificationAction"
+    """One of the job's ``notifications`` (api-version 2026-12-01-preview; 2016-03-01 never shows its
+    entries)."""

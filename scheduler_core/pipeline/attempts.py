@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler_core.model import Job, ParkedEntry, WatchEntry
+from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.retry import FailureFacts
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.watches import Watches
@@ -113,6 +114,14 @@ def error_action_of(message: ExecutionMessage, failure: FailureFacts) -> Executi
     """The first attempt of the error action of ``message``'s occurrence, knowing how the main action's last
     attempt failed (``failure``)."""
     return replace(message, action="error", attempt=0, first="", failure=failure)
+
+
+def notification_of(
+    message: ExecutionMessage, kind: NotificationKind, failure: FailureFacts | None
+) -> ExecutionMessage:
+    """The first attempt of the job's ``kind`` notification about ``message``'s occurrence (``failure``: how
+    its main action failed, for ``onFailure``)."""
+    return replace(message, action=kind.value, attempt=0, first="", failure=failure, until="", waits_for="")
 
 
 def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:

@@ -131,6 +131,8 @@ def history_entry(
         text += " (backfill)"
     elif message.cause == Cause.REPLAY:
         text += " (replay)"
+    if message.notification is not None:
+        text += f" ({message.notification} notification)"
     if note:
         text += f"; {note}"
     return HistoryEntry(
@@ -181,13 +183,15 @@ class Executor:
         job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
         if job is None:
             return stale(message, Stale.DELETED, "job deleted")
-        if not message.cause.on_request:
+        if not message.survives_edits:
             # The state first: disabling a job also bumps its generation, and "disabled" is the better reason.
             if job.state != JobState.ENABLED:
                 reason = Stale.DISABLED if job.state == JobState.DISABLED else Stale.FINISHED
                 return stale(message, reason, f"job is {job.state}")
             if job.generation != message.generation:
                 return stale(message, Stale.EDITED, "job changed since dispatch")
+        if message.notification is not None and action_of(job, message) is None:
+            return stale(message, Stale.EDITED, f"the job's {message.notification} notification was removed")
         return job
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
@@ -312,7 +316,7 @@ class Executor:
             execution_id=execution_id,
             retry_count=message.attempt,
             started_at=started,
-            expand_placeholders=job.definition.action.expand_placeholders,
+            expand_placeholders=job.definition.action.expand_placeholders or message.notification is not None,
             message_id=message.message_id(),
             failure=message.failure,
         )

@@ -22,7 +22,7 @@ from scheduler_core.actions.outcome import CUT, shown
 from scheduler_core.definitions import format_duration
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import Job, JobState
-from scheduler_core.model.actions import JobAction
+from scheduler_core.model.actions import JobAction, NotificationKind
 from scheduler_core.model.retry import MAX_FAILURE_BODY, Failure, FailureFacts, RetryPolicy
 from scheduler_core.pipeline import attempts, reporting
 from scheduler_core.pipeline.counters import backfill_ended, count_attempt
@@ -131,9 +131,13 @@ class FollowUps:
     ) -> FollowUp:
         """Send what follows the attempt (which started at ``started``) and count it (with what the job's
         policies decide when the attempt ends its occurrence); returns what follows (and when a retry runs)."""
+        if message.notification is not None:
+            return self._after_notification(job, message, result, started, now)
         after = self._send_next(job, message, result, action, started, now)
         step, final_state, end = after.step, after.final_state, after.end
-        pause = self._pause(job, message, end) if final_state is None else ""
+        before = self._faults_before(job, message, end)
+        pause = self._pause(job, end, before) if final_state is None else ""
+        self._notify(job, message, result, end, before, now)
         released: list[ExecutionMessage] = []
 
         def adjust(current: Job) -> dict[str, Any]:
@@ -209,15 +213,59 @@ class FollowUps:
         end = policies.occurrence_end(message.is_main, result.succeeded, retry_follows, error_follows)
         return Next(step, retry_at, final_state, faulted, end, retry if isinstance(retry, str) else "")
 
-    def _pause(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> str:
-        """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
-        ended faulted counts, with those before it: one read of the job's history)."""
-        limit = job.definition.pause_after_failures
-        if limit is None or end is not policies.End.FAULTED or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
-            return ""
+    def _faults_before(self, job: Job, message: ExecutionMessage, end: policies.End | None) -> int | None:
+        """How many scheduled occurrences in a row before ``message``'s faulted (one read of the job's history),
+        when its end decides something (``pauseAfterFailures``, ``notifications``); None: it does not (the
+        occurrence goes on, it is not a scheduled one, or the job has neither)."""
+        decides = job.definition.pause_after_failures is not None or job.definition.notifications is not None
+        if end is None or not decides or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
+            return None
         rows = durably("history read", lambda: self.stores.history.list(job.ref))
-        before = policies.consecutive_faults(rows, before=message.occurrence_time)
+        return policies.consecutive_faults(rows, before=message.occurrence_time)
+
+    def _pause(self, job: Job, end: policies.End | None, before: int | None) -> str:
+        """The reason the job is paused now (``pauseAfterFailures``), or "" (only a scheduled occurrence that
+        ended faulted counts, with the ``before`` it)."""
+        limit = job.definition.pause_after_failures
+        if limit is None or before is None:
+            return ""
         return policies.pause_reason(limit) if policies.pauses(limit, end, before) else ""
+
+    def _notify(
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        result: ActionResult,
+        end: policies.End | None,
+        before: int | None,
+        now: datetime,
+    ) -> None:
+        """Send the notification the occurrence's end calls for (:func:`~scheduler_core.policies.notice`), if the
+        job has it: ``onFailure`` knowing how the main action failed (an error action's message carries it)."""
+        notifications = job.definition.notifications
+        kind = policies.notice(end, before) if before is not None else None
+        if notifications is None or kind is None or notifications.of(kind) is None:
+            return
+        facts = None
+        if kind is NotificationKind.ON_FAILURE:
+            facts = message.failure if not message.is_main and message.failure else failure_facts(message, result)
+        self.gate.send_watched(job, attempts.notification_of(message, kind, facts), now, now)
+        reporting.notification_sent(kind)
+
+    def _after_notification(
+        self, job: Job, message: ExecutionMessage, result: ActionResult, started: datetime, now: datetime
+    ) -> FollowUp:
+        """What follows a notification's attempt: its retry under its own policy, nothing else (it never changes
+        the job's counters, state or overlap slot, and never fails the job)."""
+        notifications, kind = job.definition.notifications, message.notification
+        notification = notifications.of(kind) if notifications is not None and kind is not None else None
+        policy = notification.retry_policy if notification is not None else RetryPolicy.never()
+        first = message.first_time or (started if message.attempt == 0 else message.occurrence_time)
+        retry = retry_due(policy, message, result, first, now)
+        if isinstance(retry, datetime):
+            self.gate.send_watched(job, attempts.retry_of(message, first), retry, now)
+            return FollowUp(NextStep.RETRY, retry)
+        return FollowUp(NextStep.CONTINUE, note=retry or "")
 
     def _next_backfill(self, job: Job, message: ExecutionMessage, now: datetime, due: datetime | None = None) -> None:
         """A backfill run one occurrence after another: send the next occurrence of its window (for ``due``:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from scheduler_core.errors import ValidationError
+from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.claim import claim_key
 from scheduler_core.model.retry import FailureFacts
 from scheduler_core.model.states import ActionName
@@ -17,8 +18,9 @@ from scheduler_core.model.states import ActionName
 VERSION = 1
 
 #: How a message names which of the job's actions it runs (its wire spelling; :attr:`ExecutionMessage.action_name`
-#: is the :class:`~scheduler_core.model.ActionName`).
-MessageAction = Literal["main", "error"]
+#: is the :class:`~scheduler_core.model.ActionName`): a notification by its
+#: :class:`~scheduler_core.model.actions.NotificationKind`.
+MessageAction = Literal["main", "error", "onFailure", "onRecovery"]
 
 
 class Cause(enum.StrEnum):
@@ -154,7 +156,20 @@ class ExecutionMessage:
     @property
     def action_name(self) -> ActionName:
         """Which of the job's actions this attempt runs."""
-        return ActionName.MAIN if self.action == "main" else ActionName.ERROR
+        if self.action == "main":
+            return ActionName.MAIN
+        return ActionName.ERROR if self.action == "error" else ActionName.NOTIFICATION
+
+    @property
+    def notification(self) -> NotificationKind | None:
+        """The notification this attempt sends (None: it runs the main or the error action)."""
+        return NotificationKind(self.action) if self.action_name is ActionName.NOTIFICATION else None
+
+    @property
+    def survives_edits(self) -> bool:
+        """Whether this attempt runs whatever the job's generation and state: a run on demand, a replay, a
+        notification (about an occurrence that has ended)."""
+        return self.cause.on_request or self.action_name is ActionName.NOTIFICATION
 
     @property
     def running_key(self) -> str:

@@ -36,8 +36,14 @@ class ExecutionReport:
 
 
 def action_of(job: Job, message: ExecutionMessage) -> Action | None:
-    """The action a message's attempt runs (None: an error action removed since the attempt was sent)."""
+    """The action a message's attempt runs (None: an error action or a notification removed since the attempt
+    was sent)."""
     job_action = job.definition.action
+    kind = message.notification
+    if kind is not None:
+        notifications = job.definition.notifications
+        notification = notifications.of(kind) if notifications is not None else None
+        return notification.action if notification is not None else None
     return job_action.main if message.is_main else job_action.error
 
 

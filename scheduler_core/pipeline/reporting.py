@@ -22,7 +22,7 @@ from scheduler_core import telemetry
 from scheduler_core.actions import ActionResult
 from scheduler_core.actions.outcome import reason
 from scheduler_core.model import Job, JobState, OccurrenceEntry
-from scheduler_core.model.actions import Action, HttpAction, ServiceBusAction, StorageQueueAction
+from scheduler_core.model.actions import Action, HttpAction, NotificationKind, ServiceBusAction, StorageQueueAction
 from scheduler_core.model.retry import RetryPolicy
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
@@ -473,6 +473,11 @@ def retry_sent(action: str) -> None:
 def error_action_sent() -> None:
     """The main action's last retry failed: the error action was sent."""
     telemetry.instruments().error_actions.add(1)
+
+
+def notification_sent(kind: NotificationKind) -> None:
+    """An occurrence's end sent the job's ``kind`` notification (one INFO line)."""
+    execute_log.info("notification sent: %s", kind)
 
 
 def job_finished(state: JobState) -> None:

@@ -116,7 +116,7 @@ class Watchdog:
         if job is not None and message.attempt_key in job.counted:
             return Look(None)  # ran and counted: what follows it was sent before it was counted
         if job is None or (
-            not message.cause.on_request and (job.generation != message.generation or job.state != JobState.ENABLED)
+            not message.survives_edits and (job.generation != message.generation or job.state != JobState.ENABLED)
         ):
             return Look(None)  # the attempt would not run any more (done or not: no claim read needed)
         owed = row.checks == 0 or row.held  # a resend, if unclaimed (kept while it waits its turn or a backlog)

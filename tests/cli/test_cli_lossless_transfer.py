@@ -282,6 +282,14 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                     "schedule": {"hours": [due.hour], "minutes": [due.minute]},
                 },
                 "missedRunPolicy": {"mode": "Skip"},
+                "notifications": {
+                    "onFailure": {
+                        "type": "Http",
+                        "request": {"uri": f"{url}/failed?status=@{{failure.status}}", "method": "POST"},
+                        "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 1},
+                    },
+                    "onRecovery": {"type": "Http", "request": {"uri": f"{url}/recovered", "method": "GET"}},
+                },
             },
         ),
         # one-time in the future, removed once done, Service Bus with a key (a secret to re-enter)

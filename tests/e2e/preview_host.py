@@ -39,10 +39,10 @@ class Host:
         headers = {"Authorization": f"Bearer {self.key}"}
         return requests.request(method, url, json=body, headers=headers, timeout=30)
 
-    def put_job(self, name: str, action: dict[str, Any], due: datetime) -> dict[str, Any]:
-        answer = self.call(
-            "PUT", f"{JC}/jobs/{name}", {"properties": {"startTime": format_instant(due), "action": action}}
-        )
+    def put_job(self, name: str, action: dict[str, Any], due: datetime, **properties: Any) -> dict[str, Any]:
+        """Create the one-shot job ``name`` due at ``due`` (``properties``: more of its properties)."""
+        body = {"properties": {"startTime": format_instant(due), "action": action, **properties}}
+        answer = self.call("PUT", f"{JC}/jobs/{name}", body)
         assert answer.status_code == 201, answer.text
         body: dict[str, Any] = answer.json()
         return body

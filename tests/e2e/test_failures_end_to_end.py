@@ -8,6 +8,7 @@ written through the management API (api-version 2026-12-01-preview), real HTTP t
   action says ``Timeout``;
 * the failed occurrence replayed (``POST .../history/{id}/rerun``) calls the target again with the
   occurrence's own expected time and a new execution id, recorded with trigger ``Replay``;
+* the job's ``onFailure`` notification is sent once, its placeholders expanded, and recorded;
 * a 2016-03-01 client reading the job sees none of it.
 """
 
@@ -54,7 +55,9 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
             "errorAction": error_action(f"{errors.base_url}/missing"),
             "expandPlaceholders": True,
         }
-        written = host.put_job("not-found", not_found, due)
+        notified = {"type": "Http", "request": {"uri": f"{errors.base_url}/notified", "method": "POST"}}
+        notified["request"]["body"] = "@{jobName}|@{failure.status}|@{scheduledTime}"
+        written = host.put_job("not-found", not_found, due, notifications={"onFailure": notified})
         host.put_job(
             "busy",
             {"type": "Http", "request": {"uri": f"{busy.base_url}/main", "method": "GET"}, "retryPolicy": fixed},
@@ -70,7 +73,7 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         host.put_job("slow", timing_out, due)
 
         first, second = busy.wait_for(2, timeout=45)
-        errors.wait_for(2, timeout=20)
+        errors.wait_for(3, timeout=20)
         by_path = {call.path: call for call in errors.received}
         calls_before_replay = len(missing.received)
         rows = host.history("not-found", 2)
@@ -78,12 +81,14 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         replay = host.call("POST", f"{JC}/jobs/not-found/history/{main['name']}/rerun")
         assert replay.status_code == 202, replay.text
         again = missing.wait_for(2, timeout=20)[1]
-        replays = host.history("not-found", 4)
+        replays = host.history("not-found", 5)
 
     assert written["properties"]["action"]["retryPolicy"]["retryOn"] == ["5xx", "429", "Timeout", "ConnectionError"]
     # The 404: one call, and the error action at once with what failed.
     assert calls_before_replay == 1
     assert by_path["/missing"].body == b"404|Status|1|status 404"
+    # The job's onFailure notification: its placeholders expanded, recorded as a NotificationAction.
+    assert by_path["/notified"].body == f"not-found|404|{format_instant(due)}".encode()
     assert by_path["/missing"].at - missing.received[0].at < 10
     # The 503's Retry-After (20 s) outweighs the policy's 15 s.
     assert 20 <= second.at - first.at < 30, second.at - first.at
@@ -95,8 +100,14 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
     assert replay.json()["scheduledTime"] == format_instant(due)
     assert again.headers["x-ms-scheduler-expected-execution-time"] == format_instant(due)
     assert again.headers["x-ms-scheduler-execution-id"] == replay.json()["executionId"] != main["name"]
-    triggers = sorted(row["properties"]["trigger"] for row in replays)
-    assert triggers == ["Replay", "Replay", "Scheduled", "Scheduled"]
+    triggers = sorted((row["properties"]["trigger"], row["properties"]["actionName"]) for row in replays)
+    assert triggers == [
+        ("Replay", "ErrorAction"),
+        ("Replay", "MainAction"),
+        ("Scheduled", "ErrorAction"),
+        ("Scheduled", "MainAction"),
+        ("Scheduled", "NotificationAction"),
+    ]
 
     classic = requests.get(
         f"{host.base_url}/{JC}/jobs/not-found?api-version=2016-03-01",
@@ -105,4 +116,5 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
     )
     assert classic.status_code == 200
     assert "retryOn" not in classic.text and "expandPlaceholders" not in classic.text
+    assert "notifications" not in classic.text
     assert json.loads(classic.text)["properties"]["action"]["retryPolicy"]["retryCount"] == 3

@@ -32,6 +32,9 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobProperties", "deleteAfterCompletion"): True,
     ("JobProperties", "tags"): {"team": "payments"},
     ("JobProperties", "description"): "Settles the day's payments",
+    ("JobProperties", "notifications"): {
+        "onFailure": {"type": "Https", "request": {"uri": "https://alerts.example/failed", "method": "POST"}}
+    },
     ("JobRecurrence", "cron"): "0 9 * * MON-FRI",
     ("JobRecurrence", "jitter"): "PT1M",
     ("JobRecurrence", "exclusions"): {"dates": ["2031-01-01"]},

@@ -37,6 +37,8 @@ def test_the_preview_document_keeps_every_classic_operation_and_definition() -> 
         for key, value in definition.get("properties", {}).items():
             if name == "HttpAuthentication" and key == "type":
                 assert added["properties"][key]["enum"] == [*value["enum"], "ManagedServiceIdentity"]
+            elif name == "JobHistoryDefinitionProperties" and key == "actionName":
+                assert added["properties"][key]["enum"] == [*value["enum"], "NotificationAction"]
             else:
                 assert added["properties"][key] == value
     new = set(preview["paths"]) - set(classic["paths"])

@@ -37,6 +37,8 @@ ROWS = {
     "Error action": "error_action",
     "Retries that listen to the target": "retryOn",
     "Error action knows the failure": "failure.status",
+    "Replay a failed occurrence": "rerun",
+    "Alerts per job": "onFailure",
     "Overlap policy": "BufferOne",
     "Missed-run policy (catch-up window)": "RunAll",
     "Pause after failures": "pauseAfterFailures",

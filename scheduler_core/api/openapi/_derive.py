@@ -200,6 +200,28 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
             ),
         },
     },
+    "JobNotifications": {
+        "type": "object",
+        "description": (
+            "What the job sends about its scheduled occurrences: each an action of any type (its placeholders "
+            "always expanded), retried under its retryPolicy; a notification that fails is recorded (actionName "
+            "NotificationAction) and never fails the job."
+        ),
+        "properties": {
+            "onFailure": {
+                **_ref("JobErrorAction"),
+                "description": (
+                    "Sent once per failure streak: when an occurrence faults after one that did not; it knows "
+                    "@{failure.status}, @{failure.reason}, @{failure.body}, @{failure.executionId} and "
+                    "@{failure.attempts}."
+                ),
+            },
+            "onRecovery": {
+                **_ref("JobErrorAction"),
+                "description": "Sent when an occurrence completes after one or more faulted ones in a row.",
+            },
+        },
+    },
     "JobRerunResult": {
         "type": "object",
         "required": ["scheduledTime", "executionId"],
@@ -414,7 +436,9 @@ def _paths() -> dict[str, Any]:
 
 
 def _history_properties(properties: dict[str, Any]) -> None:
-    """A history entry's preview properties: ``trigger`` and ``dueTime`` (read-only)."""
+    """A history entry's preview properties: ``trigger`` and ``dueTime`` (read-only), and the action name of
+    a notification's entries."""
+    properties["actionName"]["enum"].append("NotificationAction")
     properties["trigger"] = {
         **_enum(
             "JobHistoryTrigger",
@@ -506,6 +530,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
         "description": "Labels by ARM's tag rules (at most 50); list jobs with $filter=tags/<name> eq '<value>'.",
     }
     job["description"] = {"type": "string", "maxLength": 1024, "description": "What the job is for, for people."}
+    job["notifications"] = _ref("JobNotifications")
     _recurrence_properties(definitions["JobRecurrence"]["properties"])
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
