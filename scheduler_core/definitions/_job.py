@@ -67,7 +67,7 @@ from scheduler_core.definitions._versions import Wire
 from scheduler_core.errors import ValidationError
 from scheduler_core.identity import IdentityScope
 from scheduler_core.model import JobDefinition, JobState
-from scheduler_core.model.actions import JobAction
+from scheduler_core.model.actions import JobAction, Notifications
 from scheduler_core.model.retry import DEFAULT_RETRY_INTERVAL, Duration
 from scheduler_core.recurrence import (
     Recurrence,
@@ -214,16 +214,7 @@ def parse_job(
     start_time = parse_start_time(props.get("startTime"), recurrence, props.where("startTime"))
     preview, jitter_where = _parse_preview(props, extras, wire)
     state = _parse_state(props, validate_limits=validate_limits)
-    if "notifications" in props:
-        preview["notifications"] = parse_notifications(
-            props.get("notifications"),
-            props.where("notifications"),
-            _prior_notifications(previous),
-            limits=validate_limits,
-            style=written_style(props.get("action")),
-            identity=(identity or _PUBLIC_CLOUD) if validate_limits else None,
-            default_retry_interval=default_retry_interval,
-        )
+    notified = _parse_notifications(props, previous, validate_limits, identity, default_retry_interval)
     action, style = _parse_job_action(
         props,
         previous,
@@ -236,13 +227,12 @@ def parse_job(
     if validate_limits:
         _check_time_windows(props, start_time, recurrence, now or datetime.now(UTC))
 
-    definition = JobDefinition(action, start_time, recurrence, **preview)
+    definition = JobDefinition(action, start_time, recurrence, notifications=notified, **preview)
     if previous is not None and not wire.preview:
         definition = keep_preview(definition, previous)
     if validate_limits:
         check_jitter(definition, jitter_where or f"{props.where('recurrence')}.jitter (kept from the stored job)")
         check_placeholders(definition.action, props.where("action"))
-        check_notification_placeholders(definition.notifications, props.where("notifications"))
     return JobSpec(definition, state, style)
 
 
@@ -379,6 +369,32 @@ def _prior_action(previous: JobDefinition) -> Prior:
     """The stored ``action`` and its secrets (paths relative to it), as a PUT or PATCH may keep them."""
     output, secrets = job_action_json(previous.action)
     return Prior(output, {path.removeprefix("action."): value for path, value in secrets.items()})
+
+
+def _parse_notifications(
+    props: Fields,
+    previous: JobDefinition | None,
+    limits: bool,
+    identity: IdentityScope | None,
+    default_retry_interval: timedelta,
+) -> Notifications | None:
+    """The job's ``notifications`` (the preview wire's; None without), keeping the secrets the body omits (as the
+    action's); with ``limits`` (a client's write), where the app's identity may go and their placeholders are
+    checked."""
+    if "notifications" not in props:
+        return None
+    notifications = parse_notifications(
+        props.get("notifications"),
+        props.where("notifications"),
+        _prior_notifications(previous),
+        limits=limits,
+        style=written_style(props.get("action")),
+        identity=(identity or _PUBLIC_CLOUD) if limits else None,
+        default_retry_interval=default_retry_interval,
+    )
+    if limits:
+        check_notification_placeholders(notifications, props.where("notifications"))
+    return notifications
 
 
 def _prior_notifications(previous: JobDefinition | None) -> Prior | None:

@@ -26,8 +26,9 @@ from scheduler_core.model.collection import Calendar
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.service.calendars import CalendarService
 from scheduler_core.service.collections import CollectionService
-from scheduler_core.service.jobs import BackfillRequest, JobService, ReplayRequest, RunRequest
+from scheduler_core.service.jobs import BackfillRequest, JobService, RunRequest
 from scheduler_core.service.races import Races
+from scheduler_core.service.reads import ReplayRequest
 from scheduler_core.service.writes import DueSoon
 from scheduler_core.storage.keys import CollectionRef, JobRef
 

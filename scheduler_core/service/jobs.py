@@ -32,7 +32,6 @@ from scheduler_core.definitions import Wire
 from scheduler_core.errors import (
     ConflictError,
     EtagMismatchError,
-    NotFoundError,
     QuotaExceededError,
     SchedulerError,
     StorageError,
@@ -50,15 +49,13 @@ from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import next_unrun, schedule_of, with_next_execution
 from scheduler_core.service import plans
 from scheduler_core.service.races import Races, StartOver, check_if_match
-from scheduler_core.service.reads import job_not_found, live_collection
+from scheduler_core.service.reads import ReplayRequest, job_not_found, live_collection, replay
 from scheduler_core.service.writes import DueSoon, JobWriter
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 log = logging.getLogger("scheduler_core.service")
 
 RunRequest = Callable[[Job], None]
-#: Runs a job's occurrence (its expected time) again now; the execution id of the replay's first attempt.
-ReplayRequest = Callable[[Job, datetime], str]
 
 
 #: Where a job's calendars are named, for the errors about them.
@@ -516,16 +513,5 @@ class JobService:
         return self.backfills.backfill(ref, body)
 
     def rerun(self, ref: JobRef, execution_id: str) -> tuple[datetime, str]:
-        """Run the occurrence of the history entry ``execution_id`` again now (api-version 2026-12-01-preview):
-        its main action, its own expected time, under the job's retry policy, whatever the job's state; the
-        occurrence and the execution id of the replay's first attempt. 404 naming ``historyId`` when the job
-        has no such entry (or one without an expected time)."""
-        job = self.stored(ref)
-        wanted = execution_id.strip().lower()
-        found = next((row for row in self.stores.history.list(job.ref) if row.execution_id == wanted), None)
-        if found is None or found.expected_execution_time is None:
-            raise NotFoundError(f"historyId: job '{ref.name}' has no history entry '{execution_id[:64]}'")
-        if self.request_replay is None:
-            raise SchedulerError("replaying occurrences is not available in this deployment")
-        occurrence = found.expected_execution_time
-        return occurrence, self.request_replay(job, occurrence)
+        """Run a history entry's occurrence again now (:func:`~scheduler_core.service.reads.replay`)."""
+        return replay(self.stores, self.stored(ref), execution_id, self.request_replay)

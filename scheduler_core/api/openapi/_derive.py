@@ -501,16 +501,8 @@ def _retry_properties(retry: dict[str, Any]) -> None:
     }
 
 
-def derive(classic: dict[str, Any]) -> dict[str, Any]:
-    """The preview document made from the 2016-03-01 one (which is not modified)."""
-    document = copy.deepcopy(classic)
-    document["info"]["version"] = VERSION
-    document["info"]["description"] = (
-        "Microsoft.Scheduler 2016-03-01 (Microsoft's document, MIT) with the additions of api-version "
-        f"{VERSION} of the self-hosted successor: see docs/openapi.md."
-    )
-    definitions = document["definitions"]
-    job = definitions["JobProperties"]["properties"]
+def _job_properties(job: dict[str, Any]) -> None:
+    """The preview's properties of a job: its policies, labels and notifications."""
     job["overlapPolicy"] = _enum(
         "OverlapPolicy",
         ["AllowAll", "Skip", "BufferOne"],
@@ -531,6 +523,18 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     }
     job["description"] = {"type": "string", "maxLength": 1024, "description": "What the job is for, for people."}
     job["notifications"] = _ref("JobNotifications")
+
+
+def derive(classic: dict[str, Any]) -> dict[str, Any]:
+    """The preview document made from the 2016-03-01 one (which is not modified)."""
+    document = copy.deepcopy(classic)
+    document["info"]["version"] = VERSION
+    document["info"]["description"] = (
+        "Microsoft.Scheduler 2016-03-01 (Microsoft's document, MIT) with the additions of api-version "
+        f"{VERSION} of the self-hosted successor: see docs/openapi.md."
+    )
+    definitions = document["definitions"]
+    _job_properties(definitions["JobProperties"]["properties"])
     _recurrence_properties(definitions["JobRecurrence"]["properties"])
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
