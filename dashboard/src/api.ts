@@ -147,12 +147,20 @@ export interface HistoryRow {
     message: string;
     retryCount: number;
     repeatCount: number;
-    /** api-version 2026-12-01-preview: what started the occurrence (Scheduled, Manual, Backfill). */
+    /** api-version 2026-12-01-preview: what started the occurrence (Scheduled, Manual, Backfill, Replay). */
     trigger?: string;
     /** api-version 2026-12-01-preview: when the attempt was due, where not its expected time (a retry's retry
      * time, an error action's send, a backfill's start slot). */
     dueTime?: string;
   };
+}
+
+/** A replay the service accepted (POST .../history/{historyId}/rerun, api-version 2026-12-01-preview): the
+ * occurrence run again (its expected execution time) and the execution id of the replay's first attempt (the
+ * ``name`` of its history row, whose trigger is Replay). */
+export interface Replay {
+  scheduledTime: string;
+  executionId: string;
 }
 
 /** The dashboard's dry run of a job PUT (POST /dashboard/api/preview/...): nothing is written. */
@@ -425,6 +433,18 @@ export class Api {
 
   async run(ref: Ref): Promise<void> {
     await this.call("POST", this.arm(`${jobPath(ref)}/run`));
+  }
+
+  /** Run the occurrence of the history row ``historyId`` (its ``name``, an execution id) again now: the
+   * management API's replay (POST, api-version 2026-12-01-preview). A Reader's key is refused (an ApiError
+   * 403), an unknown row or job is an ApiError 404. An answer without the occurrence and the execution id is
+   * an ApiError too. */
+  async rerun(ref: Ref, historyId: string): Promise<Replay> {
+    const data = (await this.call("POST", this.arm(`${jobPath(ref)}/history/${encodeURIComponent(historyId)}/rerun`))) as Partial<Replay> | null;
+    if (typeof data?.scheduledTime !== "string" || typeof data.executionId !== "string") {
+      throw new ApiError(0, "InvalidAnswer", "the scheduler accepted the re-run but did not say which execution it started");
+    }
+    return { scheduledTime: data.scheduledTime, executionId: data.executionId };
   }
 
   async setState(ref: Ref, state: "Enabled" | "Disabled"): Promise<Job> {

@@ -78,8 +78,16 @@ def job(record: Job, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
 def require_preview(wire: Wire, path: ResourcePath) -> None:
     """Refuse (400, naming api-version) a path that exists with the preview api-version only."""
     if path.preview_only and not wire.preview:
-        what = "a job's occurrences" if path.kind == "job_occurrences" else "calendars"
-        raise ValidationError("api-version", f"{what} need api-version {PREVIEW_VERSION}")
+        what = _PREVIEW_PATHS.get(path.kind, "calendars need")
+        raise ValidationError("api-version", f"{what} api-version {PREVIEW_VERSION}")
+
+
+#: What each preview-only kind of path is, in the words of the error a classic api-version gets.
+_PREVIEW_PATHS = {
+    "job_occurrences": "a job's occurrences need",
+    "job_backfill": "a job's backfill needs",
+    "job_history_rerun": "re-running a history entry needs",
+}
 
 
 def calendar(ref: CollectionRef, record: Calendar) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 - ``preview JOB.json``: the next occurrences of a job definition (no connection; :mod:`.preview`);
 - ``collections list|show|create|delete|enable|disable`` and ``jobs list|show|create|update|delete|pause|
-  resume|run|history|preview``: the management API of a deployment (:mod:`.resources`);
+  resume|run|rerun|history|preview``: the management API of a deployment (:mod:`.resources`);
 - ``export FILE`` and ``import FILE``: every collection and job to a file and back (:mod:`.transfer`).
 
 The commands that call the API use ``requests`` against its REST paths (:mod:`.client`); endpoint, API

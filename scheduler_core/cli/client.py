@@ -284,6 +284,21 @@ class SchedulerClient:
     def run_job(self, group: str, collection: str, job: str) -> None:
         self.call("POST", f"{self.job_path(group, collection, job)}/run")
 
+    def rerun_history(self, group: str, collection: str, job: str, history_id: str) -> dict[str, str]:
+        """``POST .../jobs/{job}/history/{historyId}/rerun`` (api-version 2026-12-01-preview): the occurrence of
+        the job's history entry ``history_id`` (the entry's ``name``, its execution id) runs again now. The
+        answer's ``scheduledTime`` (the occurrence, its expected execution time) and ``executionId`` (the
+        replay's first attempt: the ``name`` of its history entry). An answer without both as strings is an
+        :class:`ApiError`; the service's refusals (400 for a classic api-version, 403 for a Reader, 404 for
+        an unknown job or entry) are raised as every operation raises them."""
+        path = f"{self.job_path(group, collection, job)}/history/{_segment(history_id)}/rerun"
+        answer = self.call("POST", path)
+        body = answer.body if isinstance(answer.body, dict) else {}
+        scheduled, execution = body.get("scheduledTime"), body.get("executionId")
+        if not (isinstance(scheduled, str) and scheduled and isinstance(execution, str) and execution):
+            raise ApiError(answer.status, "", "the answer names no scheduledTime and executionId of a replay")
+        return {"scheduledTime": scheduled, "executionId": execution}
+
     def list_calendars(self, group: str, collection: str) -> list[dict[str, Any]]:
         """The collection's calendars (preview api-version only)."""
         return list(self.pages(f"{self.collection_path(group, collection)}/calendars"))

@@ -540,11 +540,66 @@ def jobs_run(args: argparse.Namespace) -> int:
     client.run_job(group, collection, name)
     if not args.wait:
         return _done(args, "started", f"job {collection}/{name}")
+
+    def first_new(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        new = [row for row in rows if str(row.get("name")) not in seen]
+        return new[-1] if new else None  # the oldest new row: the first attempt of this run
+
+    return _wait_for_entry(args, client, (group, collection, name), first_new, "the run was requested")
+
+
+def jobs_rerun(args: argparse.Namespace) -> int:
+    """``POST .../jobs/{job}/history/{historyId}/rerun`` (api-version 2026-12-01-preview): the occurrence of a
+    history entry (``HISTORY_ID``: the entry's ``name``, the ID column of ``jobs history``) runs again now, a
+    replay with its own execution id and history trigger ``Replay``. Prints the occurrence (``scheduledTime``)
+    and the replay's execution id; ``--wait`` then waits for the replay's first attempt (the history entry of
+    that execution id) and prints it, exit status 1 if it failed, as ``jobs run --wait`` does."""
+    client = client_of(args)
+    group = group_of(client)
+    collection, name = job_address(args)
+    history_id = str(args.history_id or "").strip()
+    if not history_id:
+        raise CliError("no history entry: give HISTORY_ID (the ID column of `jobs history`)")
+    replay = client.rerun_history(group, collection, name, history_id)
+    execution_id = replay["executionId"]
+    if args.wait:
+
+        def replay_entry(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+            return next((row for row in rows if str(row.get("name")).lower() == execution_id.lower()), None)
+
+        requested = f"the rerun was requested (execution id {execution_id})"
+        return _wait_for_entry(args, client, (group, collection, name), replay_entry, requested)
+    target = f"job {collection}/{name}"
+    if args.output == JSON:
+        write_json({"result": "rerun requested", "target": target, "historyId": history_id, **replay})
+        return EXIT_OK
+    write_fields(
+        [
+            ("rerun requested", f"{target}, history entry {history_id}"),
+            ("scheduled time", replay["scheduledTime"]),
+            ("execution id", execution_id),
+        ]
+    )
+    return EXIT_OK
+
+
+def _wait_for_entry(
+    args: argparse.Namespace,
+    client: SchedulerClient,
+    job: tuple[str, str, str],
+    pick: Callable[[list[dict[str, Any]]], dict[str, Any] | None],
+    requested: str,
+) -> int:
+    """``--wait`` of ``jobs run`` and ``jobs rerun``: reads the newest 100 history entries of ``job`` (group,
+    collection, name) about once a second until ``pick`` finds the entry waited for among them, prints it (a
+    row of the history table, or the entry as JSON) and returns 0 if its status is Completed, else 1. When
+    ``--wait-timeout`` seconds pass first, a :class:`CliError` (exit status 1) says ``requested`` and that no
+    entry appeared."""
+    group, collection, name = job
     deadline = time.monotonic() + args.wait_timeout
     while True:
-        rows = [row for row in client.history(group, collection, name, top=100) if str(row.get("name")) not in seen]
-        if rows:
-            row = rows[-1]  # the oldest new row: the first attempt of this run
+        row = pick(client.history(group, collection, name, top=100))
+        if row is not None:
             props = row.get("properties") or {}
             if args.output == JSON:
                 write_json(row)
@@ -552,13 +607,13 @@ def jobs_run(args: argparse.Namespace) -> int:
                 write_table(HISTORY_HEADERS, [_history_row(row)], limit=100)
             return EXIT_OK if props.get("status") == "Completed" else EXIT_API_ERROR
         if time.monotonic() >= deadline:
-            raise CliError(
-                f"the run was requested, but no history entry appeared within {args.wait_timeout:g} s", EXIT_API_ERROR
-            )
+            raise CliError(f"{requested}, but no history entry appeared within {args.wait_timeout:g} s", EXIT_API_ERROR)
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
-HISTORY_HEADERS = ("start", "status", "action", "retry", "expected", "seconds", "message")
+#: The columns of a history entry. ``trigger`` (what started the occurrence: Scheduled, Manual, Backfill, Replay)
+#: is the preview api-version's; ``id`` is the entry's ``name``, its execution id (``jobs rerun``'s HISTORY_ID).
+HISTORY_HEADERS = ("start", "status", "action", "retry", "expected", "trigger", "seconds", "id", "message")
 
 
 def _seconds(start: Any, end: Any) -> str:
@@ -578,7 +633,9 @@ def _history_row(row: Mapping[str, Any]) -> list[Any]:
         props.get("actionName"),
         props.get("retryCount"),
         props.get("expectedExecutionTime") or "-",
+        props.get("trigger") or "-",
         _seconds(props.get("startTime"), props.get("endTime")) if props.get("endTime") else "",
+        row.get("name"),
         props.get("message"),
     ]
 
@@ -686,6 +743,14 @@ def _jobs_or_tags(parser: argparse.ArgumentParser, *, yes: bool = True) -> None:
         parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
 
 
+def _wait_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--wait`` (``help_text``) and ``--wait-timeout SECONDS`` (default 120)."""
+    parser.add_argument("--wait", action="store_true", help=help_text)
+    parser.add_argument(
+        "--wait-timeout", type=float, default=120.0, metavar="SECONDS", help="how long to wait (default 120)"
+    )
+
+
 def _tag_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--tag", type=_tag, action="append", default=[], metavar="NAME=VALUE", help=help_text)
 
@@ -718,9 +783,10 @@ def _add_collections_commands(commands: Any) -> None:
 
 
 def _add_jobs_commands(commands: Any) -> None:
-    """``jobs`` with its subcommands: list, show, create, update, delete, pause, resume, run, history, preview."""
+    """``jobs`` with its subcommands: list, show, create, update, delete, pause, resume, run, rerun, history,
+    preview."""
     top = commands.add_parser(
-        "jobs", help="list, show, create, update, delete, pause, resume, run jobs; history; preview"
+        "jobs", help="list, show, create, update, delete, pause, resume, run, rerun jobs; history; preview"
     )
     sub = top.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = _command(sub, "list", "list the jobs of a collection", jobs_list)
@@ -748,10 +814,16 @@ def _add_jobs_commands(commands: Any) -> None:
     _jobs_or_tags(p, yes=True)
     p = _command(sub, "run", "run a job now, outside its schedule (POST .../jobs/JOB/run)", jobs_run)
     _job_argument(p)
-    p.add_argument("--wait", action="store_true", help="wait for the run's history entry; exit 1 if it failed")
-    p.add_argument(
-        "--wait-timeout", type=float, default=120.0, metavar="SECONDS", help="how long to wait (default 120)"
+    _wait_options(p, "wait for the run's history entry; exit 1 if it failed")
+    p = _command(
+        sub,
+        "rerun",
+        "run the occurrence of a history entry again now (POST .../jobs/JOB/history/HISTORY_ID/rerun)",
+        jobs_rerun,
     )
+    _job_argument(p)
+    p.add_argument("history_id", metavar="HISTORY_ID", help="the history entry's id (the ID column of `jobs history`)")
+    _wait_options(p, "wait for the replay's history entry; exit 1 if it failed")
     p = _command(sub, "history", "a job's history, newest first", jobs_history)
     _job_argument(p)
     p.add_argument("--status", choices=("Completed", "Failed", "Postponed"), help="only entries with this status")

@@ -161,7 +161,8 @@ def test_classic_clients_readers_and_unknown_entries_are_refused_and_nothing_is_
     before = deployment.queued()
 
     status, answer = rerun(deployment, failed, version=CLASSIC)
-    assert status == 400 and "2026-12-01-preview" in answer["error"]["message"], answer
+    assert status == 400, answer
+    assert answer["error"]["message"] == "api-version: re-running a history entry needs api-version 2026-12-01-preview"
     status, answer = rerun(deployment, failed, key=READER_KEY)
     assert status == 403 and "jobs/jobHistories/rerun/action" in answer["error"]["message"], answer
     status, answer = rerun(deployment, "0" * 32)

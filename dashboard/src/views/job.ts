@@ -5,7 +5,9 @@
 // retries and error action grouped under the occurrence they belong to. A job that does not exist shows
 // "not found" and no action. A Reader is shown no write control. Its description and tags (api-version
 // 2026-12-01-preview) are shown under its name, as text; a tag the list's filter can find links to the jobs
-// that have it.
+// that have it. Each failed history row of a writer has a Re-run button: the management API's replay of the
+// row's occurrence (POST .../history/{historyId}/rerun), confirmed next to the history, whose replay rows
+// then appear under an occurrence heading of their own ("replay").
 
 import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
@@ -134,7 +136,14 @@ function occurrencesTable(insight: JobInsight): HTMLElement {
   return table(caption, columns, rows, "No further occurrences: the schedule is over.");
 }
 
-function historyRow(row: HistoryRow, fresh: boolean, zone: string | null): HTMLTableRowElement {
+/** The occurrence a history row belongs to, as the page names it: when it was due (its expected execution time). */
+function occurrenceName(iso: string, zone: string | null): string {
+  return `the occurrence due ${absolute(iso, zone)}`;
+}
+
+/** A history row; ``rerun``: the content of its last cell (the Re-run column of a writer), or null when the
+ * table has no such column. */
+function historyRow(row: HistoryRow, fresh: boolean, zone: string | null, rerun: Child | null): HTMLTableRowElement {
   const p = row.properties;
   const took = secondsBetween(p.startTime, p.endTime);
   const late = attemptLateness(row);
@@ -153,6 +162,7 @@ function historyRow(row: HistoryRow, fresh: boolean, zone: string | null): HTMLT
       { class: "message" },
       message.length > 100 ? h("details", {}, h("summary", {}, excerpt(message, 100)), h("pre", {}, message)) : h("span", {}, message || "—"),
     ),
+    rerun === null ? null : h("td", { class: "rerun" }, rerun),
   );
 }
 
@@ -200,6 +210,11 @@ export function jobView(context: Context, ref: Ref): View {
   const definition = h("div", {});
   const raw = h("pre", { class: "raw" });
   const historyArea = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  // Where a re-run's confirmation or refusal is said: next to the history whose button was pressed.
+  const historyStatus = h("p", { class: "action-status", role: "status" });
+  /** The history rows whose re-run is being requested: their buttons stay disabled while the page redraws. */
+  const rerunning = new Set<string>();
+  let lastHistory: HistoryRow[] | null = null;
   const charts = new HistoryCharts();
   const runButton = h("button", { type: "button", "data-key": "run" }, "Run now");
   const toggleButton = h("button", { type: "button", "data-key": "toggle" }, "Disable");
@@ -243,7 +258,7 @@ export function jobView(context: Context, ref: Ref): View {
     actionStatus,
     summary,
     h("section", { "aria-labelledby": "charts-title" }, h("h2", { id: "charts-title" }, "Executions"), charts.element),
-    h("section", { "aria-labelledby": "history-title" }, h("h2", { id: "history-title" }, "History"), historyArea),
+    h("section", { "aria-labelledby": "history-title" }, h("h2", { id: "history-title" }, "History"), historyStatus, historyArea),
     h("section", { "aria-labelledby": "occurrences-title", class: "narrow" }, h("h2", { id: "occurrences-title" }, "Next occurrences"), occurrences),
     h(
       "section",
@@ -255,18 +270,31 @@ export function jobView(context: Context, ref: Ref): View {
     dialog,
   );
 
-  async function act(button: HTMLButtonElement, work: () => Promise<string>): Promise<void> {
-    button.disabled = true;
+  /** Runs ``work`` for ``button``, busy meanwhile: what it returns is said in ``options.where`` (the job's action
+   * status unless given) and the page is read again; an error is said there as "``options.failed``: <the API's
+   * message>" ("Failed" unless given). The button is disabled meanwhile, or with ``options.keepFocus`` marked
+   * aria-disabled instead, so that it keeps the keyboard focus (a disabled button loses it), a click on it
+   * meanwhile doing nothing. */
+  async function act(
+    button: HTMLButtonElement,
+    work: () => Promise<string>,
+    options: { where?: HTMLElement; failed?: string; keepFocus?: boolean } = {},
+  ): Promise<void> {
+    const where = options.where ?? actionStatus;
+    if (button.getAttribute("aria-disabled") === "true") return;
+    if (options.keepFocus) button.setAttribute("aria-disabled", "true");
+    else button.disabled = true;
     button.setAttribute("aria-busy", "true");
-    actionStatus.className = "action-status";
+    where.className = "action-status";
     try {
-      actionStatus.textContent = shown(await work());
+      where.textContent = shown(await work());
       await view.refresh();
     } catch (error) {
-      actionStatus.className = "action-status error";
-      actionStatus.textContent = shown(`Failed: ${(error as Error).message}`);
+      where.className = "action-status error";
+      where.textContent = shown(`${options.failed ?? "Failed"}: ${(error as Error).message}`);
     } finally {
       button.disabled = false;
+      button.removeAttribute("aria-disabled");
       button.removeAttribute("aria-busy");
     }
   }
@@ -310,6 +338,43 @@ export function jobView(context: Context, ref: Ref): View {
     });
   });
 
+  /** The Re-run button of a failed history row (a writer's; the row names its occurrence), else nothing. */
+  function rerunButton(row: HistoryRow, zone: string | null): HTMLButtonElement | null {
+    const due = row.properties.expectedExecutionTime;
+    if (row.properties.status !== "Failed" || !due) return null;
+    const busy = rerunning.has(row.name);
+    const button = h(
+      "button",
+      {
+        type: "button",
+        class: "rerun",
+        "data-key": `rerun:${row.name}`,
+        "aria-label": `Re-run ${occurrenceName(due, zone)}`,
+        "aria-disabled": busy ? "true" : false,
+        "aria-busy": busy ? "true" : false,
+      },
+      "Re-run",
+    );
+    button.addEventListener("click", () => {
+      if (rerunning.has(row.name)) return; // asked already: one replay a click
+      rerunning.add(row.name);
+      void act(
+        button,
+        async () => {
+          try {
+            const replay = await context.api.rerun(ref, row.name);
+            return `Re-run of ${occurrenceName(replay.scheduledTime, zone)} requested: it runs again now as execution ${replay.executionId}, shown in the history as a replay within seconds.`;
+          } finally {
+            rerunning.delete(row.name);
+            shownHistory = ""; // drawn again: a button drawn meanwhile as busy is enabled again
+          }
+        },
+        { where: historyStatus, failed: `Re-run of ${occurrenceName(due, zone)} failed`, keepFocus: true },
+      );
+    });
+    return button;
+  }
+
   function renderSummary(current: Job, history: HistoryRow[]): void {
     const props = current.properties;
     const counters = props.status ?? {};
@@ -347,7 +412,8 @@ export function jobView(context: Context, ref: Ref): View {
   function renderHistory(history: HistoryRow[]): void {
     // Drawn again only when it changed, so an opened response stays open and the focus stays put.
     const zone = zoneFor(jobZone ?? recurrenceZone(job?.properties.recurrence));
-    const signature = JSON.stringify([zone, history.map((row) => [row.id, row.properties.status, row.properties.endTime])]);
+    const signature = JSON.stringify([zone, writer, history.map((row) => [row.id, row.properties.status, row.properties.endTime])]);
+    lastHistory = history;
     if (signature === shownHistory) return;
     shownHistory = signature;
     const fresh = new Set<string>();
@@ -357,7 +423,8 @@ export function jobView(context: Context, ref: Ref): View {
       announce(`${fresh.size} new execution${fresh.size > 1 ? "s" : ""}${newest ? `: ${newest.properties.status}` : ""}.`);
     }
     known = new Set(history.map((row) => row.id));
-    const columns = [`Started (${zoneLabel(zone)})`, "Action", "Status", "Duration", "Lateness", "Retry", "Response"];
+    // A Reader is shown no write control: the Re-run column is a writer's only.
+    const columns = [`Started (${zoneLabel(zone)})`, "Action", "Status", "Duration", "Lateness", "Retry", "Response", ...(writer ? ["Re-run"] : [])];
     const caption = history.length
       ? `The last ${history.length} executions, newest first, grouped by occurrence`
       : "Executions, newest first";
@@ -367,7 +434,7 @@ export function jobView(context: Context, ref: Ref): View {
         "tbody",
         { class: "occurrence" },
         h("tr", { class: "occurrence-head" }, h("th", { scope: "rowgroup", colspan: columns.length }, occurrenceHeading(group, zone))),
-        group.map((row) => historyRow(row, fresh.has(row.id), zone)),
+        group.map((row) => historyRow(row, fresh.has(row.id), zone, writer ? (rerunButton(row, zone) ?? "") : null)),
       ),
     );
     const wrapped = table(caption, columns, [], "No executions yet.");
@@ -441,6 +508,7 @@ export function jobView(context: Context, ref: Ref): View {
   void context.canWrite.then((can) => {
     writer = can;
     if (job) actions.hidden = !can;
+    if (lastHistory && !gone) renderHistory(lastHistory); // with or without the Re-run column now
   });
   onTimeMode(() => {
     if (!gone && document.body.contains(element)) void view.refresh();
