@@ -262,6 +262,18 @@ def notice(end: End | None, faults_before: int) -> NotificationKind | None:
     return None
 
 
+def succeeded(rows: Iterable[HistoryEntry], occurrence: datetime) -> bool:
+    """Whether the scheduled ``occurrence`` has succeeded, by the job's history ``rows``: its main action
+    completed, on the schedule's attempts or a replay's (``notifications.deadline`` is met)."""
+    return any(
+        row.expected_execution_time == occurrence
+        and row.action_name is ActionName.MAIN
+        and row.status == HistoryStatus.COMPLETED
+        and row.trigger in (Trigger.SCHEDULED, Trigger.REPLAY)
+        for row in rows
+    )
+
+
 def pause_reason(pause_after_failures: int) -> str:
     """The reason a paused job shows (its history and its status)."""
     return (

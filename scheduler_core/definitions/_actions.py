@@ -50,9 +50,6 @@ from scheduler_core.model.actions import (
     Action,
     HttpAction,
     JobAction,
-    Notification,
-    NotificationKind,
-    Notifications,
     ServiceBusQueueAction,
     ServiceBusTopicAction,
     StorageQueueAction,
@@ -66,12 +63,10 @@ __all__ = [
     "Prior",
     "action_json",
     "job_action_json",
-    "notifications_json",
     "parse_action",
-    "parse_notifications",
+    "parse_single_action",
     "read_action",
     "read_job_action",
-    "read_notifications",
     "restore_secrets",
 ]
 
@@ -241,68 +236,13 @@ def _parse_one(
     return action, retry, fields
 
 
-# ---------------------------------------------------------------------------------------- notifications
-#
-# ``properties.notifications`` (api-version 2026-12-01-preview): ``{"onFailure": <action>, "onRecovery":
-# <action>}``, each an action object of any type with an optional ``retryPolicy`` (default: the default
-# policy), without ``errorAction`` or ``expandPlaceholders`` (a notification always expands its placeholders).
-
-#: The kinds of notification by their names in lower case.
-_NOTIFICATION_KINDS = {kind.value.lower(): kind for kind in NotificationKind}
-_NOTIFICATION_HINT = "; a notification is one action (its placeholders are always expanded), without an errorAction"
-
-
-def parse_notifications(
-    data: object,
-    path: str,
-    prior: Prior | None,
-    *,
-    limits: bool,
-    style: DurationStyle = ISO,
-    identity: IdentityScope | None = None,
-    default_retry_interval: timedelta = DEFAULT_RETRY_INTERVAL,
-) -> Notifications | None:
-    """A client's ``notifications`` (None: an empty object). ``prior``: the stored ``notifications`` (a secret
-    the body omits is kept from it, as for the job's action)."""
-    fields = Fields(data, path, tuple(kind.value for kind in NotificationKind))
-    options = ParseOptions(limits, identity, style, default_retry_interval, preview=True)
-    found: dict[str, Notification] = {}
-    for kind in NotificationKind:
-        if kind.value not in fields:
-            continue
-        where = fields.where(kind.value)
-        action, retry, _ = _parse_one(
-            fields.get(kind.value), where, sub(prior, kind.value), options, True, _NOTIFICATION_HINT
-        )
-        found[kind.value] = Notification(action, retry or default_retry_policy(style, default_retry_interval))
-    if not found:
-        return None
-    return Notifications(found.get(NotificationKind.ON_FAILURE.value), found.get(NotificationKind.ON_RECOVERY.value))
-
-
-def notifications_json(notifications: Notifications) -> tuple[dict[str, Any], dict[str, str]]:
-    """The canonical ``notifications`` and their secrets by dotted path inside the job's ``properties``."""
-    output: dict[str, Any] = {}
-    secrets: dict[str, str] = {}
-    for kind, notification in notifications.items():
-        written, hidden = action_json(notification.action)
-        written["retryPolicy"] = retry_policy_json(notification.retry_policy)
-        output[kind.value] = written
-        secrets.update({f"notifications.{kind.value}.{key}": value for key, value in hidden.items()})
-    return output, secrets
-
-
-def read_notifications(properties: Mapping[str, Any], secrets: Mapping[str, str]) -> Notifications | None:
-    """The ``notifications`` of a stored job (canonical, trusted), with their secrets put back."""
-    stored = restore_secrets(properties, secrets).get("notifications")
-    if not isinstance(stored, Mapping) or not stored:
-        return None
-    found = {
-        kind: Notification(read_action(value), read_retry_policy(value.get("retryPolicy")))
-        for name, value in stored.items()
-        if (kind := _NOTIFICATION_KINDS.get(str(name).lower())) is not None and isinstance(value, Mapping)
-    }
-    return Notifications(found.get(NotificationKind.ON_FAILURE), found.get(NotificationKind.ON_RECOVERY))
+def parse_single_action(
+    data: object, path: str, prior: Prior | None, options: ParseOptions, hint: str
+) -> tuple[Action, RetryPolicy | None]:
+    """One action object without ``errorAction`` or ``expandPlaceholders`` of its own (a notification's; ``hint``
+    says why, in its errors): the action and its retry policy when written."""
+    action, retry, _ = _parse_one(data, path, prior, options, True, hint)
+    return action, retry
 
 
 # -------------------------------------------------------------------------------------------- read

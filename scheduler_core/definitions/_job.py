@@ -31,11 +31,8 @@ from dateutil.relativedelta import relativedelta
 from scheduler_core.definitions._actions import (
     Prior,
     job_action_json,
-    notifications_json,
     parse_action,
-    parse_notifications,
     read_job_action,
-    read_notifications,
     restore_secrets,
 )
 from scheduler_core.definitions._durations import (
@@ -47,6 +44,7 @@ from scheduler_core.definitions._durations import (
     read_duration,
 )
 from scheduler_core.definitions._json import Fields, enum_value, preview_only
+from scheduler_core.definitions._notifications import notifications_json, parse_notifications, read_notifications
 from scheduler_core.definitions._preview import (
     PREVIEW_PROPERTIES,
     RECURRENCE_EXTRAS,

@@ -476,8 +476,9 @@ def check_notification_placeholders(notifications: Notifications | None, path: s
     ``@{failure.*}`` in ``onFailure`` only (``path``: the job's ``notifications``)."""
     for which, notification in notifications.items() if notifications is not None else ():
         knows_failure = which is NotificationKind.ON_FAILURE
+        place = f"{path}.{which.value}" + (".action" if which is NotificationKind.DEADLINE else "")
         for field, text, query_only in _texts(notification.action):
-            where = f"{path}.{which.value}.{field}"
+            where = f"{place}.{field}"
             _check_text(text, where, query_only, knows_failure, "an errorAction or onFailure")
 
 

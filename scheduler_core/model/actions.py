@@ -39,6 +39,7 @@ __all__ = [
     "BasicAuthentication",
     "BrokeredMessageProperties",
     "ClientCertificateAuthentication",
+    "Deadline",
     "HttpAction",
     "HttpAuthentication",
     "JobAction",
@@ -407,6 +408,8 @@ class NotificationKind(enum.StrEnum):
     """A scheduled occurrence faulted after one that did not (the first of a failure streak)."""
     ON_RECOVERY = "onRecovery"
     """A scheduled occurrence completed after a streak of faulted ones."""
+    DEADLINE = "deadline"
+    """A scheduled occurrence had not succeeded its deadline's ``after`` past its scheduled time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,14 +423,26 @@ class Notification:
 
 
 @dataclass(frozen=True, slots=True)
+class Deadline:
+    """``notifications.deadline``: ``notification`` is sent when a scheduled occurrence has not succeeded
+    ``after`` its scheduled time (whether its attempts failed, still run, or never ran)."""
+
+    after: Duration
+    notification: Notification
+
+
+@dataclass(frozen=True, slots=True)
 class Notifications:
     """A job's ``properties.notifications``: the action of each :class:`NotificationKind` it has."""
 
     on_failure: Notification | None = None
     on_recovery: Notification | None = None
+    deadline: Deadline | None = None
 
     def of(self, kind: NotificationKind) -> Notification | None:
         """The notification of ``kind`` (None: the job has none)."""
+        if kind is NotificationKind.DEADLINE:
+            return self.deadline.notification if self.deadline is not None else None
         return self.on_failure if kind is NotificationKind.ON_FAILURE else self.on_recovery
 
     def items(self) -> tuple[tuple[NotificationKind, Notification], ...]:

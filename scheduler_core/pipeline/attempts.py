@@ -124,6 +124,12 @@ def notification_of(
     return replace(message, action=kind.value, attempt=0, first="", failure=failure, until="", waits_for="")
 
 
+def deadline_of(message: ExecutionMessage) -> ExecutionMessage:
+    """The job's deadline notification about ``message``'s scheduled occurrence (it runs only if the occurrence
+    has not succeeded by then)."""
+    return replace(message, action="deadline", attempt=0, missed=0, last=False, first="", failure=None, until="")
+
+
 def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:
     """The first attempt of ``job``'s occurrence ``occurrence``, released from waiting (BufferOne)."""
     return _message(job, occurrence, last=last)
@@ -164,6 +170,13 @@ class Attempts:
         occurrence = message.occurrence_time
         self.send(message.to_json(), visibility_seconds(occurrence, now))
         return self.watches.row_after_lease(job, message, shard, occurrence, now)
+
+    def dispatch_at(self, job: Job, message: ExecutionMessage, shard: str, due: datetime, now: datetime) -> WatchEntry:
+        """Send ``message`` (due within :data:`MAX_VISIBILITY`) to show at ``due`` from a scan; its watch entry,
+        for the scan to write in its shard batch."""
+        message = due_at(message, due)
+        self.send(message.to_json(), visibility_seconds(due, now))
+        return self.watches.row_after_lease(job, message, shard, due, now)
 
     def send_at(self, job: Job, message: ExecutionMessage, due: datetime, now: datetime) -> None:
         """Send ``message`` to show at ``due``: on its queue when a queue can hold it that long, else parked

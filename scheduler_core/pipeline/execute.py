@@ -44,6 +44,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from scheduler_core import policies
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.actions.outcome import outcome_message
 from scheduler_core.model import (
@@ -56,7 +57,7 @@ from scheduler_core.model import (
     JobState,
     LostAttempt,
 )
-from scheduler_core.model.actions import Action
+from scheduler_core.model.actions import Action, NotificationKind
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
@@ -192,6 +193,12 @@ class Executor:
                 return stale(message, Stale.EDITED, "job changed since dispatch")
         if message.notification is not None and action_of(job, message) is None:
             return stale(message, Stale.EDITED, f"the job's {message.notification} notification was removed")
+        if message.notification is NotificationKind.DEADLINE:
+            if job.generation != message.generation:
+                return stale(message, Stale.EDITED, "job changed since its occurrence was dispatched")
+            rows = durably("history read", lambda: self.stores.history.list(job.ref))
+            if policies.succeeded(rows, message.occurrence_time):
+                return stale(message, Stale.MET, "the occurrence succeeded before its deadline")
         return job
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:

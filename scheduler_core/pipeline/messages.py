@@ -20,7 +20,7 @@ VERSION = 1
 #: How a message names which of the job's actions it runs (its wire spelling; :attr:`ExecutionMessage.action_name`
 #: is the :class:`~scheduler_core.model.ActionName`): a notification by its
 #: :class:`~scheduler_core.model.actions.NotificationKind`.
-MessageAction = Literal["main", "error", "onFailure", "onRecovery"]
+MessageAction = Literal["main", "error", "onFailure", "onRecovery", "deadline"]
 
 
 class Cause(enum.StrEnum):

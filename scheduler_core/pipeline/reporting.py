@@ -42,6 +42,7 @@ class Stale(Enum):
     EDITED = "edited"  # the job was changed (PUT, PATCH, enable, disable) since dispatch: a new generation
     DISABLED = "disabled"  # the job is disabled
     FINISHED = "finished"  # the job ended (Completed or Faulted)
+    MET = "met"  # a deadline notification's occurrence succeeded in time
 
 
 class NextStep(Enum):

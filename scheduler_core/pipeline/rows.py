@@ -25,6 +25,7 @@ from scheduler_core.model import Job, JobState, OccurrenceEntry, ParkedEntry, Ty
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY
 from scheduler_core.pipeline import attempts, catch_up, reporting
 from scheduler_core.pipeline.attempts import Attempts
+from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.watchdog import Watchdog
 from scheduler_core.ports import Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
@@ -166,12 +167,22 @@ class Rows:
         while True:
             message = attempts.scheduled(job, occurrence, missed, last=following is None)
             report.watches.append(self.attempts.dispatch(job, message, row.shard, now))
+            self._deadline(job, message, row.shard, now, report)
             report.fired += 1
             if following is None or following >= horizon:
                 break
             occurrence, missed = following, 0
             following = schedule.after(occurrence)
         self._move(job, row, following, report)
+
+    def _deadline(self, job: Job, message: ExecutionMessage, shard: str, now: datetime, report: ScanReport) -> None:
+        """With ``notifications.deadline``: send its message with the occurrence's, to show ``after`` past the
+        occurrence (at once when that has passed), watched in the scan's batch."""
+        notifications = job.definition.notifications
+        deadline = notifications.deadline if notifications is not None else None
+        if deadline is not None:
+            due = message.occurrence_time + deadline.after.value
+            report.watches.append(self.attempts.dispatch_at(job, attempts.deadline_of(message), shard, due, now))
 
     @staticmethod
     def _move(job: Job, row: OccurrenceEntry, following: datetime | None, report: ScanReport) -> None:
@@ -201,6 +212,7 @@ class Rows:
         for late, stands_for, last in plan.runs:
             message = attempts.scheduled(job, late, stands_for, last)
             report.watches.append(self.attempts.dispatch(job, message, row.shard, now))  # shown at once: it is late
+            self._deadline(job, message, row.shard, now, report)
             report.fired += 1
         report.coalesced += 1
         policy = job.definition.missed_run_policy

@@ -289,6 +289,10 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                         "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 1},
                     },
                     "onRecovery": {"type": "Http", "request": {"uri": f"{url}/recovered", "method": "GET"}},
+                    "deadline": {
+                        "after": "01:30:00",
+                        "action": {"type": "Http", "request": {"uri": f"{url}/late", "method": "POST"}},
+                    },
                 },
             },
         ),

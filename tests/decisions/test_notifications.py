@@ -229,3 +229,101 @@ def test_a_hostile_notification_is_a_400_naming_the_field(
     assert refused.value.path.startswith(field), refused.value
     assert rule in refused.value.rule, refused.value
     assert deployment.stores.jobs.get(deployment.ref("j")) is None
+
+
+# ---------------------------------------------------------------------------------------------- deadline
+
+
+def put_deadline(deployment: Deployment, target: HttpTarget, receiver: HttpTarget, after: str = "PT10M") -> None:
+    body = "@{jobName} @{scheduledTime} late"
+    put(deployment, target, {"deadline": {"after": after, "action": notify(receiver, "/late", body)}})
+
+
+def dispatch_first(deployment: Deployment) -> None:
+    """The scan before :data:`T0` sends the first occurrence (and its deadline's message)."""
+    deployment.clock.set(T0 - timedelta(seconds=30))
+    deployment.scan()
+
+
+def test_a_deadline_is_sent_when_the_occurrence_has_not_succeeded_by_then(
+    deployment: Deployment, target: HttpTarget, receiver: HttpTarget
+) -> None:
+    put_deadline(deployment, target, receiver)
+    dispatch_first(deployment)
+    target.answer([500])
+    deployment.executor.execute(deployment.fire_at(T0))
+    deployment.clock.set(T0 + timedelta(minutes=9, seconds=58))
+    assert [message.action for message in deployment.take()] == []  # not before its time
+
+    deployment.clock.set(T0 + timedelta(minutes=10))
+    notices = [message for message in deployment.take() if message.action == "deadline"]
+    assert len(notices) == 1
+    deployment.executor.execute(notices[0])
+    deployment.executor.execute(notices[0])  # a second delivery runs once
+
+    assert [(call.path, call.body) for call in receiver.received] == [
+        ("/late", f"j {format_instant(T0)} late".encode())
+    ]
+    [note] = [row for row in deployment.history("j") if row.action_name is ActionName.NOTIFICATION]
+    assert note.expected_execution_time == T0 and note.message.endswith("(deadline notification)")
+
+
+def test_a_deadline_is_sent_even_if_the_occurrence_never_ran(
+    deployment: Deployment, target: HttpTarget, receiver: HttpTarget
+) -> None:
+    """The occurrence's worker hangs on a target that never answers: the deadline is the pipeline's own."""
+    put_deadline(deployment, target, receiver, after="PT1M")
+    dispatch_first(deployment)
+    occurrence = deployment.fire_at(T0)  # taken by a worker that never finishes it
+    assert occurrence.action == "main"
+
+    deployment.clock.set(T0 + MINUTE)
+    [notice] = deployment.take()
+    deployment.executor.execute(notice)
+
+    assert [call.path for call in receiver.received] == ["/late"]
+
+
+def test_a_deadline_met_or_of_an_edited_job_sends_nothing(
+    deployment: Deployment, target: HttpTarget, receiver: HttpTarget
+) -> None:
+    put_deadline(deployment, target, receiver)
+    dispatch_first(deployment)
+    target.answer([200])
+    deployment.executor.execute(deployment.fire_at(T0))
+    deployment.clock.set(T0 + timedelta(minutes=10))
+    [met] = [message for message in deployment.take() if message.action == "deadline"]
+    report = deployment.executor.execute(met)
+    assert report.outcome is Outcome.STALE and "succeeded before its deadline" in report.message
+
+    put_deadline(deployment, target, receiver, after="PT20M")  # a new generation
+    report = deployment.executor.execute(met)
+    assert report.outcome is Outcome.STALE and "changed since" in report.message
+    assert receiver.received == []
+
+
+@pytest.mark.parametrize(
+    ("deadline", "field", "rule"),
+    [
+        ({"after": "PT59S", "action": {}}, "properties.notifications.deadline.after", "between PT1M"),
+        ({"after": "P7D", "action": {}}, "properties.notifications.deadline.after", "(six days)"),
+        ({"action": {"type": "Http"}}, "properties.notifications.deadline.after", "is required"),
+        ({"after": "PT1H"}, "properties.notifications.deadline.action", "is required"),
+        ({"after": "PT1H", "action": {}, "every": 2}, "properties.notifications.deadline.every", "not a known field"),
+        (
+            {
+                "after": "PT1H",
+                "action": {"type": "Http", "request": {"uri": "https://x.example/?q=@{failure.body}", "method": "GET"}},
+            },
+            "properties.notifications.deadline.action.request.uri",
+            "only an errorAction or onFailure knows",
+        ),
+    ],
+)
+def test_a_hostile_deadline_is_a_400_naming_the_field(
+    deployment: Deployment, target: HttpTarget, deadline: Any, field: str, rule: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        put(deployment, target, {"deadline": deadline})
+    assert refused.value.path.startswith(field), refused.value
+    assert rule in refused.value.rule, refused.value

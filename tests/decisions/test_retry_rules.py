@@ -22,6 +22,7 @@ from scheduler_core.errors import ValidationError
 from scheduler_core.model import HistoryStatus
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.recurrence import format_instant
 from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
 from tests.support.jobs import http_action, job_body
@@ -280,7 +281,7 @@ def test_the_error_action_says_how_the_main_action_failed(deployment: Deployment
     assert sent["reason"] == "Status"
     assert sent["execution"] == retry.stable_execution_id()
     assert sent["attempts"] == "2"
-    assert sent["scheduled"] == "2026-11-30T04:00:20Z" == error.occurrence
+    assert sent["scheduled"] == format_instant(DUE) == error.occurrence
     # One line: the CR LF, the line feed and the escape are written as visible escapes, nothing raw.
     assert sent["body"] == '{"error": "db \\"down\\"\\nX-Injected: yes"}\\n\\x1b[31m'
     assert "X-Injected" not in {name.title() for name in call.headers}  # a header cannot be ended or added

@@ -220,6 +220,23 @@ _DEFINITIONS: dict[str, dict[str, Any]] = {
                 **_ref("JobErrorAction"),
                 "description": "Sent when an occurrence completes after one or more faulted ones in a row.",
             },
+            "deadline": _ref("JobNotificationDeadline"),
+        },
+    },
+    "JobNotificationDeadline": {
+        "type": "object",
+        "required": ["after", "action"],
+        "description": (
+            "Sent when a scheduled occurrence has not succeeded 'after' past its scheduled time, whether its "
+            "attempts failed, still run or never ran (a replay that succeeded in time counts)."
+        ),
+        "properties": {
+            "after": {
+                "type": "string",
+                "format": "duration",
+                "description": "How long after the scheduled time the occurrence must have succeeded (PT1M to P6D).",
+            },
+            "action": _ref("JobErrorAction"),
         },
     },
     "JobRerunResult": {
