@@ -9,6 +9,7 @@ and a real HTTP server on 127.0.0.1 as the target."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -174,3 +175,21 @@ def test_classic_clients_readers_and_unknown_entries_are_refused_and_nothing_is_
     status, answer = post(deployment, {}, path=f"{JOB_PATH}/history/{failed}/RERUN/")
     assert status == 202, answer  # paths are matched without regard to case, as ARM's
     assert len(deployment.queued()) == len(before) + 1
+
+
+def test_concurrent_replays_of_one_entry_each_run_once(deployment: Deployment, target: HttpTarget) -> None:
+    """An operator's double clicks and a script's retries racing: every accepted request is one replay."""
+    failed = failed_once(deployment, target)
+    target.answer([200])
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        answers = list(pool.map(lambda _: rerun(deployment, failed), range(20)))
+
+    assert [status for status, _ in answers] == [202] * 20
+    ids = {answer["executionId"] for _, answer in answers}
+    assert len(ids) == 20
+    messages = deployment.take()
+    assert {message.stable_execution_id() for message in messages} == ids
+    outcomes = [deployment.executor.execute(message).outcome for message in messages + messages]
+    assert outcomes.count(Outcome.SUCCEEDED) == 20 and outcomes.count(Outcome.DUPLICATE) == 20
+    replays = {row.execution_id for row in deployment.history("j") if row.trigger is Trigger.REPLAY}
+    assert replays == ids
