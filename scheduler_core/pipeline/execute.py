@@ -196,7 +196,7 @@ class Executor:
         if message.notification is NotificationKind.DEADLINE:
             if job.generation != message.generation:
                 return stale(message, Stale.EDITED, "job changed since its occurrence was dispatched")
-            rows = durably("history read", lambda: self.stores.history.list(job.ref))
+            rows = durably("history read", lambda: list(self.stores.history.list(job.ref)))
             if policies.succeeded(rows, message.occurrence_time):
                 return stale(message, Stale.MET, "the occurrence succeeded before its deadline")
         return job

@@ -220,7 +220,7 @@ class FollowUps:
         decides = job.definition.pause_after_failures is not None or job.definition.notifications is not None
         if end is None or not decides or message.cause not in (Cause.SCHEDULE, Cause.RETRY):
             return None
-        rows = durably("history read", lambda: self.stores.history.list(job.ref))
+        rows = durably("history read", lambda: list(self.stores.history.list(job.ref)))
         return policies.consecutive_faults(rows, before=message.occurrence_time)
 
     def _pause(self, job: Job, end: policies.End | None, before: int | None) -> str:

@@ -5,11 +5,13 @@ collection :data:`~tests.support.harness.COLLECTION`), and a real HTTP server it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from scheduler_core.adapters.memory import SimulatedClock
+from scheduler_core.pipeline import durable
 from scheduler_core.settings import Settings
 from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget, http_target
@@ -40,3 +42,13 @@ def target(http_server: HttpTarget) -> HttpTarget:
     with http_server.lock:
         http_server.received.clear()
     return http_server
+
+
+@pytest.fixture
+def simulated_durable_waits(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's durable writes (``durable.durably``) wait between tries with their default
+    ``sleep``, ``time.sleep``: the executor's ``sleep`` seam does not reach them. Here that default is
+    the simulated clock (so a wait is seen, and takes no real time)."""
+    sleep, backoff = durable.durably.__defaults__ or (None, None)
+    assert sleep is time.sleep, "durably's signature changed: adapt this fixture"
+    monkeypatch.setattr(durable.durably, "__defaults__", (deployment.clock.advance, backoff))

@@ -49,16 +49,6 @@ def claim_of(deployment: Deployment, name: str, message: ExecutionMessage) -> An
     return deployment.storage.claims.state(deployment.job(name).ref.identity, row)
 
 
-@pytest.fixture
-def simulated_durable_waits(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pipeline's durable writes (``durable.durably``) wait between tries with their default
-    ``sleep``, ``time.sleep``: the executor's ``sleep`` seam does not reach them. Here that default is
-    the simulated clock (so a wait is seen, and takes no real time)."""
-    sleep, backoff = durable.durably.__defaults__ or (None, None)
-    assert sleep is time.sleep, "durably's signature changed: adapt this fixture"
-    monkeypatch.setattr(durable.durably, "__defaults__", (deployment.clock.advance, backoff))
-
-
 # --------------------------------------------------------------------------------------------- success
 
 

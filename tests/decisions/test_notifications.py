@@ -18,7 +18,7 @@ import pytest
 
 from scheduler_core.api import views
 from scheduler_core.definitions import Wire
-from scheduler_core.errors import ValidationError
+from scheduler_core.errors import StorageError, ValidationError
 from scheduler_core.model import ActionName, HistoryStatus, JobState
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.recurrence import format_instant
@@ -327,3 +327,31 @@ def test_a_hostile_deadline_is_a_400_naming_the_field(
         put(deployment, target, {"deadline": deadline})
     assert refused.value.path.startswith(field), refused.value
     assert rule in refused.value.rule, refused.value
+
+
+def test_a_storage_outage_as_the_occurrence_ends_still_notifies_once(
+    deployment: Deployment, target: HttpTarget, receiver: HttpTarget, simulated_durable_waits: None
+) -> None:
+    put(deployment, target, {"onFailure": notify(receiver, "/failed", "x")})
+    deployment.storage.history.fail_next("list", StorageError("storage answered 503", 503), times=3)
+
+    run_occurrences(deployment, target, [500])
+    for message in deployment.take() + deployment.take():  # nothing more comes, however often looked for
+        deployment.executor.execute(message)
+
+    assert [call.path for call in receiver.received] == ["/failed"]
+
+
+def test_a_storage_outage_as_a_deadline_is_checked_is_waited_out(
+    deployment: Deployment, target: HttpTarget, receiver: HttpTarget, simulated_durable_waits: None
+) -> None:
+    put_deadline(deployment, target, receiver, after="PT1M")
+    dispatch_first(deployment)
+    deployment.fire_at(T0)  # taken, never run
+    deployment.clock.set(T0 + MINUTE)
+    [notice] = deployment.take()
+    deployment.storage.history.fail_next("list", StorageError("storage answered 503", 503), times=3)
+
+    deployment.executor.execute(notice)
+
+    assert [call.path for call in receiver.received] == ["/late"]
