@@ -49,6 +49,9 @@ class ActionContext:
     message_id: str | None = None
     #: An error action's: how the main action failed (``@{failure.*}``); None: not known.
     failure: FailureFacts | None = None
+    #: This call polls an operation a ``202 Accepted`` started (``request.asyncPolling``): a 202 again, with or
+    #: without ``Location``, means it still runs.
+    polling: bool = False
 
     @property
     def job_name(self) -> str:
@@ -91,9 +94,12 @@ class ActionResult:
     service_status: int | None = None
     body: str = ""
     retry_after: timedelta | None = None
+    #: ``request.asyncPolling``: the operation the call started (or polled) still runs; poll this URL next
+    #: (after ``retry_after`` when the answer said). None: the call's answer is its outcome.
+    poll: str | None = None
 
     def __post_init__(self) -> None:
-        if self.succeeded:
+        if self.succeeded or self.poll is not None:
             object.__setattr__(self, "failure", None)
         elif self.failure is None:
             failed_by = Failure.STATUS if self.failure_status is not None else Failure.ERROR

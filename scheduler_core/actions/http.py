@@ -19,6 +19,7 @@ hold (a job named in another script) is sent as its UTF-8 bytes (:func:`wire_hea
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import http.client
 import math
 import re
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, assert_never
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urljoin, urlparse
 
 import requests
 import urllib3
@@ -62,7 +63,7 @@ from scheduler_core.model.actions import (
     framing_header,
 )
 from scheduler_core.recurrence import format_instant
-from scheduler_core.uris import CREDENTIAL_PARAMETERS
+from scheduler_core.uris import CREDENTIAL_PARAMETERS, origin
 
 USER_AGENT = f"azure-scheduler-successor/{__version__} (compatible; Azure-Scheduler)"
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -176,6 +177,9 @@ class HttpSender:
         except (requests.RequestException, ValueError) as exc:
             text = outcome_message("Http", "Request not sent", f"the URI cannot be called ({type(exc).__name__})")
             return ActionResult(False, text, failure=Failure.NOT_SENT)
+        if urlparse(url).scheme.lower() not in ("http", "https"):  # a Location polled (jobs are checked when written)
+            text = outcome_message("Http", "Request not sent", "the URI cannot be called (not http or https)")
+            return ActionResult(False, text, failure=Failure.NOT_SENT)
         host = connection_host(url)
         with telemetry.tracer().start_as_current_span(
             method, kind=SpanKind.CLIENT, attributes=client_span_attributes(method, url)
@@ -240,24 +244,80 @@ class HttpSender:
             return ActionResult(False, no_answer_message(host, exc, timeout, call), failure=failure)
         finally:
             session.close()
-        status = response.status_code
-        text = redact(describe_response(host, response, head), secrets)
-        if 200 <= status < 300:
-            return ActionResult(True, text, status)
-        body = redact(body_text(response, head), secrets)
-        wait = asked_to_wait(response, datetime.fromtimestamp(self.clock(), UTC))
-        return ActionResult(False, text, status, body=body, retry_after=wait)
+        return answered(action, context, host, response, head, secrets, datetime.fromtimestamp(self.clock(), UTC))
 
 
+#: The longest ``Location`` polled (as a job's URI).
+MAX_URI = 2048
 #: The statuses whose ``Retry-After`` sets the wait before the next retry (RFC 9110 section 10.2.3).
 RETRY_AFTER_STATUSES = (429, 503)
 
 
-def asked_to_wait(response: requests.Response, now: datetime) -> timedelta | None:
-    """How long a 429 or 503 answer asks to be left alone: its ``Retry-After`` in seconds or as an HTTP date
-    (from ``now``, in whole seconds rounded up; a date in the past is no wait); None for another status or a
-    value that is neither."""
-    if response.status_code not in RETRY_AFTER_STATUSES:
+#: Request headers a poll does not repeat: they describe the first request's body, which a GET has not.
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding", "content-md5", "transfer-encoding"})
+
+
+def poll_request(action: HttpAction, url: str) -> HttpAction:
+    """The GET that polls the operation ``action`` started at ``url`` (``request.asyncPolling``): the action's
+    own headers but those of a body, and its authentication and signing only when ``url`` has the action's
+    scheme, host and port (a ``Location`` elsewhere never receives the job's credentials); every hop of it
+    goes through the outbound policy as any call does."""
+    same = origin(url) is not None and origin(url) == origin(action.uri)
+    headers = {name: value for name, value in (action.headers or {}).items() if name.lower() not in _BODY_HEADERS}
+    return dataclasses.replace(
+        action,
+        uri=url,
+        method="GET",
+        body=None,
+        headers=headers or None,
+        authentication=action.authentication if same else None,
+        not_specified_written=False,
+        signing=action.signing if same else None,
+    )
+
+
+def answered(
+    action: HttpAction,
+    context: ActionContext,
+    host: str,
+    response: requests.Response,
+    head: bytes,
+    secrets: list[str],
+    now: datetime,
+) -> ActionResult:
+    """The result of an answer: a success for a 2xx; an operation still running (``asyncPolling``); else a
+    failure carrying the body's excerpt and what ``Retry-After`` asks (secrets masked throughout)."""
+    status = response.status_code
+    text = redact(describe_response(host, response, head), secrets)
+    poll = operation_running(action, context, response)
+    if poll is not None:
+        return ActionResult(False, text, status, poll=poll, retry_after=asked_to_wait(response, now, statuses=(202,)))
+    if 200 <= status < 300:
+        return ActionResult(True, text, status)
+    body = redact(body_text(response, head), secrets)
+    return ActionResult(False, text, status, body=body, retry_after=asked_to_wait(response, now))
+
+
+def operation_running(action: HttpAction, context: ActionContext, response: requests.Response) -> str | None:
+    """With ``request.asyncPolling``, the URL to poll when the answer says the operation still runs: a ``202``
+    with ``Location`` (resolved against the answer's URL: a poll to a URL that cannot be called fails as any
+    call does), or, when this call is itself a poll, a ``202`` without one (the same URL again). None: the
+    answer is the outcome."""
+    if action.async_polling is None or response.status_code != 202:
+        return None
+    location = response.headers.get("location", "").strip()[:MAX_URI]
+    if not location:
+        return response.url if context.polling else None
+    return urljoin(response.url, location)
+
+
+def asked_to_wait(
+    response: requests.Response, now: datetime, statuses: tuple[int, ...] = RETRY_AFTER_STATUSES
+) -> timedelta | None:
+    """How long an answer of one of ``statuses`` (by default a 429 or 503) asks to be left alone: its
+    ``Retry-After`` in seconds or as an HTTP date (from ``now``, in whole seconds rounded up; a date in the past
+    is no wait); None for another status or a value that is neither."""
+    if response.status_code not in statuses:
         return None
     value = response.headers.get("retry-after", "").strip()[:64]
     if value.isdigit():

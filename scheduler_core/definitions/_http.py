@@ -53,7 +53,10 @@ __all__ = [
 MAX_URI = 2048
 MAX_BODY = 8192
 #: The fields of ``request`` on api-version 2026-12-01-preview only.
-PREVIEW_REQUEST = ("signing", "timeout")
+PREVIEW_REQUEST = ("signing", "timeout", "asyncPolling")
+#: Bounds of ``request.asyncPolling.maxDuration``: how long an operation a ``202`` started may be polled.
+MIN_POLLING = timedelta(minutes=1)
+MAX_POLLING = timedelta(days=1)
 #: Bounds of ``request.timeout``: the Functions host ends an invocation after ``functionTimeout`` (10 minutes,
 #: host.json), and an attempt needs time for its storage calls around the call.
 MIN_TIMEOUT = timedelta(seconds=1)
@@ -172,6 +175,9 @@ def parse_http(
             fields.get("signing"), fields.where("signing"), sub(prior, "signing") if same_origin else None
         )
     timeout = _parse_timeout(fields.get("timeout"), fields.where("timeout")) if "timeout" in fields else None
+    polling = None
+    if "asyncPolling" in fields:
+        polling = _parse_polling(fields.get("asyncPolling"), fields.where("asyncPolling"))
     return HttpAction(
         uri=uri,
         method=method.upper(),
@@ -182,7 +188,24 @@ def parse_http(
         not_specified_written="authentication" in fields and authentication is None,
         signing=signing,
         timeout=timeout,
+        async_polling=polling,
     )
+
+
+def _parse_polling(data: object, path: str) -> Duration:
+    """``request.asyncPolling``: ``{"maxDuration": duration}``, :data:`MIN_POLLING` to :data:`MAX_POLLING`."""
+    fields = Fields(data, path, ("maxDuration",))
+    if "maxDuration" not in fields:
+        raise ValidationError(fields.where("maxDuration"), "is required (how long the operation may be polled)")
+    where = fields.where("maxDuration")
+    length, style = read_duration(fields.get("maxDuration"), where)
+    if not MIN_POLLING <= length <= MAX_POLLING:
+        raise ValidationError(
+            where,
+            f"must be between {format_duration(MIN_POLLING, style)} (a minute) and "
+            f"{format_duration(MAX_POLLING, style)} (a day), not {format_duration(length, style)}",
+        )
+    return Duration(length, style)
 
 
 def _parse_timeout(value: object, path: str) -> Duration:
@@ -386,7 +409,14 @@ def read_http(request: Mapping[str, Any], *, https: bool) -> HttpAction:
         not_specified_written=auth is not None and auth.get("type") == "NotSpecified",
         signing=_read_signing(request.get("signing")),
         timeout=Duration(*read_duration(timeout, "timeout")) if (timeout := request.get("timeout")) else None,
+        async_polling=_read_polling(request.get("asyncPolling")),
     )
+
+
+def _read_polling(polling: Mapping[str, Any] | None) -> Duration | None:
+    if not polling or not polling.get("maxDuration"):
+        return None
+    return Duration(*read_duration(polling["maxDuration"], "asyncPolling.maxDuration"))
 
 
 def _read_signing(signing: Mapping[str, Any] | None) -> RequestSigning | None:
@@ -450,6 +480,9 @@ def http_json(action: HttpAction, *, preview: bool = True) -> tuple[dict[str, An
         secrets["signing.secret"] = action.signing.secret.reveal()
     if action.timeout is not None and preview:
         output["timeout"] = format_duration(action.timeout.value, action.timeout.style)
+    if action.async_polling is not None and preview:
+        polling = action.async_polling
+        output["asyncPolling"] = {"maxDuration": format_duration(polling.value, polling.style)}
     return output, secrets
 
 

@@ -493,6 +493,8 @@ def _keep_http(new: Action, old: Action | None) -> Action:
         return new
     if new.timeout is None and old.timeout is not None:  # a bound, not a credential: kept whatever the host
         new = dataclasses.replace(new, timeout=old.timeout)
+    if new.async_polling is None and old.async_polling is not None:  # so is how long an operation is polled
+        new = dataclasses.replace(new, async_polling=old.async_polling)
     if origin(new.uri) is None or origin(new.uri) != origin(old.uri):
         return new
     kept = new

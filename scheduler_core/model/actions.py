@@ -210,6 +210,10 @@ class HttpAction:
     not_specified_written: bool = False
     signing: RequestSigning | None = None
     timeout: Duration | None = None
+    #: ``request.asyncPolling.maxDuration`` (api-version 2026-12-01-preview): a ``202 Accepted`` with
+    #: ``Location`` is an operation still running, polled with GET until it ends or this long after it began.
+    #: None: a 202 is the answer (a success), as in Azure Scheduler.
+    async_polling: Duration | None = None
 
     @property
     def type_name(self) -> str:

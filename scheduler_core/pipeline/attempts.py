@@ -29,7 +29,7 @@ from typing import Any
 from scheduler_core.model import Job, ParkedEntry, WatchEntry
 from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.retry import FailureFacts
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage, Poll
 from scheduler_core.pipeline.watches import Watches
 from scheduler_core.policies import start_delay
 from scheduler_core.ports import ExecutionQueue
@@ -107,13 +107,14 @@ def retry_of(message: ExecutionMessage, first: datetime) -> ExecutionMessage:
         attempt=message.attempt + 1,
         cause=Cause.RETRY if message.cause == Cause.SCHEDULE else message.cause,
         first=message.first or format_instant(first),
+        poll=None,
     )
 
 
 def error_action_of(message: ExecutionMessage, failure: FailureFacts) -> ExecutionMessage:
     """The first attempt of the error action of ``message``'s occurrence, knowing how the main action's last
     attempt failed (``failure``)."""
-    return replace(message, action="error", attempt=0, first="", failure=failure)
+    return replace(message, action="error", attempt=0, first="", failure=failure, poll=None)
 
 
 def notification_of(
@@ -121,13 +122,21 @@ def notification_of(
 ) -> ExecutionMessage:
     """The first attempt of the job's ``kind`` notification about ``message``'s occurrence (``failure``: how
     its main action failed, for ``onFailure``)."""
-    return replace(message, action=kind.value, attempt=0, first="", failure=failure, until="", waits_for="")
+    return replace(message, action=kind.value, attempt=0, first="", failure=failure, until="", waits_for="", poll=None)
 
 
 def deadline_of(message: ExecutionMessage) -> ExecutionMessage:
     """The job's deadline notification about ``message``'s scheduled occurrence (it runs only if the occurrence
     has not succeeded by then)."""
-    return replace(message, action="deadline", attempt=0, missed=0, last=False, first="", failure=None, until="")
+    return replace(
+        message, action="deadline", attempt=0, missed=0, last=False, first="", failure=None, until="", poll=None
+    )
+
+
+def poll_of(message: ExecutionMessage, url: str, since: datetime) -> ExecutionMessage:
+    """The next poll of the operation ``message``'s attempt started at ``since`` (``request.asyncPolling``)."""
+    number = message.poll.number + 1 if message.poll is not None else 1
+    return replace(message, poll=Poll(url, format_instant(since), number))
 
 
 def released(job: Job, occurrence: datetime, last: bool) -> ExecutionMessage:

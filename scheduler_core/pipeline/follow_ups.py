@@ -13,26 +13,34 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler_core import policies
 from scheduler_core.actions import ActionResult
-from scheduler_core.actions.outcome import CUT, shown
+from scheduler_core.actions.outcome import CUT, outcome_message, reason, shown
 from scheduler_core.definitions import format_duration
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import Job, JobState
-from scheduler_core.model.actions import JobAction, NotificationKind
+from scheduler_core.model.actions import HttpAction, JobAction, NotificationKind
 from scheduler_core.model.retry import MAX_FAILURE_BODY, Failure, FailureFacts, RetryPolicy
 from scheduler_core.pipeline import attempts, reporting
 from scheduler_core.pipeline.counters import backfill_ended, count_attempt
 from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
+from scheduler_core.pipeline.outcomes import action_of
 from scheduler_core.pipeline.overlap import OverlapGate, Slot
 from scheduler_core.pipeline.reporting import NextStep
 from scheduler_core.ports import Stores
 
 log = logging.getLogger("scheduler_core.execute")
+
+#: The wait between two polls of an operation (``request.asyncPolling``) whose answer gives no ``Retry-After``...
+POLL_INTERVAL = timedelta(seconds=10)
+#: ...and the bounds of one it gives (a poll a second later would only load the target; one a quarter of an
+#: hour later would leave the operation's end unseen for that long).
+MIN_POLL_INTERVAL = timedelta(seconds=1)
+MAX_POLL_INTERVAL = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,12 @@ class FollowUp:
     retry_at: datetime | None = None
     note: str = ""
     delete: Job | None = None
+    #: The attempt's operation still runs (``request.asyncPolling``): its poll was sent; nothing is counted or
+    #: recorded for this step (the operation's outcome is, when it ends).
+    polling: bool = False
+    #: The attempt's outcome where the follow-ups decided it (an operation polled past ``maxDuration``); None:
+    #: the sender's.
+    outcome: ActionResult | None = None
 
 
 def _slot_changes(
@@ -133,6 +147,12 @@ class FollowUps:
         policies decide when the attempt ends its occurrence); returns what follows (and when a retry runs)."""
         if message.notification is not None:
             return self._after_notification(job, message, result, started, now)
+        decided = None
+        if result.poll is not None:
+            polled = self._next_poll(job, message, result, started, now)
+            if isinstance(polled, FollowUp):
+                return polled
+            result = decided = polled  # polled for as long as it may be: a timeout, what follows a failure follows
         after = self._send_next(job, message, result, action, started, now)
         step, final_state, end = after.step, after.final_state, after.end
         before = self._faults_before(job, message, end)
@@ -168,7 +188,7 @@ class FollowUps:
             delete = written
         paused = written is not None and written.paused == pause and written.state == JobState.DISABLED
         note = "; ".join(part for part in (after.not_retried, pause if pause and paused else "") if part)
-        return FollowUp(step, after.retry_at, note, delete)
+        return FollowUp(step, after.retry_at, note, delete, outcome=decided)
 
     def _send_next(
         self,
@@ -251,6 +271,29 @@ class FollowUps:
             facts = message.failure if not message.is_main and message.failure else failure_facts(message, result)
         self.gate.send_watched(job, attempts.notification_of(message, kind, facts), now, now)
         reporting.notification_sent(kind)
+
+    def _next_poll(
+        self, job: Job, message: ExecutionMessage, result: ActionResult, started: datetime, now: datetime
+    ) -> FollowUp | ActionResult:
+        """The operation the attempt started (or polled) still runs: send its next poll, ``Retry-After`` (of
+        :data:`MIN_POLL_INTERVAL` to :data:`MAX_POLL_INTERVAL`; :data:`POLL_INTERVAL` without one) from now, and
+        no later than ``asyncPolling.maxDuration`` after the operation began. When that instant has come, the
+        attempt failed instead: a ``Timeout`` result, returned for the follow-ups of a failure."""
+        assert result.poll is not None
+        since = message.poll.since_time if message.poll is not None else started
+        ran = action_of(job, message)
+        limit = ran.async_polling if isinstance(ran, HttpAction) else None
+        asked = POLL_INTERVAL if result.retry_after is None else result.retry_after
+        wait = min(max(asked, MIN_POLL_INTERVAL), MAX_POLL_INTERVAL)
+        due = min(now + wait, since + limit.value) if limit is not None else now
+        if due <= now:
+            polls = message.poll.number if message.poll is not None else 0
+            written = format_duration(limit.value, limit.style) if limit is not None else "its limit"
+            detail = f"still running after {polls} poll(s); the last answer: {reason(result.message)}"
+            text = outcome_message("Http", f"Operation not finished within asyncPolling's {written}", detail)
+            return ActionResult(False, text, failure=Failure.TIMEOUT)
+        self.gate.send_watched(job, attempts.poll_of(message, result.poll, since), due, now)
+        return FollowUp(NextStep.POLL, due, polling=True)
 
     def _after_notification(
         self, job: Job, message: ExecutionMessage, result: ActionResult, started: datetime, now: datetime

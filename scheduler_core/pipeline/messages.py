@@ -50,6 +50,20 @@ class Cause(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Poll:
+    """An operation a ``202 Accepted`` started, still running (``request.asyncPolling``): the URL to poll, when
+    the operation began (ISO 8601 UTC: the attempt that started it), and the number of this poll (1, 2, ...)."""
+
+    url: str
+    since: str
+    number: int
+
+    @property
+    def since_time(self) -> datetime:
+        return datetime.fromisoformat(self.since.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
 class ExecutionMessage:
     """One attempt of one occurrence of a job's action. The executor reloads the job it names."""
 
@@ -91,6 +105,9 @@ class ExecutionMessage:
     #: An error action's: how the main action's last attempt failed (``@{failure.*}``). None: not an error
     #: action, or one sent before messages carried it (written only when set).
     failure: FailureFacts | None = None
+    #: A poll of the operation this attempt started (``request.asyncPolling``): a step of the same attempt, with
+    #: a claim of its own; its execution id is the attempt's. None: the attempt's call itself.
+    poll: Poll | None = None
     v: int = VERSION
 
     def __post_init__(self) -> None:
@@ -107,7 +124,7 @@ class ExecutionMessage:
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for", "backfill", "replay", "due", "first", "failure"):
+        for optional in ("until", "waits_for", "backfill", "replay", "due", "first", "failure", "poll"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -128,12 +145,14 @@ class ExecutionMessage:
         except ValueError:
             raise ValidationError("message.cause", f"unknown cause {cause!r}") from None
         fields["backfill"] = str(fields.get("backfill") or "")  # a message written before it: none
-        failure = fields.get("failure")
-        if failure is not None:
-            try:
+        failure, poll = fields.get("failure"), fields.get("poll")
+        try:
+            if failure is not None:
                 fields["failure"] = FailureFacts(**failure)
-            except TypeError:
-                raise ValidationError("message.failure", "not the facts of a failure") from None
+            if poll is not None:
+                fields["poll"] = Poll(**poll)
+        except TypeError:
+            raise ValidationError("message", "not the facts of a failure or a poll") from None
         return cls(**fields)
 
     @property
@@ -189,8 +208,10 @@ class ExecutionMessage:
 
     @property
     def claim_row(self) -> str:
-        """The row key of this attempt's claim (:func:`~scheduler_core.model.claim.claim_key`)."""
-        return claim_key(self.occurrence_time, self.action, self.attempt, self.cause_key)
+        """The row key of this attempt's claim (:func:`~scheduler_core.model.claim.claim_key`); a poll's is its
+        own (``...poll<n>``)."""
+        step = f"{self.action}.poll{self.poll.number}" if self.poll is not None else self.action
+        return claim_key(self.occurrence_time, step, self.attempt, self.cause_key)
 
     def stable_execution_id(self) -> str:
         """The execution id of this attempt: the same for every message and every delivery that names it

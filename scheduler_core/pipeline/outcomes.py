@@ -24,6 +24,7 @@ class Outcome(Enum):
     STALE = "stale"  # job changed, disabled or deleted since dispatch
     SKIPPED = "skipped"  # overlapPolicy: the previous occurrence was unfinished (recorded in history)
     WAITING = "waiting"  # overlapPolicy BufferOne: runs when the previous occurrence finishes
+    POLLING = "polling"  # asyncPolling: the operation a 202 started still runs; polled again later
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ class NextStep(Enum):
     COMPLETED = "completed"  # the job ended Completed
     FAULTED = "faulted"  # the job ended Faulted
     CONTINUE = "continue"  # the schedule goes on (or, for a run on demand, nothing follows)
+    POLL = "poll"  # the operation a 202 started still runs: polled at ``scheduler_retry_at``
 
 
 # ------------------------------------------------------------------------------------------ dispatch
@@ -295,6 +296,7 @@ def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
         return f"retry at {format_instant(retry_at)}"
     return {
         NextStep.RETRY: "retry",
+        NextStep.POLL: "poll",
         NextStep.ERROR_ACTION: "error action sent",
         NextStep.COMPLETED: "job Completed",
         NextStep.FAULTED: "job Faulted",

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.actions import Failure
-from scheduler_core.actions.http import HttpSender
+from scheduler_core.actions import ActionResult, Failure
+from scheduler_core.actions.http import HttpSender, poll_request
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
 from scheduler_core.actions.registry import default_runner
 from scheduler_core.model.actions import ActiveDirectoryOAuthAuthentication, HttpAction, HttpAuthentication, Secret
+from scheduler_core.model.retry import Duration
 from scheduler_core.settings import Settings
 from tests.actions.conftest import action_context, client_certificate
 from tests.support.harness import near_now
@@ -412,4 +413,60 @@ def test_a_refused_redirect_hop_is_a_failed_attempt_in_history_with_its_reason(
     assert [(h.action_name, h.status) for h in history] == [("MainAction", "Failed")]
     assert REFUSED in history[0].message and "a redirect to 'imds.test'" in history[0].message
     assert "169.254.169.254, a cloud metadata or link-local address" in history[0].message
+    assert tripwire.outside_loopback() == []
+
+
+# ----------------------------------------------------------------------------- asyncPolling's Location hop
+
+
+POLLED = timedelta(minutes=5)
+
+
+def accepted_then_polled(dns: FakeDns, location: str) -> tuple[ActionResult, ActionResult]:
+    """A POST answered ``202`` with ``location`` (asyncPolling on), then the poll of what it named."""
+    with scripted_server(redirect_to(location, 202)) as first:
+        action = dataclasses.replace(
+            HttpAction(first.base_url + "/start", "POST", body="b"), async_polling=Duration(POLLED)
+        )
+        accepted = sender(dns).send(action, action_context())
+        assert accepted.poll is not None, accepted.message
+        polling = dataclasses.replace(action_context(), polling=True)
+        return accepted, sender(dns).send(poll_request(action, accepted.poll), polling)
+
+
+@pytest.mark.parametrize(("address", "host"), BLOCKED_SPELLINGS)
+def test_every_spelling_of_a_metadata_address_as_a_location_is_refused_before_any_connection(
+    dns: FakeDns, tripwire: Tripwire, address: str, host: str
+) -> None:
+    accepted, polled = accepted_then_polled(dns, f"http://{host}/latest/meta-data/")
+    assert accepted.poll == f"http://{host}/latest/meta-data/"
+    assert not polled.succeeded and REFUSED in polled.message, polled.message
+    assert polled.failure is Failure.REFUSED
+    assert tripwire.outside_loopback() == []
+
+
+@pytest.mark.parametrize("name", METADATA_NAMES)
+def test_a_metadata_host_name_as_a_location_is_refused(dns: FakeDns, tripwire: Tripwire, name: str) -> None:
+    dns.add(name, ["127.0.0.1"])
+    _, polled = accepted_then_polled(dns, f"http://{name}/status")
+    assert REFUSED in polled.message and "a cloud metadata host name" in polled.message, polled.message
+    assert tripwire.attempts == [] or tripwire.outside_loopback() == []
+
+
+@pytest.mark.parametrize("location", list(REDIRECT_TARGETS.values()), ids=list(REDIRECT_TARGETS))
+def test_a_location_that_redirects_to_a_metadata_address_is_refused_at_that_hop(
+    dns: FakeDns, tripwire: Tripwire, location: str
+) -> None:
+    dns.add("imds.test", ["169.254.169.254"])
+    dns.add("metadata.google.internal", ["169.254.169.254"])
+    with scripted_server(redirect_to(location, 302)) as bouncer:
+        _, polled = accepted_then_polled(dns, bouncer.base_url + "/status")
+    assert REFUSED in polled.message and "a redirect to '" in polled.message, polled.message
+    assert tripwire.outside_loopback() == []
+
+
+@pytest.mark.parametrize("location", ["file:///etc/passwd", "gopher://127.0.0.1/", "ftp://127.0.0.1/x"])
+def test_a_location_that_is_not_http_is_not_called(dns: FakeDns, tripwire: Tripwire, location: str) -> None:
+    _, polled = accepted_then_polled(dns, location)
+    assert not polled.succeeded and polled.failure is Failure.NOT_SENT, polled.message
     assert tripwire.outside_loopback() == []

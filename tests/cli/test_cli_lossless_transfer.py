@@ -246,6 +246,7 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                         "headers": {"X-Odd": "välue 'q' | 🎉"},
                         "signing": {"scheme": "StandardWebhooks", "secret": SIGNING_SECRET},
                         "timeout": "00:00:45",
+                        "asyncPolling": {"maxDuration": "01:00:00"},
                     },
                     "retryPolicy": {
                         "retryType": "Fixed",

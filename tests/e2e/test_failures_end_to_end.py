@@ -6,6 +6,7 @@ written through the management API (api-version 2026-12-01-preview), real HTTP t
 * a 503 with ``Retry-After: 20`` under a 15 s policy: the retry comes 20 s after the first call, not 15 s;
 * a target that sleeps past ``request.timeout`` is retried under ``retryOn: ["Timeout"]``, and its error
   action says ``Timeout``;
+* a ``202 Accepted`` with ``Location`` under ``asyncPolling`` is polled until its ``200``, one history entry;
 * the failed occurrence replayed (``POST .../history/{id}/rerun``) calls the target again with the
   occurrence's own expected time and a new execution id, recorded with trigger ``Replay``;
 * the job's ``onFailure`` notification is sent once, its placeholders expanded, and recorded;
@@ -44,7 +45,9 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         http_target([503, 200]) as busy,
         http_target([200]) as slow,
         http_target([200]) as errors,
+        http_target([202, 202, 200]) as operation,
     ):
+        operation.answer([202, 202, 200], headers={"Location": "/operations/1", "Retry-After": "1"})
         busy.answer([503, 200], headers={"Retry-After": "20"})
         slow.answer([200], delay=2.5)
         fixed = {"retryType": "Fixed", "retryInterval": "PT15S", "retryCount": 1}
@@ -71,8 +74,12 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
             "expandPlaceholders": True,
         }
         host.put_job("slow", timing_out, due)
+        long_running = {"uri": f"{operation.base_url}/start", "method": "POST", "asyncPolling": {"maxDuration": "PT5M"}}
+        host.put_job("long-running", {"type": "Http", "request": long_running}, due)
 
         first, second = busy.wait_for(2, timeout=45)
+        operation.wait_for(3, timeout=20)
+        [operation_row] = host.history("long-running", 1)
         errors.wait_for(3, timeout=20)
         by_path = {call.path: call for call in errors.received}
         calls_before_replay = len(missing.received)
@@ -90,6 +97,14 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
     # The job's onFailure notification: its placeholders expanded, recorded as a NotificationAction.
     assert by_path["/notified"].body == f"not-found|404|{format_instant(due)}".encode()
     assert by_path["/missing"].at - missing.received[0].at < 10
+    # The 202 with Location: polled (Retry-After: 1) until its 200, recorded once as the operation.
+    assert [(call.method, call.path) for call in operation.received] == [
+        ("POST", "/start"),
+        ("GET", "/operations/1"),
+        ("GET", "/operations/1"),
+    ]
+    assert operation_row["properties"]["status"] == "Completed"
+    assert operation_row["properties"]["message"].endswith("(the operation's outcome, after 2 poll(s))")
     # The 503's Retry-After (20 s) outweighs the policy's 15 s.
     assert 20 <= second.at - first.at < 30, second.at - first.at
     # The timeout: retried once (retryOn names it), then the error action.

@@ -41,6 +41,7 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobAction", "expandPlaceholders"): True,
     ("HttpRequest", "signing"): {"scheme": "StandardWebhooks", "secret": SECRET},
     ("HttpRequest", "timeout"): "PT30S",
+    ("HttpRequest", "asyncPolling"): {"maxDuration": "PT10M"},
     ("RetryPolicy", "retryOn"): ["5xx", "429", "Timeout"],
     ("RetryPolicy", "maxRetryDuration"): "PT1H",
 }

@@ -37,6 +37,7 @@ ROWS = {
     "Error action": "error_action",
     "Retries that listen to the target": "retryOn",
     "Error action knows the failure": "failure.status",
+    "Long-running calls (202 polling)": "asyncPolling",
     "Replay a failed occurrence": "rerun",
     "Alerts per job": "onFailure",
     "Overlap policy": "BufferOne",

@@ -542,6 +542,36 @@ def _job_properties(job: dict[str, Any]) -> None:
     job["notifications"] = _ref("JobNotifications")
 
 
+def _request_properties(request: dict[str, Any]) -> None:
+    """The preview's properties of an HTTP request: signing, timeout and asyncPolling."""
+    request["signing"] = _ref("RequestSigning")
+    request["timeout"] = {
+        "type": "string",
+        "format": "duration",
+        "description": (
+            "How long each attempt's call may take, redirects included (ISO 8601 or TimeSpan, PT1S to PT9M); "
+            "absent: the app's SCHEDULER_HTTP_TIMEOUT_SECONDS."
+        ),
+    }
+    request["asyncPolling"] = {
+        "type": "object",
+        "required": ["maxDuration"],
+        "description": (
+            "A 202 Accepted with Location is an operation still running: it is polled with GET (Retry-After "
+            "honoured, 10 s without one; the job's authentication only at its own scheme, host and port) until "
+            "another answer, the attempt's outcome, or maxDuration after it began (a Timeout). The history "
+            "records the operation once. Absent: a 202 is the answer."
+        ),
+        "properties": {
+            "maxDuration": {
+                "type": "string",
+                "format": "duration",
+                "description": "How long the operation may be polled (PT1M to P1D).",
+            }
+        },
+    }
+
+
 def derive(classic: dict[str, Any]) -> dict[str, Any]:
     """The preview document made from the 2016-03-01 one (which is not modified)."""
     document = copy.deepcopy(classic)
@@ -562,15 +592,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
             "@{failure.attempts} (how the main action's last attempt failed)."
         ),
     }
-    definitions["HttpRequest"]["properties"]["signing"] = _ref("RequestSigning")
-    definitions["HttpRequest"]["properties"]["timeout"] = {
-        "type": "string",
-        "format": "duration",
-        "description": (
-            "How long each attempt's call may take, redirects included (ISO 8601 or TimeSpan, PT1S to PT9M); "
-            "absent: the app's SCHEDULER_HTTP_TIMEOUT_SECONDS."
-        ),
-    }
+    _request_properties(definitions["HttpRequest"]["properties"])
     _retry_properties(definitions["RetryPolicy"]["properties"])
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")
     definitions["JobExecutionStatus"]["enum"].append("Skipped")
