@@ -266,7 +266,9 @@ class Executor:
         if lost is not None:
             if message.attempt_key in job.counted:
                 return self._counted_by_lost(job, message, execution_id, lost, keeper)
-            if lost.takeovers <= MAX_TAKEOVERS:  # it made the call (one beyond gave the attempt up: no call)
+            # It made the call (one beyond gave the attempt up: no call); a lost poll is a read made again,
+            # not recorded (the history shows the operation, once).
+            if lost.takeovers <= MAX_TAKEOVERS and message.poll is None:
                 self._record_lost(job, message, execution_id, lost)
             given_up = lost.takeovers >= MAX_TAKEOVERS
         job_action = job.definition.action
