@@ -4,6 +4,7 @@ written through the management API (api-version 2026-12-01-preview), real HTTP t
 * a 404 that ``retryOn`` does not name ends the occurrence at once: the target is called once and the error
   action, at once, says what failed (``@{failure.status}``, ``@{failure.reason}``, ``@{failure.attempts}``);
 * a 503 with ``Retry-After: 20`` under a 15 s policy: the retry comes 20 s after the first call, not 15 s;
+* ``maxRetryDuration: PT20S`` under a 15 s policy of five retries: the try and one retry, then the error action;
 * a target that sleeps past ``request.timeout`` is retried under ``retryOn: ["Timeout"]``, and its error
   action says ``Timeout``;
 * a ``202 Accepted`` with ``Location`` under ``asyncPolling`` is polled until its ``200``, one history entry;
@@ -46,6 +47,7 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         http_target([200]) as slow,
         http_target([200]) as errors,
         http_target([202, 202, 200]) as operation,
+        http_target([503]) as down,
     ):
         operation.answer([202, 202, 200], headers={"Location": "/operations/1", "Retry-After": "1"})
         busy.answer([503, 200], headers={"Retry-After": "20"})
@@ -76,11 +78,19 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
         host.put_job("slow", timing_out, due)
         long_running = {"uri": f"{operation.base_url}/start", "method": "POST", "asyncPolling": {"maxDuration": "PT5M"}}
         host.put_job("long-running", {"type": "Http", "request": long_running}, due)
+        budget = {
+            "type": "Http",
+            "request": {"uri": f"{down.base_url}/main", "method": "POST"},
+            "retryPolicy": {**fixed, "retryCount": 5, "maxRetryDuration": "PT20S"},
+            "errorAction": error_action(f"{errors.base_url}/budget"),
+            "expandPlaceholders": True,
+        }
+        host.put_job("budget", budget, due)
 
         first, second = busy.wait_for(2, timeout=45)
         operation.wait_for(3, timeout=20)
         [operation_row] = host.history("long-running", 1)
-        errors.wait_for(3, timeout=20)
+        errors.wait_for(4, timeout=30)
         by_path = {call.path: call for call in errors.received}
         calls_before_replay = len(missing.received)
         rows = host.history("not-found", 2)
@@ -105,6 +115,9 @@ def test_retries_listen_to_the_target_and_the_error_action_knows_the_failure(hos
     ]
     assert operation_row["properties"]["status"] == "Completed"
     assert operation_row["properties"]["message"].endswith("(the operation's outcome, after 2 poll(s))")
+    # maxRetryDuration PT20S with a 15 s interval: the try and one retry, then the error action (5 allowed).
+    assert len(down.received) == 2 and 14 <= down.received[1].at - down.received[0].at < 20
+    assert by_path["/budget"].body == b"503|Status|2|status 503"
     # The 503's Retry-After (20 s) outweighs the policy's 15 s.
     assert 20 <= second.at - first.at < 30, second.at - first.at
     # The timeout: retried once (retryOn names it), then the error action.
