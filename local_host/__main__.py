@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
                 f"Azurite listening on 127.0.0.1 ports {azurite_ports} (data in {location or 'memory'}), "
                 f"started in {_elapsed(step)}"
             )
+        os.environ.setdefault("WEBSITE_HOSTNAME", f"localhost:{port}")  # as Core Tools sets it
         config = settings.load()
         gate = auth.gate_from_settings(config)  # fail at start-up, not on the first request
         step = time.monotonic()

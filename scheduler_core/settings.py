@@ -275,6 +275,17 @@ _BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in (*SETTINGS, *TEL
 IDENTITY_ENVIRONMENT = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER")
 
 
+#: What the platform sets to the app's host name (``myapp.azurewebsites.net``; Core Tools and the local host:
+#: ``localhost:<port>``), never the app: the host of the links notifications carry (``@{historyUrl}``).
+PLATFORM_HOST_NAME = "WEBSITE_HOSTNAME"
+
+
+def platform_host_name(environ: Mapping[str, str] | None = None) -> str:
+    """The app's host name as the platform sets it (:data:`PLATFORM_HOST_NAME`; "" when it does not)."""
+    env = os.environ if environ is None else environ
+    return (env.get(PLATFORM_HOST_NAME) or "").strip()
+
+
 def identity_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The platform's managed identity variables that are set (:data:`IDENTITY_ENVIRONMENT`)."""
     env = os.environ if environ is None else environ
@@ -498,6 +509,8 @@ class Settings:
     python_threadpool_thread_count: int = 40
     cleanup_queue: str = "scheduler-cleanup"
     #: The history tables' own account (``SchedulerHistoryStorage``); None: AzureWebJobsStorage's.
+    #: The app's host name as the platform sets it (:func:`platform_host_name`; "" when unknown).
+    app_host_name: str = ""
     history_storage: StorageAccount | None = None
     #: The execution queues' own account (``SchedulerExecutionStorage``); None: AzureWebJobsStorage's.
     execution_storage: StorageAccount | None = None
@@ -551,6 +564,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         otlp_endpoint=(raw("OTEL_EXPORTER_OTLP_ENDPOINT", environ) or "").strip(),
         log_format=log_format(environ),
         log_level=log_level(environ),
+        app_host_name=platform_host_name(environ),
         history_storage=_storage_account(HISTORY_CONNECTION, "table", environ),
         execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
     )

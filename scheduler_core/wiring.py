@@ -97,7 +97,16 @@ def build(
         from scheduler_core.actions.registry import default_runner
 
         runner = default_runner(config)
-    executor = Executor(stores, claims, runner, dispatcher.attempts, clock, sleep=sleep, lease=claim_lease)
+    executor = Executor(
+        stores,
+        claims,
+        runner,
+        dispatcher.attempts,
+        clock,
+        sleep=sleep,
+        lease=claim_lease,
+        app_host=config.app_host_name,
+    )
 
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles

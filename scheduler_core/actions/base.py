@@ -52,6 +52,8 @@ class ActionContext:
     #: This call polls an operation a ``202 Accepted`` started (``request.asyncPolling``): a 202 again, with or
     #: without ``Location``, means it still runs.
     polling: bool = False
+    #: The app's host name (``myapp.azurewebsites.net``; "" when unknown): ``@{historyUrl}`` links its dashboard.
+    app_host: str = ""
 
     @property
     def job_name(self) -> str:

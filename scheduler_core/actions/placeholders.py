@@ -31,6 +31,7 @@ from typing import Final
 from urllib.parse import quote, quote_plus
 
 from scheduler_core.actions.base import ActionContext
+from scheduler_core.endpoints import host_name
 from scheduler_core.model.actions import (
     FAILURE_PLACEHOLDERS,
     PLACEHOLDER_REFERENCE,
@@ -66,8 +67,21 @@ def placeholder_values(context: ActionContext) -> dict[str, str]:
         "attempt": str(context.retry_count),
         "jobName": context.job_name,
         "collectionName": context.collection_name,
+        "historyUrl": history_url(context.app_host, context.job_id),
         **failure_values(context.failure),
     }
+
+
+def history_url(app_host: str, job_id: str) -> str:
+    """The dashboard's page of the job ``job_id`` (its history) on the app at ``app_host``: http for a local
+    host (``localhost``, a loopback address), https otherwise; "" when the host is not known."""
+    parts = job_id.strip("/").split("/")
+    if not app_host or len(parts) != 10:
+        return ""
+    group, collection, job = parts[3], parts[7], parts[9]
+    local = host_name(app_host) in ("localhost", "127.0.0.1", "::1")
+    names = "/".join(quote(name, safe="") for name in (group, collection, job))
+    return f"{'http' if local else 'https'}://{app_host}/dashboard/#/job/{names}"
 
 
 def failure_values(failure: FailureFacts | None) -> dict[str, str]:

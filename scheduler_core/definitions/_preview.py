@@ -446,7 +446,7 @@ def _check_text(text: str, where: str, query_only: bool, error_action: bool, own
             raise ValidationError(
                 where,
                 f"names an unknown placeholder {shown}; expandPlaceholders knows @{{scheduledTime}}, "
-                "@{actualTime}, @{executionId}, @{attempt}, @{jobName} and @{collectionName}, and in an "
+                "@{actualTime}, @{executionId}, @{attempt}, @{jobName}, @{collectionName} and @{historyUrl}, and in an "
                 "errorAction @{failure.status}, @{failure.reason}, @{failure.body}, @{failure.executionId} "
                 "and @{failure.attempts}",
             )

@@ -343,6 +343,7 @@ PLACEHOLDERS: Final = {
     "attempt": "the attempt number (0 for the first try)",
     "jobName": "the job's name",
     "collectionName": "the job collection's name",
+    "historyUrl": "the dashboard's page of the job, with its history (empty when the app's host is not known)",
     "failure.status": "the error action's: the status the main action's last attempt got (empty without one)",
     "failure.reason": "the error action's: how that attempt failed (Status, Timeout, ConnectionError, Refused, ...)",
     "failure.body": "the error action's: an excerpt of what the target answered (one line, secrets masked)",

@@ -167,6 +167,7 @@ class Executor:
         sleep: Callable[[float], None] = time.sleep,
         lease: timedelta = CLAIM_LEASE,
         wait: Wait = wait_on_event,
+        app_host: str = "",
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -179,6 +180,7 @@ class Executor:
         self.sleep = sleep
         self.lease = lease
         self.wait = wait  # the lease keeper's wait between renewals (simulated time in tests)
+        self.app_host = app_host  # the app's host name, for @{historyUrl}
 
     def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
         """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
@@ -349,6 +351,7 @@ class Executor:
             message_id=message.message_id(),
             failure=message.failure,
             polling=message.poll is not None,
+            app_host=self.app_host,
         )
         if message.poll is not None and isinstance(action, HttpAction):
             action = poll_request(action, message.poll.url)  # GET the operation, as asyncPolling says

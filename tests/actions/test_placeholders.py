@@ -15,7 +15,7 @@ import pytest
 
 from scheduler_core.actions import ActionContext
 from scheduler_core.actions.http import HttpSender
-from scheduler_core.actions.placeholders import expand, expand_body, expand_uri, placeholder_values
+from scheduler_core.actions.placeholders import expand, expand_body, expand_uri, history_url, placeholder_values
 from scheduler_core.actions.service_bus import ServiceBusSender
 from scheduler_core.actions.storage_queue import StorageQueueSender
 from scheduler_core.model.actions import (
@@ -59,6 +59,7 @@ EXPECTED = {
     "attempt": "2",
     "jobName": JOB_NAME,
     "collectionName": COLLECTION_NAME,
+    "historyUrl": "",  # the app's host is not known to this context
     # Known to an error action only: empty where no failure is known.
     "failure.status": "",
     "failure.reason": "",
@@ -185,3 +186,17 @@ def test_a_service_bus_message_is_expanded_only_when_on(broker: AmqpBroker, expa
     [message] = broker.wait_for(1, "orders")
     expected = f'{{"job": "{JOB_NAME}", "attempt": 2}}' if expand_placeholders else action.message
     assert message.body.decode("utf-8") == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("myapp.azurewebsites.net", "https://myapp.azurewebsites.net/dashboard/#/job/rg1/jc%20one/night%20%26%20day"),
+        ("localhost:7071", "http://localhost:7071/dashboard/#/job/rg1/jc%20one/night%20%26%20day"),
+        ("127.0.0.1:7071", "http://127.0.0.1:7071/dashboard/#/job/rg1/jc%20one/night%20%26%20day"),
+        ("", ""),
+    ],
+)
+def test_history_url_links_the_jobs_page_on_the_apps_host(host: str, url: str) -> None:
+    job_id = "/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Scheduler/jobCollections/jc one/jobs/night & day"
+    assert history_url(host, job_id) == url

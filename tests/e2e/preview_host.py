@@ -73,7 +73,9 @@ def running_host(storage_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iter
             monkeypatch.setenv(name, value)
         wiring.reset()
         provision(storage_env)
-        with LocalHost(function_app.app, ROOT / "host.json", port=free_port()) as local:
+        port = free_port()
+        monkeypatch.setenv("WEBSITE_HOSTNAME", f"localhost:{port}")  # as Core Tools sets it
+        with LocalHost(function_app.app, ROOT / "host.json", port=port) as local:
             running = Host(local.base_url, key, identity)
             created = running.call("PUT", JC, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
             assert created.status_code == 201, created.text

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_core.recurrence import format_instant
-from tests.e2e.preview_host import JC, Host, running_host  # noqa: F401 (the fixture)
+from tests.e2e.preview_host import COLLECTION, JC, Host, running_host  # noqa: F401 (the fixture)
 from tests.support.http_target import http_target
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -32,7 +32,7 @@ def test_on_failure_deadline_and_on_recovery_reach_their_receiver(host: Host) ->
             return {"type": "Http", "request": {"uri": receiver.base_url + path, "method": "POST", "body": body}}
 
         notifications = {
-            "onFailure": notice("/failed", "@{jobName} @{scheduledTime} @{failure.status}"),
+            "onFailure": notice("/failed", "@{jobName} @{scheduledTime} @{failure.status} @{historyUrl}"),
             "onRecovery": notice("/recovered", "@{jobName} @{scheduledTime}"),
             "deadline": {"after": "PT1M", "action": notice("/late", "@{jobName} @{scheduledTime}")},
         }
@@ -48,8 +48,10 @@ def test_on_failure_deadline_and_on_recovery_reach_their_receiver(host: Host) ->
         rows = host.history("nightly", 5, timeout=20)
 
     first, second = format_instant(due), format_instant(due + timedelta(minutes=1))
+    port = host.base_url.rsplit(":", 1)[1]
+    link = f"http://localhost:{port}/dashboard/#/job/rg/{COLLECTION}/nightly"  # the job's page on this app
     assert sorted((call.path, call.body) for call in received) == [
-        ("/failed", f"nightly {first} 500".encode()),
+        ("/failed", f"nightly {first} 500 {link}".encode()),
         ("/late", f"nightly {first}".encode()),
         ("/recovered", f"nightly {second}".encode()),
     ]

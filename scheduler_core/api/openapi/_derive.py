@@ -586,8 +586,9 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
         "description": (
-            "Expands @{scheduledTime}, @{actualTime}, @{executionId}, @{attempt}, @{jobName} and "
-            "@{collectionName} in bodies, header values, URI queries and messages (default false); in the "
+            "Expands @{scheduledTime}, @{actualTime}, @{executionId}, @{attempt}, @{jobName}, "
+            "@{collectionName} and @{historyUrl} (the dashboard's page of the job) in bodies, header values, URI "
+            "queries and messages (default false); in the "
             "errorAction also @{failure.status}, @{failure.reason}, @{failure.body}, @{failure.executionId} and "
             "@{failure.attempts} (how the main action's last attempt failed)."
         ),
