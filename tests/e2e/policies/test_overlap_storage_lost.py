@@ -6,7 +6,11 @@ through fault-injecting TCP proxies (``tests/support/fault_proxy.py``); a real H
 the first occurrence's call until the second one waits for it, then the storage endpoints are cut (connections
 reset, new ones refused, 10 s), then partitioned (every connection hangs, 10 s), and the held call is answered
 at the start of the cut: the counters write that releases the waiting occurrence meets the outage. The test's
-own services (setup and checks) reach Azurite directly."""
+own services (setup and checks) reach Azurite directly.
+
+Here the Table service is lost; ``test_overlap_storage_lost_with_queues.py`` loses the Queue service with it
+(a module of its own, so that the two scenarios, each waiting a minute for its second occurrence, can run
+side by side: :func:`lose_storage_as_the_one_ahead_ends` is the scenario of both)."""
 
 from __future__ import annotations
 
@@ -38,15 +42,21 @@ CUT_SECONDS = 10
 BLACKHOLE_SECONDS = 10
 
 
-@pytest.mark.parametrize("endpoints", ["tables", "tables and queues"])
-def test_the_waiting_occurrence_runs_once_when_storage_is_lost_as_the_one_ahead_ends(
+def test_the_waiting_occurrence_runs_once_when_the_tables_are_lost_as_the_one_ahead_ends(
+    storage_env: Settings, azurite: Azurite, target: HttpTarget, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lose_storage_as_the_one_ahead_ends("tables", storage_env, azurite, target, monkeypatch, tmp_path)
+
+
+def lose_storage_as_the_one_ahead_ends(
+    endpoints: str,
     storage_env: Settings,
     azurite: Azurite,
     target: HttpTarget,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    endpoints: str,
 ) -> None:
+    """The scenario, with the host's ``endpoints`` ("tables", or "tables and queues") lost: its checks too."""
     log = tmp_path / "host.log"
     provision(storage_env)
     services = wiring.build(storage_env)  # direct to Azurite: setup and checks
