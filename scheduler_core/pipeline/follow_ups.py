@@ -1,6 +1,10 @@
 """What follows an attempt: the attempt that comes next (a retry, the error action, a backfill's next
-occurrence, an occurrence released by ``BufferOne``), the job's counters and final state, the policies an
-occurrence's end decides (``pauseAfterFailures``, ``deleteAfterCompletion``).
+occurrence, an occurrence released by ``BufferOne``, the next poll of an operation still running), the job's
+counters and final state, the policies an occurrence's end decides (``pauseAfterFailures``,
+``deleteAfterCompletion``, the job's ``notifications``).
+
+Whether a failed attempt is retried, and when, is :func:`retry_due`'s (the retry count, ``retryOn``,
+``Retry-After``, ``maxRetryDuration``); a notification's attempt is followed only by its own retry.
 
 Every message goes out through the overlap gate's :meth:`~scheduler_core.pipeline.overlap.OverlapGate.send_watched`
 (so each has its watch entry) before the attempt is counted; the counters write
