@@ -18,7 +18,7 @@ from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from scheduler_core.errors import ValidationError
-from scheduler_core.model.retry import DurationStyle
+from scheduler_core.model.retry import Duration, DurationStyle
 
 __all__ = [
     "ISO",
@@ -28,6 +28,7 @@ __all__ = [
     "duration_style",
     "format_duration",
     "parse_duration",
+    "read_bounded",
     "read_duration",
 ]
 
@@ -163,3 +164,17 @@ def format_duration(delta: timedelta, style: DurationStyle = ISO) -> str:
     if time:
         text += "T" + time
     return text if text != "P" else "PT0S"
+
+
+def read_bounded(value: object, path: str, low: tuple[timedelta, str], high: tuple[timedelta, str]) -> Duration:
+    """A duration (:func:`read_duration`) of ``low`` to ``high``, each given with its words ("15 seconds"),
+    kept in the style it was written in; else a 400 naming ``path`` with both bounds in that style."""
+    value_read, style = read_duration(value, path)
+    (least, least_words), (most, most_words) = low, high
+    if not least <= value_read <= most:
+        raise ValidationError(
+            path,
+            f"must be between {format_duration(least, style)} ({least_words}) and "
+            f"{format_duration(most, style)} ({most_words}), not {format_duration(value_read, style)}",
+        )
+    return Duration(value_read, style)

@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any, assert_never
 
 from scheduler_core.definitions._certificates import read_pfx
-from scheduler_core.definitions._durations import format_duration, read_duration
+from scheduler_core.definitions._durations import format_duration, read_bounded, read_duration
 from scheduler_core.definitions._json import Fields, enum_value, join, preview_only, str_map
 from scheduler_core.definitions._prior import Prior, same_text, sub
 from scheduler_core.errors import ValidationError
@@ -55,8 +55,8 @@ MAX_BODY = 8192
 #: The fields of ``request`` on api-version 2026-12-01-preview only.
 PREVIEW_REQUEST = ("signing", "timeout", "asyncPolling")
 #: Bounds of ``request.asyncPolling.maxDuration``: how long an operation a ``202`` started may be polled.
-MIN_POLLING = timedelta(minutes=1)
-MAX_POLLING = timedelta(days=1)
+MIN_POLLING = (timedelta(minutes=1), "a minute")
+MAX_POLLING = (timedelta(days=1), "a day")
 #: Bounds of ``request.timeout``: the Functions host ends an invocation after ``functionTimeout`` (10 minutes,
 #: host.json), and an attempt needs time for its storage calls around the call.
 MIN_TIMEOUT = timedelta(seconds=1)
@@ -197,15 +197,7 @@ def _parse_polling(data: object, path: str) -> Duration:
     fields = Fields(data, path, ("maxDuration",))
     if "maxDuration" not in fields:
         raise ValidationError(fields.where("maxDuration"), "is required (how long the operation may be polled)")
-    where = fields.where("maxDuration")
-    length, style = read_duration(fields.get("maxDuration"), where)
-    if not MIN_POLLING <= length <= MAX_POLLING:
-        raise ValidationError(
-            where,
-            f"must be between {format_duration(MIN_POLLING, style)} (a minute) and "
-            f"{format_duration(MAX_POLLING, style)} (a day), not {format_duration(length, style)}",
-        )
-    return Duration(length, style)
+    return read_bounded(fields.get("maxDuration"), fields.where("maxDuration"), MIN_POLLING, MAX_POLLING)
 
 
 def _parse_timeout(value: object, path: str) -> Duration:

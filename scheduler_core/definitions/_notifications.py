@@ -22,7 +22,7 @@ from scheduler_core.definitions._actions import (
     read_action,
     restore_secrets,
 )
-from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_duration
+from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_bounded, read_duration
 from scheduler_core.definitions._json import Fields
 from scheduler_core.definitions._prior import sub
 from scheduler_core.definitions._retry import default_retry_policy, read_retry_policy, retry_policy_json
@@ -80,14 +80,7 @@ def parse_notifications(
 
 
 def _after(value: object, where: str) -> Duration:
-    after, style = read_duration(value, where)
-    if not MIN_DEADLINE <= after <= MAX_DEADLINE:
-        raise ValidationError(
-            where,
-            f"must be between {format_duration(MIN_DEADLINE, style)} (a minute) and "
-            f"{format_duration(MAX_DEADLINE, style)} (six days), not {format_duration(after, style)}",
-        )
-    return Duration(after, style)
+    return read_bounded(value, where, (MIN_DEADLINE, "a minute"), (MAX_DEADLINE, "six days"))
 
 
 def _notification_json(notification: Notification) -> tuple[dict[str, Any], dict[str, str]]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_duration
+from scheduler_core.definitions._durations import ISO, DurationStyle, format_duration, read_bounded, read_duration
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.errors import ValidationError
 from scheduler_core.model.retry import (
@@ -46,6 +46,9 @@ RETRY_ON_RULE = 'a status of 300 to 599 ("429"), a status class ("5xx", "4xx", "
 #: Bounds of ``maxRetryDuration``: those of a retry interval.
 MIN_RETRY_DURATION = MIN_RETRY_INTERVAL
 MAX_RETRY_DURATION = MAX_RETRY_INTERVAL
+#: The bounds of both, in words for their errors.
+_LEAST = (MIN_RETRY_INTERVAL, "15 seconds")
+_MOST = (MAX_RETRY_INTERVAL, "18 months")
 
 RETRY_TYPES = {"none": RetryType.NONE, "fixed": RetryType.FIXED, "exponential": RetryType.EXPONENTIAL}
 
@@ -60,15 +63,7 @@ def _interval(fields: Fields, name: str) -> Duration | None:
     """A retry interval in the style it was written in."""
     if name not in fields:
         return None
-    where = fields.where(name)
-    value, style = read_duration(fields.get(name), where)
-    if not MIN_RETRY_INTERVAL <= value <= MAX_RETRY_INTERVAL:
-        raise ValidationError(
-            where,
-            f"must be between {format_duration(MIN_RETRY_INTERVAL, style)} (15 seconds) and "
-            f"{format_duration(MAX_RETRY_INTERVAL, style)} (18 months), not {format_duration(value, style)}",
-        )
-    return Duration(value, style)
+    return read_bounded(fields.get(name), fields.where(name), _LEAST, _MOST)
 
 
 def _retry_on(value: object, path: str) -> tuple[str, ...]:
@@ -101,15 +96,7 @@ def _retry_duration(fields: Fields) -> Duration | None:
     """``maxRetryDuration``: :data:`MIN_RETRY_DURATION` up to :data:`MAX_RETRY_DURATION`."""
     if "maxRetryDuration" not in fields:
         return None
-    where = fields.where("maxRetryDuration")
-    value, style = read_duration(fields.get("maxRetryDuration"), where)
-    if not MIN_RETRY_DURATION <= value <= MAX_RETRY_DURATION:
-        raise ValidationError(
-            where,
-            f"must be between {format_duration(MIN_RETRY_DURATION, style)} (15 seconds) and "
-            f"{format_duration(MAX_RETRY_DURATION, style)} (18 months), not {format_duration(value, style)}",
-        )
-    return Duration(value, style)
+    return read_bounded(fields.get("maxRetryDuration"), fields.where("maxRetryDuration"), _LEAST, _MOST)
 
 
 def parse_retry_policy(

@@ -116,6 +116,13 @@ def retry_due(
     return due
 
 
+def first_started(message: ExecutionMessage, started: datetime) -> datetime:
+    """When the first attempt of ``message``'s action at its occurrence started (``maxRetryDuration`` counts
+    from it): ``started`` for the first attempt itself, else what the message says (one sent before messages
+    said it: its occurrence)."""
+    return message.first_time or (started if message.attempt == 0 else message.occurrence_time)
+
+
 def failure_facts(message: ExecutionMessage, result: ActionResult) -> FailureFacts:
     """What the error action of ``message``'s occurrence knows of the failure of ``message``'s attempt."""
     body = shown(result.body, one_line=True)
@@ -209,8 +216,7 @@ class FollowUps:
         final_state: JobState | None = None
         faulted = False
         step, retry_at = NextStep.CONTINUE, None
-        # The first attempt started now, or the message says when (one sent before it did: its occurrence).
-        first = message.first_time or (started if message.attempt == 0 else message.occurrence_time)
+        first = first_started(message, started)
         retry = retry_due(policy, message, result, first, now)
         retry_follows = isinstance(retry, datetime)
         error_follows = not retry_follows and message.is_main and not result.succeeded and action.error is not None
@@ -307,7 +313,7 @@ class FollowUps:
         notifications, kind = job.definition.notifications, message.notification
         notification = notifications.of(kind) if notifications is not None and kind is not None else None
         policy = notification.retry_policy if notification is not None else RetryPolicy.never()
-        first = message.first_time or (started if message.attempt == 0 else message.occurrence_time)
+        first = first_started(message, started)
         retry = retry_due(policy, message, result, first, now)
         if isinstance(retry, datetime):
             self.gate.send_watched(job, attempts.retry_of(message, first), retry, now)
