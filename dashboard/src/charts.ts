@@ -38,8 +38,10 @@ function label(ms: number, bucketMs: number): string {
   return bucketMs >= 86400000 ? iso.slice(0, 10) : bucketMs >= 3600000 ? `${iso.slice(5, 10)} ${iso.slice(11, 16)}` : iso.slice(11, 16);
 }
 
-/** History rows counted by status per time bucket, the bucket the smallest that keeps at most 24 of them. */
-export function outcomes(rows: HistoryRow[]): Outcomes {
+/** History rows counted by status per time bucket, the bucket the smallest that keeps at most 24 of them; the
+ * rows of the job's notifications are not its executions and are not counted. */
+export function outcomes(all: HistoryRow[]): Outcomes {
+  const rows = all.filter((row) => row.properties.actionName !== "NotificationAction");
   const times = rows.map((row) => new Date(row.properties.startTime).getTime()).filter((t) => !Number.isNaN(t));
   if (times.length === 0) return { labels: [], counts: {}, bucketMs: BUCKETS[0] };
   const first = Math.min(...times);
@@ -64,7 +66,7 @@ export function outcomes(rows: HistoryRow[]): Outcomes {
 export function dueOf(row: HistoryRow): string | null {
   const p = row.properties;
   if (p.dueTime) return p.dueTime;
-  return p.actionName !== "ErrorAction" && (p.retryCount ?? 0) === 0 ? (p.expectedExecutionTime ?? null) : null;
+  return p.actionName === "MainAction" && (p.retryCount ?? 0) === 0 ? (p.expectedExecutionTime ?? null) : null;
 }
 
 /** Whether a history row belongs to an occurrence of the schedule (not a run on demand or a backfill). */

@@ -152,7 +152,7 @@ function historyRow(row: HistoryRow, fresh: boolean, zone: string | null, rerun:
     "tr",
     { class: fresh ? "fresh attempt" : "attempt", "data-status": p.status },
     h("td", {}, h("time", { datetime: p.startTime }, absolute(p.startTime, zone))),
-    h("td", {}, p.actionName === "ErrorAction" ? "error action" : "main"),
+    h("td", {}, ACTION_WORDS[p.actionName] ?? "main"),
     h("td", {}, badge(p.status)),
     h("td", { class: "num" }, took === null ? "—" : span(took)),
     h("td", { class: "num" }, lateness(late)),
@@ -184,10 +184,15 @@ export function occurrenceGroups(history: HistoryRow[]): HistoryRow[][] {
   return groups;
 }
 
-/** The heading of one occurrence's rows: when it was due, what started it, its attempts and its outcome. */
+/** How a history row names the action it ran (a notification's rows are the job's notifications, not attempts). */
+const ACTION_WORDS: Record<string, string> = { MainAction: "main", ErrorAction: "error action", NotificationAction: "notification" };
+
+/** The heading of one occurrence's rows: when it was due, what started it, its attempts, its outcome and the
+ *  notifications it sent. */
 function occurrenceHeading(group: HistoryRow[], zone: string | null): string {
-  const main = group.filter((row) => row.properties.actionName !== "ErrorAction");
-  const errors = group.length - main.length;
+  const main = group.filter((row) => row.properties.actionName === "MainAction");
+  const errors = group.filter((row) => row.properties.actionName === "ErrorAction").length;
+  const notices = group.filter((row) => row.properties.actionName === "NotificationAction");
   const first = group[group.length - 1].properties;
   const due = first.expectedExecutionTime ?? first.startTime;
   const trigger = (first.trigger ?? "").toLowerCase();
@@ -196,6 +201,7 @@ function occurrenceHeading(group: HistoryRow[], zone: string | null): string {
   const parts = [`${main.length} attempt${main.length === 1 ? "" : "s"}`];
   if (retries) parts.push(`${retries} retr${retries === 1 ? "y" : "ies"}`);
   if (errors) parts.push(`error action ${group.find((row) => row.properties.actionName === "ErrorAction")?.properties.status ?? "ran"}`);
+  if (notices.length) parts.push(`${notices.length} notification${notices.length === 1 ? "" : "s"} sent`);
   return `Occurrence ${absolute(due, zone)}${trigger ? ` (${trigger})` : ""}: ${parts.join(", ")}; ${outcome}`;
 }
 
