@@ -13,6 +13,7 @@ import pytest
 from scheduler_core.definitions import Wire, job_wire, parse_job
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import JobState
+from scheduler_core.model.actions import HttpAction
 from scheduler_core.model.job import JobDefinition
 from scheduler_core.model.retry import Duration, Failure, RetryPolicy
 
@@ -169,3 +170,42 @@ def test_the_budget_counts_from_the_first_attempt_inclusive() -> None:
     assert policy.in_budget(NOW, NOW + timedelta(minutes=1))
     assert not policy.in_budget(NOW, NOW + timedelta(minutes=1, microseconds=1))
     assert RetryPolicy().in_budget(NOW, NOW + timedelta(days=600))
+
+
+# ---------------------------------------------------------------------------------------------- asyncPolling
+
+
+def polled(polling: Any) -> dict[str, Any]:
+    job = body(FIXED)
+    job["properties"]["action"]["request"]["asyncPolling"] = polling
+    return job
+
+
+def test_async_polling_is_answered_as_written_hidden_from_classic_clients_and_kept_by_them() -> None:
+    stored = parse(polled({"maxDuration": "01:30:00"}))
+    action = stored.action.main
+    assert isinstance(action, HttpAction) and action.async_polling == Duration(timedelta(minutes=90), "timespan")
+    answered = job_wire(stored, JobState.ENABLED, Wire.PREVIEW)["action"]["request"]
+    assert answered["asyncPolling"] == {"maxDuration": "01:30:00"}
+    classic = job_wire(stored, JobState.ENABLED, Wire.CLASSIC)
+    assert "asyncPolling" not in json.dumps(classic)
+    classic["action"]["request"]["uri"] = "https://elsewhere.example/hook"  # a bound, not a credential: kept
+    kept = parse({"properties": classic}, Wire.CLASSIC, previous=stored)
+    assert isinstance(kept.action.main, HttpAction) and kept.action.main.async_polling == action.async_polling
+
+
+@pytest.mark.parametrize(
+    ("polling", "path", "rule"),
+    [
+        ({"maxDuration": "PT59S"}, "asyncPolling.maxDuration", "between PT1M (a minute) and P1D (a day)"),
+        ({"maxDuration": "P2D"}, "asyncPolling.maxDuration", "not P2D"),
+        ({"maxDuration": 60}, "asyncPolling.maxDuration", ""),
+        ({}, "asyncPolling.maxDuration", "is required"),
+        ({"maxDuration": "PT5M", "interval": "PT1S"}, "asyncPolling.interval", "not a known field"),
+        ("PT5M", "asyncPolling", "JSON object"),
+    ],
+)
+def test_a_hostile_async_polling_is_a_400_naming_the_field(polling: Any, path: str, rule: str) -> None:
+    error = refused(polled(polling))
+    assert error.path == f"properties.action.request.{path}", error
+    assert rule in error.rule, error
