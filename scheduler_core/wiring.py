@@ -97,15 +97,9 @@ def build(
         from scheduler_core.actions.registry import default_runner
 
         runner = default_runner(config)
+    host = config.app_host_name  # for @{historyUrl}
     executor = Executor(
-        stores,
-        claims,
-        runner,
-        dispatcher.attempts,
-        clock,
-        sleep=sleep,
-        lease=claim_lease,
-        app_host=config.app_host_name,
+        stores, claims, runner, dispatcher.attempts, clock, sleep=sleep, lease=claim_lease, app_host=host
     )
 
     service = _service(config, stores, dispatcher, clock, sleep)

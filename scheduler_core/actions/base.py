@@ -49,9 +49,10 @@ class ActionContext:
     message_id: str | None = None
     #: An error action's: how the main action failed (``@{failure.*}``); None: not known.
     failure: FailureFacts | None = None
-    #: This call polls an operation a ``202 Accepted`` started (``request.asyncPolling``): a 202 again, with or
-    #: without ``Location``, means it still runs.
-    polling: bool = False
+    #: The URL of the operation a ``202 Accepted`` started that this call polls (``request.asyncPolling``: the
+    #: HTTP sender GETs it; a 202 again, with or without ``Location``, means it still runs). "": the action's
+    #: own call.
+    poll: str = ""
     #: The app's host name (``myapp.azurewebsites.net``; "" when unknown): ``@{historyUrl}`` links its dashboard.
     app_host: str = ""
 

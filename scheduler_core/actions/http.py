@@ -53,6 +53,7 @@ from scheduler_core.actions.outcome import CUT, failure_reason, outcome_message,
 from scheduler_core.actions.placeholders import expand_http
 from scheduler_core.actions.redact import redact
 from scheduler_core.actions.signing import signer_for
+from scheduler_core.definitions._http import MAX_URI
 from scheduler_core.model.actions import (
     ActiveDirectoryOAuthAuthentication,
     BasicAuthentication,
@@ -166,11 +167,12 @@ class HttpSender:
                 assert_never(authentication)
 
     def send(self, action: HttpAction, context: ActionContext) -> ActionResult:
-        """Send the request and read the answer's head; in a client span (a child of the attempt's span)
+        """Send the request (or, for ``context.poll``, the GET that polls the operation the action started:
+        :func:`poll_request`) and read the answer's head; in a client span (a child of the attempt's span)
         whose context the target receives as ``traceparent``. Success is a 2xx answer after redirects."""
         from opentelemetry.trace import SpanKind, StatusCode
 
-        action = expand_http(action, context)
+        action = expand_http(poll_request(action, context.poll) if context.poll else action, context)
         method = action.method.upper()
         try:
             url = prepared_url(action.uri)
@@ -247,8 +249,6 @@ class HttpSender:
         return answered(action, context, host, response, head, secrets, datetime.fromtimestamp(self.clock(), UTC))
 
 
-#: The longest ``Location`` polled (as a job's URI).
-MAX_URI = 2048
 #: The statuses whose ``Retry-After`` sets the wait before the next retry (RFC 9110 section 10.2.3).
 RETRY_AFTER_STATUSES = (429, 503)
 
@@ -290,6 +290,11 @@ def answered(
     status = response.status_code
     text = redact(describe_response(host, response, head), secrets)
     poll = operation_running(action, context, response)
+    if poll is not None and len(poll) > MAX_URI:  # as a job's URI may be; a poll's message carries it
+        detail = f"its Location is longer than {MAX_URI:,} characters, the most a job's URI may be"
+        return ActionResult(
+            False, outcome_message("Http", "Operation not followed", detail, f"Response from host '{host}'"), status
+        )
     if poll is not None:
         return ActionResult(False, text, status, poll=poll, retry_after=asked_to_wait(response, now, statuses=(202,)))
     if 200 <= status < 300:
@@ -305,9 +310,9 @@ def operation_running(action: HttpAction, context: ActionContext, response: requ
     answer is the outcome."""
     if action.async_polling is None or response.status_code != 202:
         return None
-    location = response.headers.get("location", "").strip()[:MAX_URI]
+    location = response.headers.get("location", "").strip()
     if not location:
-        return response.url if context.polling else None
+        return response.url if context.poll else None
     return urljoin(response.url, location)
 
 

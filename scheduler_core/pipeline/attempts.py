@@ -118,18 +118,22 @@ def error_action_of(message: ExecutionMessage, failure: FailureFacts) -> Executi
 
 
 def notification_of(
-    message: ExecutionMessage, kind: NotificationKind, failure: FailureFacts | None
+    message: ExecutionMessage, kind: NotificationKind, failure: FailureFacts | None = None
 ) -> ExecutionMessage:
     """The first attempt of the job's ``kind`` notification about ``message``'s occurrence (``failure``: how
-    its main action failed, for ``onFailure``)."""
-    return replace(message, action=kind.value, attempt=0, first="", failure=failure, until="", waits_for="", poll=None)
-
-
-def deadline_of(message: ExecutionMessage) -> ExecutionMessage:
-    """The job's deadline notification about ``message``'s scheduled occurrence (it runs only if the occurrence
-    has not succeeded by then)."""
+    its main action failed, for ``onFailure``; a ``deadline`` runs only if the occurrence has not succeeded by
+    then). It keeps the occurrence, its cause and generation, nothing of the attempt's own state."""
     return replace(
-        message, action="deadline", attempt=0, missed=0, last=False, first="", failure=None, until="", poll=None
+        message,
+        action=kind.value,
+        attempt=0,
+        missed=0,
+        last=False,
+        until="",
+        waits_for="",
+        first="",
+        failure=failure,
+        poll=None,
     )
 
 

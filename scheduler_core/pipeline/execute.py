@@ -46,7 +46,6 @@ from datetime import datetime, timedelta
 
 from scheduler_core import policies
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
-from scheduler_core.actions.http import poll_request
 from scheduler_core.actions.outcome import outcome_message
 from scheduler_core.model import (
     CLAIM_LEASE,
@@ -58,7 +57,7 @@ from scheduler_core.model import (
     JobState,
     LostAttempt,
 )
-from scheduler_core.model.actions import Action, HttpAction, NotificationKind
+from scheduler_core.model.actions import Action, NotificationKind
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
@@ -282,29 +281,17 @@ class Executor:
         follow = self.follow_ups.after(job, message, outcome, job_action, started, ended)
         step, retry_at, outcome = follow.step, follow.retry_at, follow.outcome or outcome
         claim = keeper.stop()  # its latest version: the record is guarded by it
-        policy = job_action.retry_policy
         if follow.polling:  # the operation runs on: its poll is sent; its outcome is recorded when it ends
             durably("claim completion", lambda: self.claims.complete(claim, ended))
-            reporting.attempt_ran(
-                job,
-                message,
-                action,
-                policy,
-                Outcome.POLLING.value,
-                execution_id,
-                outcome,
-                started,
-                ended,
-                step,
-                retry_at,
-            )
-            return ExecutionReport(Outcome.POLLING, outcome.message, execution_id, step.value)
-        began = message.poll.since_time if message.poll is not None else started  # the operation's start
-        record = history_entry(job, message, execution_id, outcome, claim.claimed_at, began, ended, follow.note)
-        durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
-        if follow.delete is not None:
-            self.follow_ups.delete_completed(follow.delete)
-        done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
+            done = Outcome.POLLING
+        else:
+            began = message.poll.since_time if message.poll is not None else started  # the operation's start
+            record = history_entry(job, message, execution_id, outcome, claim.claimed_at, began, ended, follow.note)
+            durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
+            if follow.delete is not None:
+                self.follow_ups.delete_completed(follow.delete)
+            done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
+        policy = job_action.retry_policy
         reporting.attempt_ran(
             job, message, action, policy, done.value, execution_id, outcome, started, ended, step, retry_at
         )
@@ -350,11 +337,9 @@ class Executor:
             expand_placeholders=job.definition.action.expand_placeholders or message.notification is not None,
             message_id=message.message_id(),
             failure=message.failure,
-            polling=message.poll is not None,
+            poll=message.poll.url if message.poll is not None else "",
             app_host=self.app_host,
         )
-        if message.poll is not None and isinstance(action, HttpAction):
-            action = poll_request(action, message.poll.url)  # GET the operation, as asyncPolling says
         # An error action removed since its attempt was sent (only an on-demand run gets here) fails as before.
         with reporting.attempt_span(job, message, action) as span:
             outcome = span.record(self.runner.run(action, context) if action is not None else NO_ERROR_ACTION)

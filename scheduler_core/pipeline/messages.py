@@ -17,6 +17,12 @@ from scheduler_core.model.states import ActionName
 
 VERSION = 1
 
+
+def _instant(text: str) -> datetime:
+    """An instant as messages write it (ISO 8601, UTC, with ``Z``)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 #: How a message names which of the job's actions it runs (its wire spelling; :attr:`ExecutionMessage.action_name`
 #: is the :class:`~scheduler_core.model.ActionName`): a notification by its
 #: :class:`~scheduler_core.model.actions.NotificationKind`.
@@ -60,7 +66,7 @@ class Poll:
 
     @property
     def since_time(self) -> datetime:
-        return datetime.fromisoformat(self.since.replace("Z", "+00:00"))
+        return _instant(self.since)
 
 
 @dataclass(frozen=True)
@@ -158,18 +164,18 @@ class ExecutionMessage:
     @property
     def first_time(self) -> datetime | None:
         """When this action's first attempt at the occurrence started, if the message says (:attr:`first`)."""
-        return datetime.fromisoformat(self.first.replace("Z", "+00:00")) if self.first else None
+        return _instant(self.first) if self.first else None
 
     @property
     def occurrence_time(self) -> datetime:
-        return datetime.fromisoformat(self.occurrence.replace("Z", "+00:00"))
+        return _instant(self.occurrence)
 
     @property
     def due_time(self) -> datetime | None:
         """When this attempt was due to start: its :attr:`due`, else its occurrence for the first attempt of
         the main action; None when unknown (a later attempt sent before messages carried ``due``)."""
         if self.due:
-            return datetime.fromisoformat(self.due.replace("Z", "+00:00"))
+            return _instant(self.due)
         return self.occurrence_time if self.attempt == 0 and self.action == "main" else None
 
     @property

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from scheduler_core import policies
 from scheduler_core.model import Job, JobState, OccurrenceEntry, ParkedEntry, TypedEntry, WatchEntry
+from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.job import DEFAULT_MISSED_RUN_POLICY
 from scheduler_core.pipeline import attempts, catch_up, reporting
 from scheduler_core.pipeline.attempts import Attempts
@@ -182,7 +183,11 @@ class Rows:
         deadline = notifications.deadline if notifications is not None else None
         if deadline is not None:
             due = message.occurrence_time + deadline.after.value
-            report.watches.append(self.attempts.dispatch_at(job, attempts.deadline_of(message), shard, due, now))
+            report.watches.append(
+                self.attempts.dispatch_at(
+                    job, attempts.notification_of(message, NotificationKind.DEADLINE), shard, due, now
+                )
+            )
 
     @staticmethod
     def _move(job: Job, row: OccurrenceEntry, following: datetime | None, report: ScanReport) -> None:

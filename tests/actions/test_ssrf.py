@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.actions import ActionResult, Failure
-from scheduler_core.actions.http import HttpSender, poll_request
+from scheduler_core.actions.http import HttpSender
 from scheduler_core.actions.http_auth import OAuthTokens
 from scheduler_core.actions.outbound import MAX_REDIRECTS, OutboundPolicy
 from scheduler_core.actions.registry import default_runner
@@ -430,8 +430,8 @@ def accepted_then_polled(dns: FakeDns, location: str) -> tuple[ActionResult, Act
         )
         accepted = sender(dns).send(action, action_context())
         assert accepted.poll is not None, accepted.message
-        polling = dataclasses.replace(action_context(), polling=True)
-        return accepted, sender(dns).send(poll_request(action, accepted.poll), polling)
+        polling = dataclasses.replace(action_context(), poll=accepted.poll)
+        return accepted, sender(dns).send(action, polling)
 
 
 @pytest.mark.parametrize(("address", "host"), BLOCKED_SPELLINGS)

@@ -228,3 +228,11 @@ def test_a_storage_outage_as_a_poll_step_completes_is_waited_out(
     assert deployment.executor.execute(poll).outcome is Outcome.POLLING
     assert deployment.executor.execute(next_poll(deployment)).outcome is Outcome.SUCCEEDED
     assert len(deployment.history("j")) == 1 and len(target.received) == 3
+
+
+def test_a_location_longer_than_a_jobs_uri_is_not_followed(deployment: Deployment, target: HttpTarget) -> None:
+    target.answer([202], headers={"Location": "/op?" + "a" * 3000})
+    assert deployment.executor.execute(fire(deployment, polled_job(target))).outcome is Outcome.FAILED
+    [row] = deployment.history("j")
+    assert row.message.startswith("Operation not followed: its Location is longer than 2,048 characters")
+    assert deployment.queued() == [] and len(target.received) == 1
