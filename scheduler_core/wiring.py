@@ -61,6 +61,33 @@ class Services:
     claims: Claims | None = None
 
 
+def _executor(
+    config: settings.Settings,
+    storage: Storage,
+    runner: ActionRunner | None,
+    dispatcher: Dispatcher,
+    clock: Clock,
+    sleep: Callable[[float], None],
+    claim_lease: timedelta,
+) -> Executor:
+    """The executor: its attempts are the dispatcher's, its senders ``runner`` (default: the deployment's)."""
+    if runner is None:
+        # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
+        from scheduler_core.actions.registry import default_runner
+
+        runner = default_runner(config)
+    return Executor(
+        storage.stores,
+        storage.claims,
+        runner,
+        dispatcher.attempts,
+        clock,
+        sleep=sleep,
+        lease=claim_lease,
+        app_host=config.app_host_name,  # for @{historyUrl}
+    )
+
+
 def build(
     config: settings.Settings,
     clock: Clock = utcnow,
@@ -92,15 +119,7 @@ def build(
         [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
     )
     dispatcher = _dispatcher(config, storage, send_execution, wired.depths, claim_lease)
-    if runner is None:
-        # Imported here: the senders pull in azure-servicebus, which the indexing of function_app need not load.
-        from scheduler_core.actions.registry import default_runner
-
-        runner = default_runner(config)
-    host = config.app_host_name  # for @{historyUrl}
-    executor = Executor(
-        stores, claims, runner, dispatcher.attempts, clock, sleep=sleep, lease=claim_lease, app_host=host
-    )
+    executor = _executor(config, storage, runner, dispatcher, clock, sleep, claim_lease)
 
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
