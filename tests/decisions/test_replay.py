@@ -19,6 +19,7 @@ from scheduler_core.model.history import Trigger
 from scheduler_core.pipeline.execute import Outcome
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.recurrence import format_instant
+from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.backfills import CLASSIC, JOB_PATH, READER_KEY, post
 from tests.support.harness import START, Deployment
 from tests.support.http_target import HttpTarget
@@ -193,3 +194,18 @@ def test_concurrent_replays_of_one_entry_each_run_once(deployment: Deployment, t
     assert outcomes.count(Outcome.SUCCEEDED) == 20 and outcomes.count(Outcome.DUPLICATE) == 20
     replays = {row.execution_id for row in deployment.history("j") if row.trigger is Trigger.REPLAY}
     assert replays == ids
+
+
+def test_an_entry_of_another_job_or_collection_is_not_replayed_through_this_one(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    """Another tenant's execution id (a job elsewhere) names nothing here: 404, nothing sent."""
+    failed = failed_once(deployment, target)
+    other = JobRef(CollectionRef("sub1", "rg1", "other-jc"), "j")
+    deployment.service.put_collection(
+        other.collection, {"location": "westus", "properties": {"sku": {"name": "Standard"}}}
+    )
+    deployment.service.put_job(other, job_body(DUE + timedelta(hours=1), http_action(target.base_url)))
+    status, answer = post(deployment, {}, path=f"{JOB_PATH.replace('/jc1/', '/other-jc/')}/history/{failed}/rerun")
+    assert status == 404 and "has no history entry" in answer["error"]["message"], answer
+    assert deployment.queued() == []
