@@ -35,6 +35,7 @@ from scheduler_core.model import (
     JobCollection,
 )
 from scheduler_core.model.claim import Claim
+from scheduler_core.model.history import HistoryRetention
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 
@@ -171,8 +172,8 @@ class History(Protocol):
         """The job's entries, newest first (by row key; one entry per row key)."""
         ...
 
-    def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
-        """Delete entries that started before ``older_than`` and all but the newest ``keep``; how many. An
+    def trim(self, job: JobRef, retention: HistoryRetention, now: datetime) -> int:
+        """Delete the entries ``retention`` removes at ``now`` (:meth:`HistoryRetention.doomed`); how many. An
         entry written with a claim leaves the claim behind (done), so a late delivery is still dropped."""
         ...
 

@@ -254,20 +254,21 @@ class _Operation:
 
     def list_collections(self) -> ApiResponse:
         records = self.service.list_collections(self.path.subscription, self.path.resource_group)
-        payload = {"value": [views.collection(record) for record in records]}
+        payload = {"value": [views.collection(record, self.wire) for record in records]}
         return ApiResponse.json(200, payload)
 
     def get_collection(self) -> ApiResponse:
         record = self.service.get_collection(self.collection_ref())
-        return ApiResponse.json(200, views.collection(record), {"ETag": record.version})
+        return ApiResponse.json(200, views.collection(record, self.wire), {"ETag": record.version})
 
     def put_collection(self) -> ApiResponse:
-        record, created = self.service.put_collection(self.collection_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(201 if created else 200, views.collection(record), {"ETag": record.version})
+        ref, body = self.collection_ref(), _body(self.request)
+        record, created = self.service.put_collection(ref, body, self.if_match, self.wire)
+        return ApiResponse.json(201 if created else 200, views.collection(record, self.wire), {"ETag": record.version})
 
     def patch_collection(self) -> ApiResponse:
-        record = self.service.patch_collection(self.collection_ref(), _body(self.request), self.if_match)
-        return ApiResponse.json(200, views.collection(record), {"ETag": record.version})
+        record = self.service.patch_collection(self.collection_ref(), _body(self.request), self.if_match, self.wire)
+        return ApiResponse.json(200, views.collection(record, self.wire), {"ETag": record.version})
 
     def delete_collection(self) -> ApiResponse:
         self.service.delete_collection(self.collection_ref(), self.if_match)

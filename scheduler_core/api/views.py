@@ -50,14 +50,16 @@ EXECUTION_STATUSES = tuple(HistoryStatus)
 CLASSIC_EXECUTION_STATUSES = tuple(status for status in HistoryStatus if status is not HistoryStatus.SKIPPED)
 
 
-def collection(record: JobCollection) -> dict[str, Any]:
+def collection(record: JobCollection, wire: Wire = Wire.CLASSIC) -> dict[str, Any]:
+    """A collection as ``wire`` shows it (the classic wire: exactly as 2016-03-01 always answered)."""
+    retention = record.history_retention if wire.preview else None
     return {
         "id": record.ref.resource_id,
         "type": COLLECTION_TYPE,
         "name": record.ref.name,
         "location": record.location,
         "tags": record.tags,
-        "properties": definitions.collection_json(record.sku, record.state, record.quota),
+        "properties": definitions.collection_json(record.sku, record.state, record.quota, retention),
     }
 
 

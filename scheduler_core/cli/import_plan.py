@@ -212,7 +212,15 @@ class _Collection:
         spec = self.limits
         calendars = tuple(sorted(self.calendars.values(), key=lambda item: item.name.lower()))
         return JobCollection(
-            ref, spec.location, spec.tags, spec.sku, spec.state, spec.quota, datetime.now(UTC), calendars=calendars
+            ref,
+            spec.location,
+            spec.tags,
+            spec.sku,
+            spec.state,
+            spec.quota,
+            datetime.now(UTC),
+            calendars=calendars,
+            history_retention=spec.history_retention,
         )
 
 
@@ -326,7 +334,7 @@ class Planner:
         """A collection of the target as read: its plan and quota, its jobs and its calendars."""
         body = {"location": stored.get("location"), "tags": stored.get("tags") or {}}
         body["properties"] = stored.get("properties") or {}
-        limits = definitions.parse_collection(body, name=str(stored.get("name")), validate_limits=False)
+        limits = definitions.parse_collection(body, name=str(stored.get("name")), validate_limits=False, wire=self.wire)
         jobs: dict[str, _Job] = {}
         for job in self.state.jobs(target):
             props = {k: v for k, v in (job.get("properties") or {}).items() if k != "status"}
@@ -353,7 +361,7 @@ class Planner:
         try:
             _check_names(target)
             read_as_the_service(item.body)
-            spec = definitions.parse_collection(item.body, name=target.collection)
+            spec = definitions.parse_collection(item.body, name=target.collection, wire=self.wire)
             if spec.sku == "Free":
                 sub = escape_key(target.subscription)
                 others: list[Any] = [*self.state.free_collections(target.subscription), *self.planned_free.get(sub, [])]

@@ -2,9 +2,10 @@
 
 Pure Python (no storage, no HTTP, no Azure SDK). The management API calls:
 
-* :func:`parse_collection` -> :class:`CollectionSpec` (the typed plan, state and quota);
-  :func:`collection_json` (a collection's plan, state and quota to canonical ``JobCollectionProperties``)
-  and :func:`read_collection_properties` (the other direction, trusted: for the stores);
+* :func:`parse_collection` -> :class:`CollectionSpec` (the typed plan, state and quota, and on the preview wire
+  the history retention); :func:`collection_json` (a collection's plan, state, quota and history retention to
+  canonical ``JobCollectionProperties``) and :func:`read_collection_properties` /
+  :func:`read_collection_retention` (the other direction, trusted: for the stores);
 * :func:`parse_job` -> :class:`JobSpec` (canonical properties without secrets, secrets by dotted path);
 * :func:`merge_patch` / :func:`merge_collection_patch` for PATCH (JSON merge, then parse again);
 * :func:`job_json` (a stored :class:`~scheduler_core.model.JobDefinition` and state to canonical
@@ -49,6 +50,7 @@ from scheduler_core.definitions._collection import (
     collection_json,
     parse_collection,
     read_collection_properties,
+    read_collection_retention,
 )
 from scheduler_core.definitions._durations import (
     ISO,
@@ -136,6 +138,7 @@ __all__ = [
     "read_action",
     "read_calendars",
     "read_collection_properties",
+    "read_collection_retention",
     "read_duration",
     "read_job_action",
     "read_job_definition",

@@ -8,11 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.definitions._json import Fields, enum_value, join, str_map
+from scheduler_core.definitions._retention import parse_history_retention, read_history_retention, retention_json
+from scheduler_core.definitions._versions import Wire
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import CollectionState, MaxRecurrence, Quota, Sku
+from scheduler_core.model.history import HistoryRetention
 from scheduler_core.recurrence import Frequency, parse_frequency
 
-__all__ = ["CollectionSpec", "collection_json", "parse_collection", "read_collection_properties"]
+__all__ = [
+    "CollectionSpec",
+    "collection_json",
+    "parse_collection",
+    "read_collection_properties",
+    "read_collection_retention",
+]
 
 _SKUS = {sku.lower(): sku for sku in Sku} | {"premium": Sku.P10_PREMIUM}  # 2014-08-01-preview
 _CLIENT_STATES = {"enabled": CollectionState.ENABLED, "disabled": CollectionState.DISABLED}
@@ -29,30 +38,37 @@ _INT32 = 2**31 - 1
 @dataclass(frozen=True)
 class CollectionSpec:
     """A validated job collection: its location and tags, its plan (``sku``), ``state`` and ``quota``
-    (the plan's limits where the body set none)."""
+    (the plan's limits where the body set none), and its ``historyRetention`` (None: not set)."""
 
     location: str
     tags: dict[str, str]
     sku: Sku
     state: CollectionState
     quota: Quota
+    history_retention: HistoryRetention | None = None
 
     @property
     def properties(self) -> dict[str, Any]:
         """The canonical ``JobCollectionProperties`` JSON (:func:`collection_json`)."""
-        return collection_json(self.sku, self.state, self.quota)
+        return collection_json(self.sku, self.state, self.quota, self.history_retention)
 
 
-def collection_json(sku: Sku, state: CollectionState, quota: Quota) -> dict[str, Any]:
+def collection_json(
+    sku: Sku, state: CollectionState, quota: Quota, history_retention: HistoryRetention | None = None
+) -> dict[str, Any]:
     """A collection's canonical ``JobCollectionProperties``: what the stores keep and the API answers
-    (key order: sku, state, quota; in the quota: maxJobCount, maxRecurrence, then maxJobOccurrence if set)."""
+    (key order: sku, state, quota, then historyRetention if set; in the quota: maxJobCount, maxRecurrence,
+    then maxJobOccurrence if set). The classic wire is answered without ``history_retention``."""
     quota_json: dict[str, Any] = {
         "maxJobCount": quota.max_job_count,
         "maxRecurrence": {"frequency": str(quota.max_recurrence.frequency), "interval": quota.max_recurrence.interval},
     }
     if quota.max_job_occurrence is not None:
         quota_json["maxJobOccurrence"] = quota.max_job_occurrence
-    return {"sku": {"name": str(sku)}, "state": str(state), "quota": quota_json}
+    properties: dict[str, Any] = {"sku": {"name": str(sku)}, "state": str(state), "quota": quota_json}
+    if history_retention is not None:
+        properties["historyRetention"] = retention_json(history_retention)
+    return properties
 
 
 def read_collection_properties(properties: Mapping[str, Any]) -> tuple[Sku, CollectionState, Quota]:
@@ -72,12 +88,21 @@ def read_collection_properties(properties: Mapping[str, Any]) -> tuple[Sku, Coll
     )
 
 
-def parse_collection(body: Mapping[str, Any], *, name: str, validate_limits: bool = True) -> CollectionSpec:
+def read_collection_retention(properties: Mapping[str, Any]) -> HistoryRetention | None:
+    """The ``historyRetention`` of a stored collection's ``properties`` (None: not set). Trusted."""
+    stored = properties.get("historyRetention")
+    return None if stored is None else read_history_retention(stored)
+
+
+def parse_collection(
+    body: Mapping[str, Any], *, name: str, validate_limits: bool = True, wire: Wire = Wire.CLASSIC
+) -> CollectionSpec:
     """Validate the body of a job collection PUT (or a PATCH merged into the stored collection).
 
     ``name`` is the collection name from the URL; a ``name`` in the body must match it (any casing).
     ``validate_limits=False`` reads a stored collection back: the service-set states ``Suspended`` and
-    ``Deleted`` are then accepted.
+    ``Deleted`` are then accepted. ``historyRetention`` is read on the preview ``wire`` only (on the classic
+    one it is an error naming the api-version that accepts it).
     """
     top = Fields(body, "", ("name", "location", "tags", "properties"), ignored=("id", "type"))
     body_name = top.text("name")
@@ -89,8 +114,12 @@ def parse_collection(body: Mapping[str, Any], *, name: str, validate_limits: boo
         raise ValidationError(top.where("location"), "must not be empty")
     tags = _tags(top.get("tags"), top.where("tags")) if "tags" in top else {}
 
+    known = ("sku", "state", "quota", "historyRetention") if wire.preview else ("sku", "state", "quota")
     props = Fields(
-        top.get("properties") if "properties" in top else {}, top.where("properties"), ("sku", "state", "quota")
+        top.get("properties") if "properties" in top else {},
+        top.where("properties"),
+        known,
+        preview=("historyRetention",),
     )
     sku = Sku.STANDARD
     if "sku" in props:
@@ -104,7 +133,10 @@ def parse_collection(body: Mapping[str, Any], *, name: str, validate_limits: boo
         if validate_limits and state not in _CLIENT_STATES.values():
             raise ValidationError(where, f"'{state}' is set by the service; a client may set only Enabled or Disabled")
     quota = _quota(props, sku) if "quota" in props else sku.limits
-    return CollectionSpec(location=location, tags=tags, sku=sku, state=state, quota=quota)
+    retention = None
+    if "historyRetention" in props:
+        retention = parse_history_retention(props.get("historyRetention"), props.where("historyRetention"))
+    return CollectionSpec(location=location, tags=tags, sku=sku, state=state, quota=quota, history_retention=retention)
 
 
 def _quota(props: Fields, sku: Sku) -> Quota:

@@ -217,7 +217,8 @@ def int_value(value: object, path: str, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValidationError(path, f"must be an integer between {low} and {high}, not {kind(value)}")
     if not low <= value <= high:
-        raise ValidationError(path, f"must be an integer between {low} and {high}, not {value}")
+        shown = str(value) if abs(value) < 10**_ECHO_LIMIT else f"a number of {len(str(abs(value)))} digits"
+        raise ValidationError(path, f"must be an integer between {low} and {high}, not {shown}")
     return value
 
 

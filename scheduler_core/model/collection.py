@@ -15,6 +15,7 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 
 from scheduler_core.model.calendars import CalendarRules
+from scheduler_core.model.history import HistoryRetention
 from scheduler_core.model.states import CollectionState
 from scheduler_core.recurrence import Frequency, nominal_gap
 from scheduler_core.storage.keys import CollectionRef
@@ -90,7 +91,8 @@ class JobCollection:
     about it. ``etag`` is the stored row's version it was read at (an ETag-guarded write fails when it
     changed; the job counter's moves and calendar writes change it too); :attr:`version` is the collection's
     version as clients see it. ``calendars`` are its named calendars, in the order of their names
-    (case-insensitive)."""
+    (case-insensitive). ``history_retention`` is its ``historyRetention`` (None: not set, the default rule
+    :data:`~scheduler_core.model.history.DEFAULT_RETENTION`)."""
 
     ref: CollectionRef
     location: str
@@ -103,14 +105,17 @@ class JobCollection:
     job_count: int | None = None  # jobs in the collection (None: not known, count them)
     modified_at: datetime | None = None  # when the row was last written (the table's Timestamp)
     calendars: tuple[Calendar, ...] = ()
+    history_retention: HistoryRetention | None = None
 
     @property
     def version(self) -> str:
         """The ETag clients see: it changes when what the collection's PUT and PATCH set does (location, tags,
-        plan, state, quota) and only then, so creating or deleting a job in it (the job counter) or writing one
-        of its calendars (resources of their own) does not make an edit started before it a 412. A collection
-        deleted and created again has another (its creation time is part of it)."""
+        plan, state, quota, history retention) and only then, so creating or deleting a job in it (the job
+        counter) or writing one of its calendars (resources of their own) does not make an edit started before
+        it a 412. A collection deleted and created again has another (its creation time is part of it)."""
         shown = [self.created_at, self.location, sorted(self.tags.items()), self.sku, self.state, asdict(self.quota)]
+        if self.history_retention is not None:  # absent from the digest when not set: older ETags stay
+            shown.append(asdict(self.history_retention))
         digest = hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()[:20]
         return f'W/"{digest}"'
 

@@ -1,4 +1,5 @@
-"""Daily cleanup: history kept for 60 days or the last 1,000 executions per job (whichever is less), jobs
+"""Daily cleanup: history kept by the collection's rule (its ``historyRetention``; by default 60 days or the last
+1,000 executions per job, whichever is less), jobs
 removed 60 days after they completed or faulted, execution claims removed after 8 days, and collection
 deletions that stopped half-way finished.
 
@@ -43,14 +44,13 @@ from datetime import datetime, timedelta
 from scheduler_core.errors import ValidationError
 from scheduler_core.job_slots import subtract_jobs
 from scheduler_core.model import Job, JobCollection
+from scheduler_core.model.history import DEFAULT_RETENTION, HistoryRetention
 from scheduler_core.ports import Claims, Stores
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import CollectionRef
 
 log = logging.getLogger("scheduler_core.cleanup")
 
-HISTORY_RETENTION = timedelta(days=60)
-HISTORY_MAX_ROWS = 1000
 FINISHED_JOB_RETENTION = timedelta(days=60)
 #: A collection left marked ``Deleted`` this long (its deletion stopped half-way) is deleted by the cleanup.
 ABANDONED_DELETION = timedelta(hours=1)
@@ -207,7 +207,8 @@ def work(
     if collection.deleting:
         _finish_deletion(stores, collection, message, send, claims, report, deadline, monotonic)
     else:
-        _clean_jobs(stores, message, send, claims, report, deadline, monotonic, jobs_per_message)
+        retention = collection.history_retention or DEFAULT_RETENTION
+        _clean_jobs(stores, message, retention, send, claims, report, deadline, monotonic, jobs_per_message)
     return report
 
 
@@ -264,6 +265,7 @@ def _remove(stores: Stores, claims: Claims | None, job: Job, *, any_version: boo
 def _clean_jobs(
     stores: Stores,
     message: CleanupMessage,
+    retention: HistoryRetention,
     send: Send,
     claims: Claims | None,
     report: CleanupReport,
@@ -295,7 +297,7 @@ def _clean_jobs(
             continue
         if claims is not None:
             report.claims_removed += claims.delete_older_than(job.ref.identity, now - CLAIM_RETENTION)
-        report.history_removed += stores.history.trim(job.ref, now - HISTORY_RETENTION, HISTORY_MAX_ROWS)
+        report.history_removed += stores.history.trim(job.ref, retention, now)
 
 
 def _finish_deletion(

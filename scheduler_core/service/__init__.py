@@ -97,14 +97,14 @@ class SchedulerService:
         return self.collections.list(subscription, resource_group)
 
     def put_collection(
-        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
     ) -> tuple[JobCollection, bool]:
-        return self.collections.put(ref, body, if_match)
+        return self.collections.put(ref, body, if_match, wire)
 
     def patch_collection(
-        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
     ) -> JobCollection:
-        return self.collections.patch(ref, body, if_match)
+        return self.collections.patch(ref, body, if_match, wire)
 
     def delete_collection(self, ref: CollectionRef, if_match: str | None = None) -> None:
         self.collections.delete(ref, if_match)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler_core import definitions
 from scheduler_core import job_slots as slots
-from scheduler_core.definitions import CollectionSpec
+from scheduler_core.definitions import CollectionSpec, Wire
 from scheduler_core.errors import ConflictError, QuotaExceededError
 from scheduler_core.job_slots import JobSlots
 from scheduler_core.model import CollectionState, JobCollection, JobState
@@ -52,10 +52,11 @@ class CollectionService:
         return [c for c in self.stores.collections.list(subscription, resource_group) if not c.deleting]
 
     def put(
-        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
     ) -> tuple[JobCollection, bool]:
-        """Create or replace a collection; returns it and whether it was created."""
-        spec = definitions.parse_collection(body, name=ref.name)
+        """Create or replace a collection; returns it and whether it was created. A classic ``wire`` cannot see
+        the preview's properties, so its PUT keeps the stored ones (``historyRetention``)."""
+        spec = definitions.parse_collection(body, name=ref.name, wire=wire)
 
         def attempt() -> tuple[JobCollection, bool]:
             existing = self.stores.collections.get(ref)
@@ -64,20 +65,26 @@ class CollectionService:
                     f"job collection '{ref.name}' is being deleted; send DELETE again to finish, then create it"
                 )
             check_if_match(existing.version if existing else None, if_match, "job collection")
-            return self._save(ref, spec, existing), existing is None
+            kept = spec if wire.preview or existing is None else _keep_preview(spec, existing)
+            return self._save(ref, kept, existing), existing is None
 
         return self.races.retrying(f"job collection '{ref.name}'", attempt)
 
-    def patch(self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None) -> JobCollection:
-        """Merge ``body`` into the stored collection and store the result."""
+    def patch(
+        self, ref: CollectionRef, body: Mapping[str, Any], if_match: str | None = None, wire: Wire = Wire.CLASSIC
+    ) -> JobCollection:
+        """Merge ``body`` into the stored collection (as ``wire`` sees it) and store the result; the preview's
+        properties a classic ``wire`` cannot see are kept."""
 
         def attempt() -> JobCollection:
             existing = self.get(ref)
             check_if_match(existing.version, if_match, "job collection")
-            properties = definitions.collection_json(existing.sku, existing.state, existing.quota)
+            retention = existing.history_retention if wire.preview else None
+            properties = definitions.collection_json(existing.sku, existing.state, existing.quota, retention)
             current = {"location": existing.location, "tags": existing.tags, "properties": properties}
-            spec = definitions.parse_collection(definitions.merge_collection_patch(current, body), name=ref.name)
-            return self._save(ref, spec, existing)
+            merged = definitions.merge_collection_patch(current, body)
+            spec = definitions.parse_collection(merged, name=ref.name, wire=wire)
+            return self._save(ref, spec if wire.preview else _keep_preview(spec, existing), existing)
 
         return self.races.retrying(f"job collection '{ref.name}'", attempt)
 
@@ -143,6 +150,7 @@ class CollectionService:
             etag=existing.etag if existing else "",
             job_count=existing.job_count if existing else 0,
             calendars=existing.calendars if existing else (),
+            history_retention=spec.history_retention,
         )
         saved = self.stores.collections.save(record, create=existing is None)
         self.slots.forget(saved.ref)
@@ -173,3 +181,8 @@ class CollectionService:
     def _remove_jobs(self, ref: CollectionRef) -> None:
         for job in self.stores.jobs.list(ref):
             self.stores.remove_job(job, any_version=True)
+
+
+def _keep_preview(spec: CollectionSpec, existing: JobCollection) -> CollectionSpec:
+    """``spec`` written on the classic wire, with the stored preview properties it could not see."""
+    return replace(spec, history_retention=existing.history_retention)

@@ -202,7 +202,7 @@ def _collections_and_calendars(now: datetime) -> list[Put]:
     ops = {
         "location": "westeurope",
         "tags": {"env": "prod", "odd": ODD_TEXT},
-        "properties": {"quota": {"maxJobCount": 40}},
+        "properties": {"quota": {"maxJobCount": 40}, "historyRetention": {"succeeded": 100, "failed": "P90D"}},
     }
     return [
         Put((OPS,), "JobCollectionDefinition", ops),

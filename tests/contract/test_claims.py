@@ -8,7 +8,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 from scheduler_core.model import ClaimOutcome, ClaimResult, ClaimState, HistoryEntry, LostAttempt, claim_key
-from scheduler_core.model.history import Trigger
+from scheduler_core.model.history import HistoryRetention, Keep, Trigger
+from scheduler_core.model.retry import Duration
 from scheduler_core.ports import Claims
 from tests.contract.conftest import Backend
 from tests.contract.records import JOB, T0, history_entry
@@ -200,7 +201,8 @@ def test_entries_recorded_with_claims_are_trimmed_and_deleted_with_the_history_a
         rows.append(row)
     history.add(JOB, history_entry(T0 - timedelta(minutes=1), "exec-old"))
 
-    assert history.trim(JOB, T0 - timedelta(days=1), keep=2) == 3
+    keep_two = Keep(Duration(timedelta(days=60)), 2)  # the newest two, nothing by age
+    assert history.trim(JOB, HistoryRetention(keep_two, keep_two, total=2), T0 + timedelta(days=59)) == 3
     assert [e.execution_id for e in history.list(JOB)] == ["exec-3", "exec-2"]
     for row in rows:  # a late delivery of any of them is still dropped
         assert claims.claim(PARTITION, row, "late", T0 + LEASE * 10, LEASE).outcome is ClaimOutcome.DONE

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from scheduler_core.model import ActionName, HistoryStatus
-from scheduler_core.model.history import Trigger
+from scheduler_core.model.history import HistoryRetention, Keep, Trigger
+from scheduler_core.model.retry import Duration
 from scheduler_core.ports import Stores
 from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.contract.records import COLLECTION, JOB, T0, history_entry
 
 OTHER = JobRef(COLLECTION, "other")
+#: The age limit of the rules :func:`trim` builds.
+AGE = timedelta(days=60)
+
+
+def trim(stores: Stores, job: JobRef, older_than: datetime, keep: int) -> int:
+    """Trim by the default rule's shape: entries that started before ``older_than`` and all but the newest
+    ``keep`` (of both kinds together) go."""
+    each = Keep(Duration(AGE), keep)
+    return stores.history.trim(job, HistoryRetention(each, each, total=keep), older_than + AGE)
 
 
 def test_an_entry_reads_back_whole(stores: Stores) -> None:
@@ -51,7 +61,7 @@ def test_add_if_absent_writes_once_and_keeps_the_first(stores: Stores) -> None:
 def test_trim_deletes_entries_started_before_a_bound(stores: Stores) -> None:
     for minute in range(6):
         stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
-    assert stores.history.trim(JOB, T0 + timedelta(minutes=2), keep=100) == 2
+    assert trim(stores, JOB, T0 + timedelta(minutes=2), keep=100) == 2
     assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4", "exec-3", "exec-2"]
 
 
@@ -59,19 +69,28 @@ def test_trim_keeps_only_the_newest_entries(stores: Stores) -> None:
     for minute in range(6):
         stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
     stores.history.add(OTHER, history_entry(T0, "other"))
-    assert stores.history.trim(JOB, T0 - timedelta(days=1), keep=2) == 4
+    assert trim(stores, JOB, T0 - timedelta(days=1), keep=2) == 4
     assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4"]
-    assert stores.history.trim(JOB, T0 + timedelta(minutes=5, seconds=1), keep=1) == 2  # kept by count, not by age
+    assert trim(stores, JOB, T0 + timedelta(minutes=5, seconds=1), keep=1) == 2  # kept by count, not by age
     assert list(stores.history.list(JOB)) == []
-    assert stores.history.trim(JOB, T0, keep=0) == 0
+    assert trim(stores, JOB, T0, keep=0) == 0
     assert [e.execution_id for e in stores.history.list(OTHER)] == ["other"]
 
 
 def test_trim_deletes_what_either_rule_deletes(stores: Stores) -> None:
     for minute in range(6):
         stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}"))
-    assert stores.history.trim(JOB, T0 + timedelta(minutes=3), keep=4) == 3  # count: 1, 0; age: 2, 1, 0
+    assert trim(stores, JOB, T0 + timedelta(minutes=3), keep=4) == 3  # count: 1, 0; age: 2, 1, 0
     assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4", "exec-3"]
+
+
+def test_trim_counts_and_ages_failed_entries_apart_from_the_others(stores: Stores) -> None:
+    statuses = ["Completed", "Failed", "Skipped", "Failed", "Completed", "Failed"]  # exec-0 (oldest) .. exec-5
+    for minute, status in enumerate(statuses):
+        stores.history.add(JOB, history_entry(T0 + timedelta(minutes=minute), f"exec-{minute}", status=status))
+    rule = HistoryRetention(succeeded=Keep(None, 2), failed=Keep(Duration(timedelta(minutes=2)), 10))
+    assert stores.history.trim(JOB, rule, T0 + timedelta(minutes=5, seconds=30)) == 3  # exec-0; exec-1, exec-3
+    assert [e.execution_id for e in stores.history.list(JOB)] == ["exec-5", "exec-4", "exec-2"]
 
 
 def test_delete_all_removes_one_jobs_entries(stores: Stores) -> None:

@@ -11,19 +11,17 @@ import pytest
 
 from scheduler_core.adapters.azure.tables import MAX_BATCH
 from scheduler_core.model import HistoryEntry
-from scheduler_core.pipeline.cleanup import (
-    CLAIM_RETENTION,
-    FINISHED_JOB_RETENTION,
-    HISTORY_MAX_ROWS,
-    HISTORY_RETENTION,
-    cleanup,
-)
+from scheduler_core.pipeline.cleanup import CLAIM_RETENTION, FINISHED_JOB_RETENTION, cleanup
 from scheduler_core.recurrence import format_instant
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import history_row_key
 from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
 from tests.support.jobs import job_body
+
+#: The default rule of a collection without ``historyRetention`` (Azure Scheduler's): 60 days, 1,000 entries.
+HISTORY_RETENTION = timedelta(days=60)
+HISTORY_MAX_ROWS = 1000
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 

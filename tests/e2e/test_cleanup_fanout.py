@@ -26,7 +26,6 @@ from scheduler_core.model import ActionName, CollectionState, HistoryEntry, Hist
 from scheduler_core.pipeline import cleanup as cleanup_module
 from scheduler_core.pipeline.cleanup import (
     FINISHED_JOB_RETENTION,
-    HISTORY_RETENTION,
     SPREAD,
     CleanupMessage,
     CleanupReport,
@@ -41,6 +40,9 @@ from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
 from tests.e2e.conftest import ROOT
 from tests.support.harness import Deployment, near_now
 from tests.support.http_target import HttpTarget
+
+#: How long a collection without ``historyRetention`` keeps history (the default rule's 60 days).
+HISTORY_RETENTION = timedelta(days=60)
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 

@@ -16,6 +16,8 @@ from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.tables import TableHistory, table_stores
 from scheduler_core.model import ActionName, ClaimOutcome, HistoryEntry, HistoryStatus, claim_key
+from scheduler_core.model.history import HistoryRetention, Keep
+from scheduler_core.model.retry import Duration
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef, history_row_key
 from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
@@ -111,7 +113,9 @@ def test_history_and_claims_of_the_previous_version_are_read_claimed_and_trimmed
     claims.record(taken.claim, JOB, new, late + timedelta(seconds=1))
     assert [e.execution_id for e in history.list(JOB)] == ["exec-running", "exec-done", "exec-earlier"]
 
-    assert history.trim(JOB, T0 - timedelta(days=1), keep=2) == 1  # the oldest, an old JobHistory row
+    keep_two = Keep(Duration(timedelta(days=60)), 2)
+    trimmed = history.trim(JOB, HistoryRetention(keep_two, keep_two, total=2), T0 + timedelta(days=59))
+    assert trimmed == 1  # the oldest, an old JobHistory row
     assert [e.execution_id for e in history.list(JOB)] == ["exec-running", "exec-done"]
     assert claims.delete_older_than(JOB.identity, late) == 2  # both claims; the new one's entry moves out
     assert [e.execution_id for e in history.list(JOB)] == ["exec-running", "exec-done"]

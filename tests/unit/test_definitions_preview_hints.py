@@ -45,6 +45,10 @@ VALUES: dict[tuple[str, str], Any] = {
     ("RetryPolicy", "retryOn"): ["5xx", "429", "Timeout"],
     ("RetryPolicy", "maxRetryDuration"): "PT1H",
 }
+#: A value the preview accepts for each preview property of a job collection.
+COLLECTION_VALUES: dict[tuple[str, str], Any] = {
+    ("JobCollectionProperties", "historyRetention"): {"succeeded": "P7D", "failed": 5000},
+}
 #: Where each definition sits in a job body (the JSON paths of its objects; an error action's request too).
 PLACES: dict[str, tuple[tuple[str, ...], ...]] = {
     "JobProperties": (("properties",),),
@@ -111,8 +115,9 @@ def added_by_the_preview() -> set[tuple[str, str]]:
 
 
 def test_the_properties_covered_here_are_every_one_the_preview_adds() -> None:
-    assert added_by_the_preview() == set(VALUES) | READ_ONLY
-    assert ("JobCollectionProperties", "calendars") not in added_by_the_preview()  # a collection gains none
+    assert added_by_the_preview() == set(VALUES) | set(COLLECTION_VALUES) | READ_ONLY
+    # calendars are resources of their own, not a collection property
+    assert ("JobCollectionProperties", "calendars") not in added_by_the_preview()
 
 
 @pytest.mark.parametrize(
@@ -158,9 +163,25 @@ def test_a_field_that_no_version_knows_keeps_the_plain_error() -> None:
         assert error.rule.startswith("is not a known field (allowed: ") and PREVIEW_VERSION not in error.rule
 
 
-def test_collection_properties_have_no_preview_field_and_keep_the_plain_error() -> None:
+@pytest.mark.parametrize(("definition", "name"), list(COLLECTION_VALUES), ids=str)
+def test_a_collection_preview_property_with_the_classic_version_names_the_version_that_accepts_it(
+    definition: str, name: str
+) -> None:
+    value = COLLECTION_VALUES[(definition, name)]
+    for spelling in (name, name.upper()):
+        collection = {"location": "westus", "properties": {"sku": {"name": "Standard"}, spelling: value}}
+        with pytest.raises(ValidationError) as caught:
+            parse_collection(collection, name="jc1")
+        assert (caught.value.path, caught.value.rule) == (f"properties.{spelling}", HINT)
+        assert caught.value.status == 400
+        assert parse_collection(collection, name="jc1", wire=Wire.PREVIEW).history_retention is not None
+
+
+def test_an_unknown_collection_field_keeps_the_plain_error() -> None:
     collection = {"location": "westus", "properties": {"sku": {"name": "Standard"}, "calendars": {}}}
-    with pytest.raises(ValidationError) as caught:
-        parse_collection(collection, name="jc1")
-    assert caught.value.path == "properties.calendars"
-    assert caught.value.rule == "is not a known field (allowed: sku, state, quota)"
+    allowed = {Wire.CLASSIC: "sku, state, quota", Wire.PREVIEW: "sku, state, quota, historyRetention"}
+    for wire in Wire:
+        with pytest.raises(ValidationError) as caught:
+            parse_collection(collection, name="jc1", wire=wire)
+        assert caught.value.path == "properties.calendars"
+        assert caught.value.rule == f"is not a known field (allowed: {allowed[wire]})"

@@ -44,6 +44,7 @@ from scheduler_core.definitions import (
     job_json,
     read_calendars,
     read_collection_properties,
+    read_collection_retention,
     read_job_definition,
 )
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
@@ -57,7 +58,7 @@ from scheduler_core.model import (
     JobCollection,
     JobState,
 )
-from scheduler_core.model.history import Trigger
+from scheduler_core.model.history import HistoryRetention, Trigger
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import SEPARATOR, CollectionRef, JobRef, escape_key
@@ -148,7 +149,8 @@ class TableCollections:
 
     def _record(self, entity: Any) -> JobCollection:
         ref = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
-        sku, state, quota = read_collection_properties(json.loads(entity["Properties"]))
+        properties = json.loads(entity["Properties"])
+        sku, state, quota = read_collection_properties(properties)
         return JobCollection(
             ref=ref,
             location=entity["Location"],
@@ -161,6 +163,7 @@ class TableCollections:
             job_count=entity.get("JobCount"),
             modified_at=_aware(entity.metadata.get("timestamp")),
             calendars=read_calendars(json.loads(entity.get("Calendars") or "[]")),
+            history_retention=read_collection_retention(properties),
         )
 
     def get(self, ref: CollectionRef) -> JobCollection | None:
@@ -196,7 +199,7 @@ class TableCollections:
             "Name": record.ref.name,
             "Location": record.location,
             "Tags": json.dumps(record.tags),
-            "Properties": json.dumps(collection_json(record.sku, record.state, record.quota)),
+            "Properties": json.dumps(collection_json(record.sku, record.state, record.quota, record.history_retention)),
             "CreatedAt": record.created_at,
         }
         if record.job_count is not None:
@@ -513,6 +516,14 @@ def _trigger(value: Any) -> Trigger:
         return Trigger.SCHEDULED
 
 
+def _status(row: Any) -> HistoryStatus:
+    """A history row's ``Status`` (one this code does not know counts as not failed)."""
+    try:
+        return HistoryStatus(str(row.get("Status")))
+    except ValueError:
+        return HistoryStatus.COMPLETED
+
+
 @translated
 class TableHistory:
     """``JobHistory``: PartitionKey = job identity, RowKey = inverted start time | execution id; and the
@@ -597,23 +608,20 @@ class TableHistory:
         for key in sorted(entries):
             yield entries[key]
 
-    def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
-        """Delete entries older than ``older_than`` and all but the newest ``keep``. Returns how many. An
-        entry held by a claim is taken off the claim's row, which stays (done) until the claims are trimmed."""
-        found: dict[str, tuple[datetime, str | None]] = {}  # row key -> (start, the claim row holding it)
-        for row in self._claim_rows(job, select=["RowKey", HISTORY_KEY, "StartTime"]):
-            found[row[HISTORY_KEY]] = (_aware(row.get("StartTime")) or older_than, str(row["RowKey"]))
+    def trim(self, job: JobRef, retention: HistoryRetention, now: datetime) -> int:
+        """Delete the entries ``retention`` removes at ``now``. Returns how many. An entry held by a claim is
+        taken off the claim's row, which stays (done) until the claims are trimmed. (An entry whose start
+        time cannot be read counts as started ``now``.)"""
+        found: dict[str, tuple[datetime, HistoryStatus, str | None]] = {}  # key -> (start, status, claim row)
+        for row in self._claim_rows(job, select=["RowKey", HISTORY_KEY, "StartTime", "Status"]):
+            found[row[HISTORY_KEY]] = (_aware(row.get("StartTime")) or now, _status(row), str(row["RowKey"]))
         for row in self.table.query_entities(
-            "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey", "StartTime"]
+            "PartitionKey eq @p", parameters={"p": job.identity}, select=["RowKey", "StartTime", "Status"]
         ):
-            found.setdefault(row["RowKey"], (_aware(row.get("StartTime")) or older_than, None))
-        doomed = [
-            key
-            for index, key in enumerate(sorted(found))  # newest first (inverted time keys)
-            if index >= keep or found[key][0] < older_than
-        ]
-        in_history = [key for key in doomed if found[key][1] is None]
-        in_claims = [claim for key in doomed if (claim := found[key][1]) is not None]
+            found.setdefault(row["RowKey"], (_aware(row.get("StartTime")) or now, _status(row), None))
+        doomed = retention.doomed(((key, start, status) for key, (start, status, _) in found.items()), now)
+        in_history = [key for key in doomed if found[key][2] is None]
+        in_claims = [claim for key in doomed if (claim := found[key][2]) is not None]
         self._forget(job, in_history, in_claims)
         return len(doomed)
 

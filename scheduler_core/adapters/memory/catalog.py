@@ -17,7 +17,13 @@ from scheduler_core.adapters.memory.seam import (
     utc,
     utc_or_none,
 )
-from scheduler_core.definitions import collection_json, job_json, read_collection_properties, read_job_definition
+from scheduler_core.definitions import (
+    collection_json,
+    job_json,
+    read_collection_properties,
+    read_collection_retention,
+    read_job_definition,
+)
 from scheduler_core.errors import AlreadyExistsError, EtagMismatchError
 from scheduler_core.model import DueSlot, Job, JobCollection, JobState
 from scheduler_core.ports import Clock
@@ -67,14 +73,14 @@ class MemoryCollections(FaultSeam):
     def save(self, record: JobCollection, *, create: bool) -> JobCollection:
         key = (record.ref.partition_key, record.ref.row_key)
         # As the Azure adapter stores it: the plan, state and quota as their canonical JSON, read back.
-        sku, state, quota = read_collection_properties(
-            as_stored(collection_json(record.sku, record.state, record.quota))
-        )
+        properties = as_stored(collection_json(record.sku, record.state, record.quota, record.history_retention))
+        sku, state, quota = read_collection_properties(properties)
         stored = replace(
             self._copy(record),
             sku=sku,
             state=state,
             quota=quota,
+            history_retention=read_collection_retention(properties),
             created_at=utc(record.created_at),
             modified_at=None,
             etag="",

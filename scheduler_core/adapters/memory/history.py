@@ -10,7 +10,7 @@ from datetime import datetime
 
 from scheduler_core.adapters.memory.seam import FaultSeam, faultable, utc, utc_or_none
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus
-from scheduler_core.model.history import Trigger
+from scheduler_core.model.history import HistoryRetention, Trigger
 from scheduler_core.storage.keys import JobRef
 
 
@@ -65,15 +65,11 @@ class MemoryHistory(FaultSeam):
         yield from found
 
     @faultable
-    def trim(self, job: JobRef, older_than: datetime, keep: int) -> int:
+    def trim(self, job: JobRef, retention: HistoryRetention, now: datetime) -> int:
         identity = job.identity
         with self._lock:
             rows = self._rows.get(identity, {})
-            doomed = [
-                key
-                for index, key in enumerate(sorted(rows))  # newest first (inverted time keys)
-                if index >= keep or rows[key].start_time < older_than
-            ]
+            doomed = retention.doomed(((key, row.start_time, row.status) for key, row in rows.items()), now)
             for key in doomed:
                 del rows[key]
             return len(doomed)

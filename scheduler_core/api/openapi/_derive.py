@@ -4,7 +4,7 @@ The preview document is the 2016-03-01 one (every path, operation and definition
 version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies, tags,
 the recurrence's jitter, exclusions and cron strings, placeholders, ManagedServiceIdentity authentication and request
 signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's ``trigger``,
-the calendar and occurrence resources and the job's backfill. The file is committed;
+the calendar and occurrence resources, the job's backfill and a collection's history retention. The file is committed;
 ``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
 document, so neither can drift. To regenerate it: ``python -m scheduler_core.api.openapi._derive``.
 """
@@ -40,7 +40,23 @@ def _enum(name: str, values: list[str], description: str) -> dict[str, Any]:
     }
 
 
+_RETENTION_KIND = (
+    "A duration of P1D to P365D (entries that started longer ago go; at most the newest 10,000 stay) or a count "
+    "of 1 to 10,000 (the newest that many stay, whatever their age). Absent: 60 days, at most 1,000."
+)
+
 _DEFINITIONS: dict[str, dict[str, Any]] = {
+    "HistoryRetention": {
+        "type": "object",
+        "description": (
+            "How long the daily cleanup keeps each job's history entries, each kind counted apart. Absent: 60 "
+            "days and at most the newest 1,000 entries of both kinds together (Azure Scheduler's rule)."
+        ),
+        "properties": {
+            "succeeded": {"description": f"Entries that did not fail (Completed, Skipped). {_RETENTION_KIND}"},
+            "failed": {"description": f"Entries with status Failed. {_RETENTION_KIND}"},
+        },
+    },
     "MissedRunPolicy": {
         "type": "object",
         "description": "What happens to occurrences missed while the service was down.",
@@ -582,6 +598,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
     )
     definitions = document["definitions"]
     _job_properties(definitions["JobProperties"]["properties"])
+    definitions["JobCollectionProperties"]["properties"]["historyRetention"] = _ref("HistoryRetention")
     _recurrence_properties(definitions["JobRecurrence"]["properties"])
     definitions["JobAction"]["properties"]["expandPlaceholders"] = {
         "type": "boolean",
