@@ -44,6 +44,7 @@ ROWS = {
     "Missed-run policy (catch-up window)": "RunAll",
     "Pause after failures": "pauseAfterFailures",
     "Delete after completion": "deleteAfterCompletion",
+    "History retention": "historyRetention",
     "Backfill": "backfill",
     "Jitter": "jitter",
     "Calendar exclusions": "exclusions",
