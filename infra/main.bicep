@@ -247,6 +247,7 @@ var otherTableNames = [
   'JobCollections'
   'Jobs'
   'DueIndex'
+  'FlowControl'
 ]
 var tableNames = concat(otherTableNames, historyTableNames)
 // The tables of the main account: all of them, or with splitStorage all but the history tables.

@@ -238,6 +238,41 @@ class Claims(Protocol):
         ...
 
 
+class FlowLimits(Protocol):
+    """Flow control's shared state (``action.flowControl``), by key (a subscription and a target: whoever names
+    the same key shares its limits, on every instance). A key nobody uses has no state."""
+
+    def reserve(self, key: str, spacing: timedelta, now: datetime) -> datetime:
+        """Reserve a start for one call: the key's next free instant, or ``now`` when that is past; the one
+        after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer than
+        ``spacing``, and later reservations get later instants."""
+        ...
+
+    def acquire(self, key: str, limit: int, holder: str, until: datetime, now: datetime) -> bool:
+        """Take one of the key's ``limit`` slots for ``holder`` until ``until`` (a slot whose time has passed is
+        free: its holder died); the holder's own slot is kept, its time set to ``until`` (a renewal). Whether
+        the holder has a slot."""
+        ...
+
+    def release(self, key: str, holder: str) -> None:
+        """Give back ``holder``'s slot of the key, if it still has one."""
+        ...
+
+    def wait(self, key: str, job: str, place: str, until: datetime) -> None:
+        """Note that ``job``'s attempt at ``place`` (places order a job's attempts) waits for a slot of the key,
+        until ``until`` at least (written again while it waits)."""
+        ...
+
+    def first_waiting(self, key: str, job: str, now: datetime) -> str | None:
+        """The first place of ``job``'s attempts waiting for the key (noted by :meth:`wait`, still in time);
+        None: none waits."""
+        ...
+
+    def done_waiting(self, key: str, job: str, place: str) -> None:
+        """Forget that ``job``'s attempt at ``place`` waits (it took a slot, or will not run)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Stores:
     """Every store of one deployment."""
@@ -273,6 +308,9 @@ class Storage(Protocol):
 
     @property
     def claims(self) -> Claims: ...
+
+    @property
+    def flow(self) -> FlowLimits: ...
 
     @property
     def scans(self) -> MessageSender: ...

@@ -37,6 +37,7 @@ METER_NAME = "scheduler_core"
 
 ATTEMPTS = "scheduler.attempts"
 LATENESS = "scheduler.lateness"
+FLOW_WAIT = "scheduler.flow.wait"
 RETRIES = "scheduler.retries"
 ERROR_ACTIONS = "scheduler.error_actions"
 JOBS_FINISHED = "scheduler.jobs.finished"
@@ -53,6 +54,7 @@ API_DURATION = "scheduler.api.duration"
 METRIC_NAMES = (
     ATTEMPTS,
     LATENESS,
+    FLOW_WAIT,
     RETRIES,
     ERROR_ACTIONS,
     JOBS_FINISHED,
@@ -88,6 +90,12 @@ class Instruments:
             LATENESS,
             unit="s",
             description="Start of an occurrence's first call minus its due time",
+            explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
+        )
+        self.flow_wait: Histogram = meter.create_histogram(
+            FLOW_WAIT,
+            unit="s",
+            description="Time an attempt waited for its flowControl key's limits (not in the lateness)",
             explicit_bucket_boundaries_advisory=LATENESS_BUCKETS,
         )
         self.retries: Counter = meter.create_counter(RETRIES, unit="{retry}", description="Retries scheduled")

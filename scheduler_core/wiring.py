@@ -85,6 +85,7 @@ def _executor(
         sleep=sleep,
         lease=claim_lease,
         app_host=config.app_host_name,  # for @{historyUrl}
+        flow=storage.flow,
     )
 
 

@@ -119,7 +119,8 @@ def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[s
     """A history entry as ``wire`` shows it: the preview adds ``trigger`` (``Scheduled``, ``Manual``,
     ``Backfill`` or ``Replay``: what started the occurrence) and, where the attempt was due at another instant than its
     expected execution time, ``dueTime`` (a retry's retry time, an error action's send, a backfill's start
-    slot: what its lateness is measured against); 2016-03-01 answers exactly as it always did."""
+    slot: what its lateness is measured against) and ``flowWait`` (how long it waited for its ``flowControl``
+    key's limits, not part of its lateness); 2016-03-01 answers exactly as it always did."""
     properties: dict[str, Any] = {
         "startTime": format_instant(row.start_time),
         "actionName": row.action_name,
@@ -136,6 +137,8 @@ def history(ref: JobRef, row: HistoryEntry, wire: Wire = Wire.CLASSIC) -> dict[s
         properties["trigger"] = str(row.trigger)
         if row.due_time is not None:
             properties["dueTime"] = format_instant(row.due_time)
+        if row.flow_wait is not None:
+            properties["flowWait"] = definitions.format_duration(row.flow_wait)
     return {
         "id": f"{ref.resource_id}/history/{row.execution_id}",
         "type": HISTORY_TYPE,

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any, assert_never
 
 from scheduler_core.definitions._durations import ISO, DurationStyle
+from scheduler_core.definitions._flow import flow_control_json, parse_flow_control, read_flow_control
 from scheduler_core.definitions._http import http_json, parse_http, read_http
 from scheduler_core.definitions._json import Fields, enum_value
 from scheduler_core.definitions._prior import Prior, sub
@@ -192,9 +193,13 @@ def parse_action(
             fields.get("errorAction"), fields.where("errorAction"), sub(prior, "errorAction"), options, True
         )
     expand = bool(fields.boolean("expandPlaceholders")) if "expandPlaceholders" in fields else False
-    return ParsedAction(
-        JobAction(main, retry or default_retry_policy(style, default_retry_interval), error, error_retry, expand)
-    )
+    flow = parse_flow_control(fields.get("flowControl"), fields.where("flowControl"))
+    retry = retry or default_retry_policy(style, default_retry_interval)
+    return ParsedAction(JobAction(main, retry, error, error_retry, expand, flow))
+
+
+#: The fields of a job's ``action`` (not of its error action) on api-version 2026-12-01-preview only.
+_PREVIEW_JOB_ACTION = ("expandPlaceholders", "flowControl")
 
 
 def _parse_one(
@@ -204,9 +209,9 @@ def _parse_one(
     without an ``errorAction`` or ``expandPlaceholders`` of its own (``hint`` says why, in its errors)."""
     known = ("type", *_PAYLOADS, "retryPolicy") + (() if error_action else ("errorAction",))
     if options.preview and not error_action:
-        known += ("expandPlaceholders",)
+        known += _PREVIEW_JOB_ACTION
     hint = hint or ("; an error action cannot have an errorAction of its own" if error_action else "")
-    preview = ("expandPlaceholders",) if not options.preview and not error_action else ()
+    preview = _PREVIEW_JOB_ACTION if not options.preview and not error_action else ()
     fields = Fields(data, path, known, hint=hint, preview=preview)
     if "type" not in fields:
         raise ValidationError(fields.where("type"), f"is required (one of {', '.join(_TYPE_NAMES.values())})")
@@ -282,6 +287,7 @@ def read_job_action(properties: Mapping[str, Any], secrets: Mapping[str, str]) -
         error=read_action(error) if error else None,
         error_retry_policy=read_retry_policy(error["retryPolicy"]) if error and error.get("retryPolicy") else None,
         expand_placeholders=bool(action.get("expandPlaceholders")),
+        flow_control=read_flow_control(action.get("flowControl")),
     )
 
 
@@ -315,6 +321,8 @@ def job_action_json(action: JobAction, *, preview: bool = True) -> tuple[dict[st
     output["retryPolicy"] = retry_policy_json(action.retry_policy, preview=preview)
     if action.expand_placeholders and preview:
         output["expandPlaceholders"] = True
+    if action.flow_control is not None and preview:
+        output["flowControl"] = flow_control_json(action.flow_control)
     if action.error is not None:
         error, error_secrets = action_json(action.error, preview=preview)
         if action.error_retry_policy is not None:

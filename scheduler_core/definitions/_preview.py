@@ -521,13 +521,14 @@ def keep_preview(new: JobDefinition, previous: JobDefinition) -> JobDefinition:
     """A definition written with the classic wire (which shows and takes no preview property), with the
     preview properties of the stored ``previous`` kept, as a read-modify-write by an old client expects:
     the policies, tags, description and notifications; the jitter and exclusions while the job still recurs;
-    ``expandPlaceholders``; the retry policies' ``retryOn`` and ``maxRetryDuration``; an HTTP action's
-    ``timeout``; and, for an HTTP action whose URI keeps its scheme,
+    ``expandPlaceholders`` and ``flowControl``; the retry policies' ``retryOn`` and ``maxRetryDuration``; an HTTP
+    action's ``timeout``; and, for an HTTP action whose URI keeps its scheme,
     host and port, its request signing and its ManagedServiceIdentity authentication (unless the write gives
     an authentication: ``{"type": "NotSpecified"}`` removes it)."""
     action = dataclasses.replace(
         new.action,
         expand_placeholders=previous.action.expand_placeholders,
+        flow_control=previous.action.flow_control,
         main=_keep_http(new.action.main, previous.action.main),
         error=_keep_http(new.action.error, previous.action.error) if new.action.error is not None else None,
         retry_policy=_keep_retry(new.action.retry_policy, previous.action.retry_policy),

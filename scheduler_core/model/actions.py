@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Final
+from urllib.parse import urlsplit
 
 from scheduler_core.model.retry import DEFAULT_RETRY_POLICY, Duration, RetryPolicy
 
@@ -366,6 +367,37 @@ def placeholder_name(name: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class FlowControl:
+    """``action.flowControl`` (api-version 2026-12-01-preview): at most ``rate_per_second`` calls a second
+    (evenly spaced) and at most ``parallelism`` calls at once to the target named by ``key``, shared by every
+    job of the subscription that names the key (None: :func:`flow_key` of the action, its target). Work over a
+    limit waits; at least one limit is set."""
+
+    key: str | None = None
+    rate_per_second: float | None = None
+    parallelism: int | None = None
+
+
+def flow_key(action: Action) -> str:
+    """The target an action's calls count against when its ``flowControl`` names no key: an HTTP action's
+    host (and port, when not the scheme's), a Storage queue (``account/queue``), a Service Bus namespace."""
+    match action:
+        case HttpAction():
+            parts = urlsplit(action.uri)
+            host = (parts.hostname or "").lower()
+            default = 443 if parts.scheme.lower() == "https" else 80
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            return host if port in (None, default) else f"{host}:{port}"
+        case StorageQueueAction():
+            return f"{action.storage_account.lower()}/{action.queue_name.lower()}"
+        case _:
+            return action.namespace.lower()
+
+
+@dataclass(frozen=True, slots=True)
 class JobAction:
     """What a job does: the ``main`` action under ``retry_policy``, and, when every attempt of an
     occurrence failed, the optional ``error`` action. ``error_retry_policy`` is the error action's own
@@ -373,13 +405,23 @@ class JobAction:
 
     ``expand_placeholders`` (api-version 2026-12-01-preview; off by default, so an existing body holding
     ``@{`` is sent as written) turns on the placeholders of :data:`PLACEHOLDERS` in the request body, header
-    values and URI query, and in queue and Service Bus messages, of both actions."""
+    values and URI query, and in queue and Service Bus messages, of both actions. ``flow_control`` (the same
+    api-version) limits the main action's calls (every attempt of it: retries, runs on demand, backfills,
+    replays and polls); the error action and notifications are not limited."""
 
     main: Action
     retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY
     error: Action | None = None
     error_retry_policy: RetryPolicy | None = None
     expand_placeholders: bool = False
+    flow_control: FlowControl | None = None
+
+    @property
+    def flow_key(self) -> str | None:
+        """The key the main action's calls count against (:class:`FlowControl`); None: not flow-controlled."""
+        if self.flow_control is None:
+            return None
+        return (self.flow_control.key or flow_key(self.main)).lower()
 
     @property
     def actions(self) -> tuple[Action, ...]:

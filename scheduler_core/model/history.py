@@ -47,6 +47,9 @@ class HistoryEntry:
     #: time, an error action's send, a backfill's start slot): what its lateness is measured against. None:
     #: its expected execution time, or unknown (an entry written before the field).
     due_time: datetime | None = None
+    #: How long the attempt waited for its ``flowControl`` key's limits before it started (not part of its
+    #: lateness). None: it did not wait (or was recorded before the field).
+    flow_wait: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

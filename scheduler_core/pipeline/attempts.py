@@ -14,7 +14,8 @@ them, one queue operation per transition (and, where the attempt is watched, its
   and watched;
 - :meth:`Attempts.unpark`: a parked follow-up, sent when it is near;
 - :meth:`Attempts.resend`: the watchdog sends a lost attempt again, visible at once (its watch stands);
-- :meth:`Attempts.later`: a delivery that found its attempt busy shows again after a delay (its watch stands).
+- :meth:`Attempts.later`: a delivery that found its attempt busy, or over its flow control key's limits
+  (:func:`flow_waiting`), shows again after a delay (its watch stands).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 from scheduler_core.model import Job, ParkedEntry, WatchEntry
 from scheduler_core.model.actions import NotificationKind
 from scheduler_core.model.retry import FailureFacts
-from scheduler_core.pipeline.messages import Cause, ExecutionMessage, Poll
+from scheduler_core.pipeline.messages import Cause, ExecutionMessage, FlowWait, Poll
 from scheduler_core.pipeline.watches import Watches
 from scheduler_core.policies import start_delay
 from scheduler_core.ports import ExecutionQueue
@@ -160,6 +161,12 @@ def waiting(message: ExecutionMessage) -> ExecutionMessage:
     return replace(message, waits_for="")
 
 
+def flow_waiting(message: ExecutionMessage, since: datetime, at: datetime | None) -> ExecutionMessage:
+    """``message`` waiting for its ``flowControl`` key's limits since ``since``, with the start its key's rate
+    reserved for it (``at``; None: none)."""
+    return replace(message, flow=FlowWait(format_instant(since), format_instant(at) if at is not None else ""))
+
+
 def deadline_copy(message: ExecutionMessage, generation: int, running: datetime) -> ExecutionMessage:
     """A copy of the waiting ``message`` that runs it if the occurrence ``running`` (of the job's
     ``generation``), which it waits for, is taken as lost."""
@@ -265,5 +272,6 @@ class Attempts:
         self.send(text, 0)
 
     def later(self, message: ExecutionMessage, delay: int) -> None:
-        """Show ``message`` again in ``delay`` whole seconds (a delivery that found its attempt busy)."""
+        """Show ``message`` again in ``delay`` whole seconds (a delivery that found its attempt busy, or over its
+        ``flowControl`` key's limits)."""
         self.send(message.to_json(), delay)

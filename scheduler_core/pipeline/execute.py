@@ -62,13 +62,14 @@ from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
 from scheduler_core.pipeline.durable import durably
+from scheduler_core.pipeline.flow import FlowGate, Permit
 from scheduler_core.pipeline.follow_ups import FollowUp, FollowUps
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
 from scheduler_core.pipeline.overlap import OverlapGate, gated
 from scheduler_core.pipeline.reporting import Stale
-from scheduler_core.ports import Claims, Stores
+from scheduler_core.ports import Claims, FlowLimits, Stores
 from scheduler_core.storage.keys import history_row_key
 
 __all__ = [
@@ -120,9 +121,11 @@ def history_entry(
     started: datetime,
     ended: datetime,
     note: str = "",
+    flow_wait: timedelta | None = None,
 ) -> HistoryEntry:
     """The history row of an attempt that ran; its key is fixed by the claim (a retried write is one row).
-    ``note`` is what the attempt decided besides (a job paused by ``pauseAfterFailures``)."""
+    ``note`` is what the attempt decided besides (a job paused by ``pauseAfterFailures``); ``flow_wait`` how
+    long it waited for its flow control key's limits."""
     text = result.message
     if message.missed > 1:
         text += f" (late run standing for {message.missed} occurrences missed while the service was down)"
@@ -151,10 +154,14 @@ def history_entry(
         repeat_count=repeat_of(job, message),
         trigger=trigger_of(message),
         due_time=message.due_time if message.due else None,
+        flow_wait=flow_wait,
     )
 
 
 class Executor:
+    """Runs attempts (see the module). ``flow`` holds the state of flow control keys (None: no flow control,
+    as in tests that build an executor by hand; :func:`scheduler_core.wiring.build` always gives it)."""
+
     def __init__(
         self,
         stores: Stores,
@@ -167,6 +174,7 @@ class Executor:
         lease: timedelta = CLAIM_LEASE,
         wait: Wait = wait_on_event,
         app_host: str = "",
+        flow: FlowLimits | None = None,
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -180,6 +188,7 @@ class Executor:
         self.lease = lease
         self.wait = wait  # the lease keeper's wait between renewals (simulated time in tests)
         self.app_host = app_host  # the app's host name, for @{historyUrl}
+        self.flow = FlowGate(flow, attempts, clock, sleep, lease) if flow is not None else None
 
     def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
         """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
@@ -210,7 +219,16 @@ class Executor:
         live = self._live_job(message)
         if isinstance(live, ExecutionReport):
             return live
-        job = live
+        permit = self.flow.admit(live, message) if self.flow is not None else Permit()
+        if isinstance(permit, ExecutionReport):
+            return permit
+        try:
+            return self._admitted(live, message, permit)
+        finally:
+            permit.release()  # (given back when its call ended; here too when it did not run)
+
+    def _admitted(self, job: Job, message: ExecutionMessage, permit: Permit) -> ExecutionReport:
+        """Run an attempt within its flow control key's limits (``permit``): its overlap policy, claim and run."""
         if gated(job, message):
             admitted = self.gate.admit(job, message)
             if isinstance(admitted, ExecutionReport):
@@ -231,10 +249,13 @@ class Executor:
             log_skip(job, message, Outcome.BUSY, f"another worker runs it; looked at again in {delay} s")
             return ExecutionReport(Outcome.BUSY, execution_id=execution_id)
         # The claim is this worker's: its lease is renewed until the write that completes it.
-        keeper = LeaseKeeper(self.claims, claim, self.lease, self.clock, wait=self.wait, name=message.attempt_key)
+        renew_slot = (lambda now: permit.renew(now, self.lease)) if permit.holder else None
+        keeper = LeaseKeeper(
+            self.claims, claim, self.lease, self.clock, wait=self.wait, name=message.attempt_key, renewed=renew_slot
+        )
         keeper.start()
         try:
-            return self._run_claimed(job, message, execution_id, result.lost, keeper)
+            return self._run_claimed(job, message, execution_id, result.lost, keeper, permit)
         finally:
             keeper.stop()  # also when the attempt fails with an exception: its lease then runs out
 
@@ -260,9 +281,11 @@ class Executor:
         execution_id: str,
         lost: LostAttempt | None,
         keeper: LeaseKeeper,
+        permit: Permit,
     ) -> ExecutionReport:
         """Run an attempt this worker has claimed (``lost``: the holder it took the claim over from), and
-        complete its claim with ``keeper``'s latest version of it."""
+        complete its claim with ``keeper``'s latest version of it; its flow control slot (``permit``) is given
+        back as soon as its call ends."""
         given_up = False
         if lost is not None:
             if message.attempt_key in job.counted:
@@ -275,6 +298,7 @@ class Executor:
         job_action = job.definition.action
         action = action_of(job, message)
         outcome, started, ended = self._call(job, message, execution_id, action, given_up)
+        permit.release()
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
         # that completes the claim, so a done claim always has its entry and everything that follows.
@@ -286,14 +310,27 @@ class Executor:
             done = Outcome.POLLING
         else:
             began = message.poll.since_time if message.poll is not None else started  # the operation's start
-            record = history_entry(job, message, execution_id, outcome, claim.claimed_at, began, ended, follow.note)
+            record = history_entry(
+                job, message, execution_id, outcome, claim.claimed_at, began, ended, follow.note, permit.waited
+            )
             durably("history", lambda: self.claims.record(claim, job.ref, record, ended))
             if follow.delete is not None:
                 self.follow_ups.delete_completed(follow.delete)
             done = Outcome.SUCCEEDED if outcome.succeeded else Outcome.FAILED
         policy = job_action.retry_policy
         reporting.attempt_ran(
-            job, message, action, policy, done.value, execution_id, outcome, started, ended, step, retry_at
+            job,
+            message,
+            action,
+            policy,
+            done.value,
+            execution_id,
+            outcome,
+            started,
+            ended,
+            step,
+            retry_at,
+            permit.waited,
         )
         return ExecutionReport(done, outcome.message, execution_id, step.value)
 

@@ -47,7 +47,9 @@ class LeaseKeeper:
     """Renews one claim's lease (``now + lease``, every ``every``: default :func:`heartbeat_every`) from
     :meth:`start` until :meth:`stop`, which returns the claim's latest version (the one to complete it with).
     A renewal that fails is tried again every ``retry``; one that finds the claim no longer this holder's
-    ends the keeping (:attr:`lost`). ``wait`` is a seam for simulated time."""
+    ends the keeping (:attr:`lost`). ``renewed`` is called with the time of each renewal that landed (the
+    attempt's flow control slot is kept with its claim; its failure is logged, never ends the keeping).
+    ``wait`` is a seam for simulated time."""
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class LeaseKeeper:
         retry: timedelta = RENEW_RETRY,
         wait: Wait = wait_on_event,
         name: str = "",
+        renewed: Callable[[datetime], None] | None = None,
     ) -> None:
         self.claims = claims
         self.lease = lease
@@ -68,6 +71,7 @@ class LeaseKeeper:
         self.retry = min(retry, self.every)
         self.wait = wait
         self.name = name or claim.row
+        self.renewed = renewed
         self.renewals = 0  # renewals that landed
         self.failures = 0  # tries that failed
         self.lost = False  # a renewal found the claim another holder's (or done, or gone)
@@ -117,6 +121,13 @@ class LeaseKeeper:
             with self._lock:
                 self._claim = renewed
             self.renewals += 1
+            if self.renewed is not None:
+                try:
+                    self.renewed(self.clock())
+                except Exception as error:  # the slot runs out a lease later at worst; the call goes on
+                    log.warning(
+                        "claim %s: flow control slot not renewed (%s: %s)", self.name, type(error).__name__, error
+                    )
             if failing:
                 log.info("claim %s: lease renewed again after %d failed tries", self.name, failing)
             failing, delay = 0, self.every

@@ -70,6 +70,23 @@ class Poll:
 
 
 @dataclass(frozen=True)
+class FlowWait:
+    """An attempt waiting for its key's limits (``action.flowControl``): when it first reached them (ISO 8601
+    UTC), and the start its key's rate reserved for it ("": none yet, or no rate)."""
+
+    since: str
+    at: str = ""
+
+    @property
+    def since_time(self) -> datetime:
+        return _instant(self.since)
+
+    @property
+    def at_time(self) -> datetime | None:
+        return _instant(self.at) if self.at else None
+
+
+@dataclass(frozen=True)
 class ExecutionMessage:
     """One attempt of one occurrence of a job's action. The executor reloads the job it names."""
 
@@ -114,6 +131,8 @@ class ExecutionMessage:
     #: A poll of the operation this attempt started (``request.asyncPolling``): a step of the same attempt, with
     #: a claim of its own; its execution id is the attempt's. None: the attempt's call itself.
     poll: Poll | None = None
+    #: Waiting for the limits of its ``flowControl`` key (None: it has not waited).
+    flow: FlowWait | None = None
     v: int = VERSION
 
     def __post_init__(self) -> None:
@@ -130,7 +149,7 @@ class ExecutionMessage:
 
     def to_json(self) -> str:
         data = asdict(self)
-        for optional in ("until", "waits_for", "backfill", "replay", "due", "first", "failure", "poll"):
+        for optional in ("until", "waits_for", "backfill", "replay", "due", "first", "failure", "poll", "flow"):
             if not data[optional]:
                 del data[optional]  # the message as it always was
         return json.dumps(data, separators=(",", ":"))
@@ -151,14 +170,16 @@ class ExecutionMessage:
         except ValueError:
             raise ValidationError("message.cause", f"unknown cause {cause!r}") from None
         fields["backfill"] = str(fields.get("backfill") or "")  # a message written before it: none
-        failure, poll = fields.get("failure"), fields.get("poll")
+        failure, poll, flow = fields.get("failure"), fields.get("poll"), fields.get("flow")
         try:
             if failure is not None:
                 fields["failure"] = FailureFacts(**failure)
             if poll is not None:
                 fields["poll"] = Poll(**poll)
+            if flow is not None:
+                fields["flow"] = FlowWait(**flow)
         except TypeError:
-            raise ValidationError("message", "not the facts of a failure or a poll") from None
+            raise ValidationError("message", "not the facts of a failure, a poll or a flow wait") from None
         return cls(**fields)
 
     @property

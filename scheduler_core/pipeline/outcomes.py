@@ -25,6 +25,7 @@ class Outcome(Enum):
     SKIPPED = "skipped"  # overlapPolicy: the previous occurrence was unfinished (recorded in history)
     WAITING = "waiting"  # overlapPolicy BufferOne: runs when the previous occurrence finishes
     POLLING = "polling"  # asyncPolling: the operation a 202 started still runs; polled again later
+    THROTTLED = "throttled"  # flowControl: over its key's limits; re-sent for when it may run
 
 
 @dataclass(frozen=True)

@@ -306,15 +306,18 @@ def _next_text(step: NextStep, retry_at: datetime | None, cause: Cause) -> str:
     }[step]
 
 
-def _lateness(message: ExecutionMessage, started: datetime) -> tuple[float, float | None, str]:
+def _lateness(
+    message: ExecutionMessage, started: datetime, flow_wait: timedelta | None = None
+) -> tuple[float, float | None, str]:
     """Seconds from the occurrence to the attempt's start; the scheduler's lateness: seconds from the
     attempt's own due time (:attr:`~ExecutionMessage.due_time`: a retry's retry time, an error action's
-    send) to its start, for the attempts of a scheduled occurrence only (None for a run on demand or a
-    backfill, whose start delay is shown apart, and for an attempt whose due time is unknown); and the log
-    line's words for them."""
+    send) to its start, less the time it waited for its flow control key's limits (``flow_wait``, shown
+    apart), for the attempts of a scheduled occurrence only (None for a run on demand or a backfill, whose
+    start delay is shown apart, and for an attempt whose due time is unknown); and the log line's words for
+    them."""
     since = _seconds(started - message.occurrence_time)
     due = message.due_time
-    delay = None if due is None else _seconds(started - due)
+    delay = None if due is None else max(0.0, _seconds(started - due - (flow_wait or timedelta(0))))
     if message.cause.on_request or message.cause == Cause.BACKFILL:
         started_after = f", {delay:.3f} s after it was due" if message.due and delay is not None else ""
         return since, None, f"{since:.3f} s after its occurrence{started_after} (not lateness)"
@@ -337,15 +340,19 @@ def attempt_ran(
     ended: datetime,
     step: NextStep,
     retry_at: datetime | None,
+    flow_wait: timedelta | None = None,
 ) -> None:
     """One INFO line per attempt run with every fact an operator acts on, also as ``scheduler_*`` fields; the
-    attempt counted by outcome and action type, the lateness of a scheduled occurrence's attempt. A failed attempt's
+    attempt counted by outcome and action type, the lateness of a scheduled occurrence's attempt, and the time
+    it waited for its flow control key's limits (``flow_wait``: apart from the lateness). A failed attempt's
     line ends with its reason (``scheduler_reason``: :func:`~scheduler_core.actions.outcome.reason`)."""
     action_type, target = describe_action(action)
     why = None if result.succeeded else reason(result.message)
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
     duration = _seconds(ended - started)
-    since, lateness, after = _lateness(message, started)
+    since, lateness, after = _lateness(message, started, flow_wait)
+    if flow_wait is not None:
+        after += f", {_seconds(flow_wait):.3f} s of it waiting for flow control"
     coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
     fields = {
         **message_fields(message, job),
@@ -361,6 +368,7 @@ def attempt_ran(
         "scheduler_retry_at": format_instant(retry_at) if retry_at is not None else None,
         "scheduler_execution_id": execution_id,
         "scheduler_reason": why,
+        "scheduler_flow_wait_s": _seconds(flow_wait) if flow_wait is not None else None,
     }
     execute_log.info(
         "%s/%s: occurrence %s%s %s attempt %d/%d %s %s -> %s%s in %.3f s, %s; next: %s%s",
@@ -385,6 +393,25 @@ def attempt_ran(
     meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
     if lateness is not None:
         meters.lateness.record(max(0.0, lateness), {"action_type": action_type})
+    if flow_wait is not None:
+        meters.flow_wait.record(_seconds(flow_wait), {"action_type": action_type})
+
+
+def attempt_throttled(job: Job, message: ExecutionMessage, key: str, limit: str, delay: float) -> None:
+    """An attempt over its flow control key's ``limit`` (rate or parallelism), re-sent for ``delay`` s later."""
+    why = f"over the {limit} limit of flow control key '{key}'; looked at again in {delay:.0f} s"
+    level = logging.INFO if message.flow is None else logging.DEBUG  # its first wait, then quietly
+    execute_log.log(
+        level,
+        "%s/%s: %s attempt %d of occurrence %s waits: %s",
+        job.ref.collection.name,
+        job.ref.name,
+        message.action,
+        message.attempt + 1,
+        message.occurrence,
+        why,
+        extra={**message_fields(message, job), "scheduler_outcome": "throttled", "scheduler_reason": why},
+    )
 
 
 @dataclass(frozen=True)

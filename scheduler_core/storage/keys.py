@@ -148,3 +148,11 @@ def history_row_key(started: datetime, execution_id: str) -> str:
     """History row key: inverted time first, so that a partition scan returns the newest rows first."""
     inverted = 10**17 - int(started.astimezone(UTC).timestamp() * 1_000_000)
     return f"{inverted:017d}{SEPARATOR}{execution_id}"
+
+
+def flow_partition(subscription: str, key: str) -> str:
+    """The partition of a flow control key's state: a digest of the subscription and the key (both without
+    regard to case), so that any key of up to 256 characters fits a table key and keys of two subscriptions
+    never meet."""
+    text = f"{escape_key(subscription)}{SEPARATOR}{key.lower()}"
+    return "flow-" + hashlib.sha256(text.encode()).hexdigest()[:40]

@@ -16,7 +16,11 @@ HISTORY_TABLE = "JobHistory"
 #: Execution claims: PartitionKey = job identity, RowKey = occurrence | action | attempt.
 CLAIMS_TABLE = "Executions"
 
-TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, CLAIMS_TABLE)
+#: Flow control state (``action.flowControl``): PartitionKey = a digest of subscription and key, RowKey = rate,
+#: slot or waiting attempt (``adapters/azure/flow.py``).
+FLOW_TABLE = "FlowControl"
+
+TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, CLAIMS_TABLE, FLOW_TABLE)
 #: The tables kept in the history tables' own account when it has one (``SchedulerHistoryStorage``).
 HISTORY_TABLES: tuple[str, ...] = (HISTORY_TABLE, CLAIMS_TABLE)
 

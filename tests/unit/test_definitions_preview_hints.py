@@ -39,6 +39,7 @@ VALUES: dict[tuple[str, str], Any] = {
     ("JobRecurrence", "jitter"): "PT1M",
     ("JobRecurrence", "exclusions"): {"dates": ["2031-01-01"]},
     ("JobAction", "expandPlaceholders"): True,
+    ("JobAction", "flowControl"): {"ratePerSecond": 2, "parallelism": 1},
     ("HttpRequest", "signing"): {"scheme": "StandardWebhooks", "secret": SECRET},
     ("HttpRequest", "timeout"): "PT30S",
     ("HttpRequest", "asyncPolling"): {"maxDuration": "PT10M"},
@@ -65,6 +66,7 @@ READ_ONLY = {
     ("JobStatus", "disabledReason"),
     ("JobHistoryDefinitionProperties", "trigger"),
     ("JobHistoryDefinitionProperties", "dueTime"),
+    ("JobHistoryDefinitionProperties", "flowWait"),
 }
 
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from scheduler_core.adapters.azure.claims import TableClaims
 from scheduler_core.adapters.azure.clients import queue_client, table_service
+from scheduler_core.adapters.azure.flow import TableFlowLimits
 from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import table_stores
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
-from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
+from scheduler_core.storage.names import CLAIMS_TABLE, FLOW_TABLE, HISTORY_TABLE
 
 __all__ = ["AzureStorage", "connect", "execution_queue"]
 
@@ -24,6 +25,7 @@ class AzureStorage:
     claims: TableClaims
     scans: MessageQueue
     executions: MessageQueue
+    flow: TableFlowLimits
 
 
 def connect(config: Settings) -> AzureStorage:
@@ -40,6 +42,7 @@ def connect(config: Settings) -> AzureStorage:
         ),
         scans=MessageQueue(queue_client(config, config.scan_queue)),
         executions=execution_queue(config, config.execution_queue),
+        flow=TableFlowLimits(tables.get_table_client(config.table_name(FLOW_TABLE))),
     )
 
 

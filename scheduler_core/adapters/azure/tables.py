@@ -17,7 +17,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
@@ -503,6 +503,7 @@ HISTORY_PROPERTIES = (
     "RepeatCount",
     "Trigger",
     "DueTime",
+    "FlowWait",
 )
 #: The properties of a claim (what is left of a claim's row when its history entry is trimmed).
 CLAIM_PROPERTIES = ("State", "Worker", "Token", "LeaseUntil", "ClaimedAt", "CompletedAt")
@@ -570,6 +571,8 @@ class TableHistory:
             entity["Trigger"] = str(record.trigger)
         if record.due_time is not None:
             entity["DueTime"] = record.due_time
+        if record.flow_wait is not None:
+            entity["FlowWait"] = record.flow_wait.total_seconds()  # a double: seconds
         return entity
 
     @staticmethod
@@ -587,6 +590,7 @@ class TableHistory:
             repeat_count=int(row.get("RepeatCount", 0)),
             trigger=_trigger(row.get("Trigger")),
             due_time=_aware(row.get("DueTime")),
+            flow_wait=timedelta(seconds=float(row["FlowWait"])) if row.get("FlowWait") is not None else None,
         )
 
     def _claim_rows(self, job: JobRef, select: list[str] | None = None) -> list[Any]:

@@ -25,6 +25,7 @@ from scheduler_core.adapters.memory.catalog import MemoryCollections, MemoryJobs
 from scheduler_core.adapters.memory.claims import MemoryClaims
 from scheduler_core.adapters.memory.clock import SimulatedClock
 from scheduler_core.adapters.memory.due import MemoryDueIndex
+from scheduler_core.adapters.memory.flow import MemoryFlowLimits
 from scheduler_core.adapters.memory.history import MemoryHistory
 from scheduler_core.adapters.memory.queues import MemoryQueue, QueuedMessage
 from scheduler_core.adapters.memory.seam import FaultSeam
@@ -35,6 +36,7 @@ __all__ = [
     "MemoryClaims",
     "MemoryCollections",
     "MemoryDueIndex",
+    "MemoryFlowLimits",
     "MemoryHistory",
     "MemoryJobs",
     "MemoryQueue",
@@ -58,6 +60,7 @@ class MemoryStorage:
     claims: MemoryClaims
     scans: MemoryQueue
     executions: MemoryQueue
+    flow: MemoryFlowLimits = field(default_factory=MemoryFlowLimits)
     stores: Stores = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +68,8 @@ class MemoryStorage:
 
     def clear_faults(self) -> None:
         """Forget every fault set on any store or queue and not yet raised."""
-        for seam in (self.collections, self.jobs, self.due, self.history, self.claims, self.scans, self.executions):
+        seams = (self.collections, self.jobs, self.due, self.history, self.claims, self.scans, self.executions)
+        for seam in (*seams, self.flow):
             seam.clear_faults()
 
 

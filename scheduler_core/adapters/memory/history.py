@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from scheduler_core.adapters.memory.seam import FaultSeam, faultable, utc, utc_or_none
 from scheduler_core.model import ActionName, HistoryEntry, HistoryStatus
@@ -35,6 +35,8 @@ class MemoryHistory(FaultSeam):
             repeat_count=int(record.repeat_count),
             trigger=Trigger(record.trigger),
             due_time=utc_or_none(record.due_time),
+            # a double of seconds in a table
+            flow_wait=timedelta(seconds=record.flow_wait.total_seconds()) if record.flow_wait is not None else None,
         )
 
     def _partition(self, job: JobRef) -> dict[str, HistoryEntry]:

@@ -2,11 +2,12 @@
 
 The preview document is the 2016-03-01 one (every path, operation and definition as published) with the
 version changed and :func:`derive` adding what api-version 2026-12-01-preview carries: the job policies, tags,
-the recurrence's jitter, exclusions and cron strings, placeholders, ManagedServiceIdentity authentication and request
-signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's ``trigger``,
-the calendar and occurrence resources, the job's backfill and a collection's history retention. The file is committed;
-``tests/unit/test_openapi_preview.py`` checks that it is exactly what :func:`derive` makes of the 2016-03-01
-document, so neither can drift. To regenerate it: ``python -m scheduler_core.api.openapi._derive``.
+the recurrence's jitter, exclusions and cron strings, placeholders, ManagedServiceIdentity authentication and
+request signing, the status's ``disabledReason``, the history status ``Skipped`` and a history entry's
+``trigger``, the calendar and occurrence resources, the job's backfill, an action's flow control and a
+collection's history retention. The file is committed; ``tests/unit/test_openapi_preview.py`` checks that it
+is exactly what :func:`derive` makes of the 2016-03-01 document, so neither can drift. To regenerate it:
+``python -m scheduler_core.api.openapi._derive``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,35 @@ _RETENTION_KIND = (
 )
 
 _DEFINITIONS: dict[str, dict[str, Any]] = {
+    "FlowControl": {
+        "type": "object",
+        "description": (
+            "Limits on the job's action's calls (every attempt: retries, runs on demand, backfills, replays, "
+            "polls; not the error action or notifications), shared by every job of the subscription that names "
+            "the same key. Work over a limit waits, in order within a job; at least one limit."
+        ),
+        "properties": {
+            "key": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 256,
+                "description": "What the limits are shared by (any casing). Absent: the target: an HTTP action's "
+                "host (and port), a Storage queue's account/queue, a Service Bus namespace.",
+            },
+            "ratePerSecond": {
+                "type": "number",
+                "minimum": 0.01,
+                "maximum": 1000,
+                "description": "At most this many calls a second, evenly spaced.",
+            },
+            "parallelism": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 1000,
+                "description": "At most this many calls at once.",
+            },
+        },
+    },
     "HistoryRetention": {
         "type": "object",
         "description": (
@@ -489,6 +519,13 @@ def _history_properties(properties: dict[str, Any]) -> None:
         "retry's retry time, an error action's send, a backfill's start slot (its lateness is measured "
         "against it); absent otherwise.",
     }
+    properties["flowWait"] = {
+        "type": "string",
+        "format": "duration",
+        "readOnly": True,
+        "description": "How long the attempt waited for its action's flowControl limits before it started (not "
+        "part of its lateness); absent when it did not wait.",
+    }
 
 
 def _recurrence_properties(recurrence: dict[str, Any]) -> None:
@@ -610,6 +647,7 @@ def derive(classic: dict[str, Any]) -> dict[str, Any]:
             "@{failure.attempts} (how the main action's last attempt failed)."
         ),
     }
+    definitions["JobAction"]["properties"]["flowControl"] = _ref("FlowControl")
     _request_properties(definitions["HttpRequest"]["properties"])
     _retry_properties(definitions["RetryPolicy"]["properties"])
     definitions["HttpAuthentication"]["properties"]["type"]["enum"].append("ManagedServiceIdentity")

@@ -1,0 +1,151 @@
+"""Flow control (``action.flowControl``, api-version 2026-12-01-preview): an attempt of a job's main action runs
+only within the limits of its key, shared by every job of the subscription that names it, on every instance.
+
+:meth:`FlowGate.admit` decides before the attempt's claim:
+
+- ``ratePerSecond``: the attempt reserves a start of the key (:meth:`~scheduler_core.ports.FlowLimits.reserve`:
+  starts :math:`1/rate` apart, in the order attempts reach the gate, so a job's attempts keep their order). A
+  start within :data:`MAX_INLINE_WAIT` is waited for in the worker; a later one re-sends the message to show
+  then, carrying its reservation (:func:`~scheduler_core.pipeline.attempts.flow_waiting`), so no worker thread
+  is held while work waits.
+- ``parallelism``: the attempt takes one of the key's slots (:meth:`~scheduler_core.ports.FlowLimits.acquire`)
+  for its call, renewed with its claim's lease (so a worker that dies gives its slot back a lease after its
+  last renewal) and given back when the call ends. With none free, or while an earlier attempt of the same job
+  waits for one (a job's attempts keep their order), it notes that it waits and looks again
+  :data:`SLOT_RECHECK` later.
+
+Nothing over a limit is dropped: it waits, and the time it waited (from its first arrival at the gate) is
+recorded apart from the scheduler's lateness (:attr:`Permit.waited`). Error actions and notifications are not
+limited. A job without ``flowControl`` makes no call here.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from scheduler_core.model import Job
+from scheduler_core.pipeline import reporting
+from scheduler_core.pipeline.attempts import Attempts, flow_waiting, visibility_seconds
+from scheduler_core.pipeline.messages import ExecutionMessage
+from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome
+from scheduler_core.ports import Clock, FlowLimits
+from scheduler_core.storage.keys import flow_partition
+
+#: A reserved start at most this far ahead is waited for in the worker (a queue shows a message at a whole
+#: second, up to a second early); a later one is re-sent to show then.
+MAX_INLINE_WAIT = timedelta(seconds=2)
+#: An attempt that found no free slot looks again this many seconds later.
+SLOT_RECHECK = 2
+#: How long a note that an attempt waits for a slot holds (written again at each look): a dead waiter's note
+#: keeps its job's later attempts behind it at most this long.
+WAIT_NOTE = timedelta(seconds=30)
+
+
+@dataclass
+class Permit:
+    """What the gate let through: the key and the slot held (None: no parallelism limit, or not limited at
+    all), and how long the attempt waited for its key's limits."""
+
+    flow: FlowLimits | None = None
+    key: str = ""
+    holder: str = ""
+    limit: int = 0
+    waited: timedelta | None = None
+
+    def renew(self, now: datetime, lease: timedelta) -> None:
+        """Keep the slot another ``lease`` (with the claim's renewals)."""
+        if self.flow is not None and self.holder:
+            self.flow.acquire(self.key, self.limit, self.holder, now + lease, now)
+
+    def release(self) -> None:
+        """Give the slot back (idempotent)."""
+        if self.flow is not None and self.holder:
+            holder, self.holder = self.holder, ""
+            self.flow.release(self.key, holder)
+
+
+def place_of(message: ExecutionMessage) -> str:
+    """Where an attempt stands among its job's: occurrence, then cause and attempt (sorts in the order they run)."""
+    return f"{message.occurrence}|{message.cause_key}|{message.action}|{message.attempt:03d}"
+
+
+class FlowGate:
+    """Admits attempts within their key's limits (see the module). ``sleep`` waits in the worker (a seam)."""
+
+    def __init__(
+        self,
+        flow: FlowLimits,
+        attempts: Attempts,
+        clock: Clock,
+        sleep: Callable[[float], None],
+        lease: timedelta,
+    ) -> None:
+        self.flow = flow
+        self.attempts = attempts
+        self.clock = clock
+        self.sleep = sleep
+        self.lease = lease
+
+    def admit(self, job: Job, message: ExecutionMessage) -> Permit | ExecutionReport:
+        """Let ``message``'s attempt through (a :class:`Permit`), or re-send it for when it may run and say so."""
+        action = job.definition.action
+        limits, key_name = action.flow_control, action.flow_key
+        if limits is None or key_name is None or not message.is_main:
+            return Permit()
+        key = flow_partition(job.ref.collection.subscription, key_name)
+        now = self.clock()
+        since = message.flow.since_time if message.flow is not None else now
+        reserved = message.flow.at_time if message.flow is not None else None
+        if limits.rate_per_second is not None and reserved is None:
+            reserved = self.flow.reserve(key, timedelta(seconds=1 / limits.rate_per_second), now)
+        if reserved is not None and reserved - now > MAX_INLINE_WAIT:
+            return self._later(job, message, since, reserved, visibility_seconds(reserved, now), key_name, "rate")
+        waited = message.flow is not None or (reserved is not None and reserved > now)
+        if reserved is not None and reserved > now:
+            self.sleep((reserved - now).total_seconds())
+        if limits.parallelism is None:
+            return Permit(waited=self.clock() - since if waited else None)
+        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved, waited)
+
+    def _slot(
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        limit: int,
+        key: str,
+        key_name: str,
+        since: datetime,
+        reserved: datetime | None,
+        waited: bool,
+    ) -> Permit | ExecutionReport:
+        """Take one of the key's ``limit`` slots for the attempt, unless none is free or an earlier attempt of
+        its job waits for one."""
+        identity, place, now = job.ref.identity, place_of(message), self.clock()
+        holder = f"{identity}|{message.claim_row}|{uuid.uuid4().hex[:12]}"  # each delivery its own
+        first = self.flow.first_waiting(key, identity, now)
+        if (first is None or first >= place) and self.flow.acquire(key, limit, holder, now + self.lease, now):
+            if first == place:
+                self.flow.done_waiting(key, identity, place)
+            return Permit(self.flow, key, holder, limit, now - since if waited else None)
+        self.flow.wait(key, identity, place, now + WAIT_NOTE)
+        return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "parallelism")
+
+    def _later(
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        since: datetime,
+        reserved: datetime | None,
+        delay: int,
+        key_name: str,
+        limit: str,
+    ) -> ExecutionReport:
+        """Re-send the attempt to show in ``delay`` seconds, waiting since ``since`` (its reservation kept)."""
+        self.attempts.later(flow_waiting(message, since, reserved), max(0, delay))
+        why = f"over the {limit} limit of flow control key '{key_name}'; looked at again in {math.ceil(delay)} s"
+        reporting.attempt_throttled(job, message, key_name, limit, delay)
+        return ExecutionReport(Outcome.THROTTLED, why, message.stable_execution_id())
