@@ -259,8 +259,12 @@ class FlowLimits(Protocol):
         ...
 
     def wait(self, key: str, job: str, place: str, until: datetime) -> None:
-        """Note that ``job``'s attempt at ``place`` (places order a job's attempts) waits for a slot of the key,
+        """Note that ``job``'s attempt at ``place`` (places order a job's attempts) waits for the key's limits,
         until ``until`` at least (written again while it waits)."""
+        ...
+
+    def waiting(self, key: str, job: str, place: str, now: datetime) -> datetime | None:
+        """Until when ``job``'s attempt at ``place`` is noted as waiting for the key (None: not, or no longer)."""
         ...
 
     def first_waiting(self, key: str, job: str, now: datetime) -> str | None:

@@ -165,6 +165,7 @@ def _dispatcher(
         send_scan=storage.scans.send,
         send_look=storage.scans.send,
         behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
+        flow=storage.flow,
     )
 
 

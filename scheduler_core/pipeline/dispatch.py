@@ -31,7 +31,7 @@ from scheduler_core.pipeline.rows import (
 from scheduler_core.pipeline.ticks import Ticker
 from scheduler_core.pipeline.watchdog import Behind, Watchdog
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_KEYS, WATCH_SLOT, SendLook, Watches, watch_keys_before
-from scheduler_core.ports import Claims, ExecutionQueue, Stores
+from scheduler_core.ports import Claims, ExecutionQueue, FlowLimits, Stores
 from scheduler_core.queue_depths import DepthProbe, QueueDepths
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.keys import format_due
@@ -98,15 +98,17 @@ class Dispatcher:
         monotonic: Callable[[], float] = time.monotonic,
         send_look: SendLook | None = None,
         attempts: Attempts | None = None,
+        flow: FlowLimits | None = None,
     ) -> None:
         """``attempts`` sends the attempts (default: over ``send``, with watch entries of ``lease`` and
-        ``grace`` whose looks go through ``send_look``)."""
+        ``grace`` whose looks go through ``send_look``); ``flow`` is the flow control state, through which the
+        watchdog knows an attempt held back by its key's limits from a lost one."""
         self.stores = stores
         self.shards = shards
         self.lookahead = lookahead
         self.attempts = attempts or Attempts(send, Watches(stores, shards, lease, grace, send_look))
         self.watches = self.attempts.watches
-        self.watchdog = Watchdog(claims, self.attempts, behind)
+        self.watchdog = Watchdog(claims, self.attempts, behind, flow)
         self.rows = Rows(stores, self.attempts, self.watchdog, lookahead)
         self.ticker = Ticker(stores, shards, depths, self._threads)
         self.send_scan = send_scan

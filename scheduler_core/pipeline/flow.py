@@ -15,7 +15,9 @@ only within the limits of its key, shared by every job of the subscription that 
   :data:`SLOT_RECHECK` later.
 
 Nothing over a limit is dropped: it waits, and the time it waited (from its first arrival at the gate) is
-recorded apart from the scheduler's lateness (:attr:`Permit.waited`). Error actions and notifications are not
+recorded apart from the scheduler's lateness (:attr:`Permit.waited`). A waiting attempt is noted in the key's
+state (:meth:`~scheduler_core.ports.FlowLimits.wait`), so that the watchdog, which finds it unclaimed, does not
+take it for lost and send it again (:func:`waiting_until`). Error actions and notifications are not
 limited. A job without ``flowControl`` makes no call here.
 """
 
@@ -40,8 +42,8 @@ from scheduler_core.storage.keys import flow_partition
 MAX_INLINE_WAIT = timedelta(seconds=2)
 #: An attempt that found no free slot looks again this many seconds later.
 SLOT_RECHECK = 2
-#: How long a note that an attempt waits for a slot holds (written again at each look): a dead waiter's note
-#: keeps its job's later attempts behind it at most this long.
+#: How long a note that an attempt waits holds past its next look (written again at each look): a dead waiter's
+#: note keeps its job's later attempts behind it, and the watchdog from sending it again, at most this long.
 WAIT_NOTE = timedelta(seconds=30)
 
 
@@ -73,6 +75,16 @@ def place_of(message: ExecutionMessage) -> str:
     return f"{message.occurrence}|{message.cause_key}|{message.action}|{message.attempt:03d}"
 
 
+def waiting_until(flow: FlowLimits, job: Job, message: ExecutionMessage, now: datetime) -> datetime | None:
+    """Until when ``message``'s attempt is noted as waiting for its flow control key (None: it is not: a job
+    without ``flowControl``, or an attempt that is not waiting). One point read, for flow-controlled jobs only."""
+    key_name = job.definition.action.flow_key
+    if key_name is None or not message.is_main:
+        return None
+    key = flow_partition(job.ref.collection.subscription, key_name)
+    return flow.waiting(key, job.ref.identity, place_of(message), now)
+
+
 class FlowGate:
     """Admits attempts within their key's limits (see the module). ``sleep`` waits in the worker (a seam)."""
 
@@ -98,18 +110,28 @@ class FlowGate:
             return Permit()
         key = flow_partition(job.ref.collection.subscription, key_name)
         now = self.clock()
-        since = message.flow.since_time if message.flow is not None else now
+        # A message shown before its due instant (queues count whole seconds) runs at it: so does its turn.
+        due = message.due_time
+        earliest = max(now, due) if due is not None else now
+        since = message.flow.since_time if message.flow is not None else earliest
         reserved = message.flow.at_time if message.flow is not None else None
         if limits.rate_per_second is not None and reserved is None:
-            reserved = self.flow.reserve(key, timedelta(seconds=1 / limits.rate_per_second), now)
+            reserved = self.flow.reserve(key, timedelta(seconds=1 / limits.rate_per_second), earliest)
         if reserved is not None and reserved - now > MAX_INLINE_WAIT:
+            self.flow.wait(key, job.ref.identity, place_of(message), reserved + WAIT_NOTE)
             return self._later(job, message, since, reserved, visibility_seconds(reserved, now), key_name, "rate")
-        waited = message.flow is not None or (reserved is not None and reserved > now)
         if reserved is not None and reserved > now:
             self.sleep((reserved - now).total_seconds())
         if limits.parallelism is None:
-            return Permit(waited=self.clock() - since if waited else None)
-        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved, waited)
+            if message.flow is not None:
+                self.flow.done_waiting(key, job.ref.identity, place_of(message))
+            return Permit(waited=self._waited(since))
+        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved)
+
+    def _waited(self, since: datetime) -> timedelta | None:
+        """How long an attempt that first came to the gate at ``since`` has waited for its key (None: not)."""
+        waited = self.clock() - since
+        return waited if waited > timedelta(0) else None
 
     def _slot(
         self,
@@ -120,7 +142,6 @@ class FlowGate:
         key_name: str,
         since: datetime,
         reserved: datetime | None,
-        waited: bool,
     ) -> Permit | ExecutionReport:
         """Take one of the key's ``limit`` slots for the attempt, unless none is free or an earlier attempt of
         its job waits for one."""
@@ -128,9 +149,9 @@ class FlowGate:
         holder = f"{identity}|{message.claim_row}|{uuid.uuid4().hex[:12]}"  # each delivery its own
         first = self.flow.first_waiting(key, identity, now)
         if (first is None or first >= place) and self.flow.acquire(key, limit, holder, now + self.lease, now):
-            if first == place:
+            if message.flow is not None or first == place:
                 self.flow.done_waiting(key, identity, place)
-            return Permit(self.flow, key, holder, limit, now - since if waited else None)
+            return Permit(self.flow, key, holder, limit, self._waited(since))
         self.flow.wait(key, identity, place, now + WAIT_NOTE)
         return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "parallelism")
 

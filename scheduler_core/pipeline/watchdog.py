@@ -26,6 +26,8 @@ reads the jobs of the shard's watch entries due by then (a collection at a time)
 - the claim's lease is live: look again at its end;
 - the claim is ``Running`` past its lease (its worker died mid-call): send the same message again at once
   (so the same execution id) and watch the re-run;
+- nobody has claimed it, and it is noted as waiting for its ``flowControl`` key's limits
+  (:func:`~scheduler_core.pipeline.flow.waiting_until`): look again when the note runs out;
 - nobody has claimed it a lease after it was due: its message was lost on its way to a worker (a receive
   that storage carried out but whose answer was lost in an outage, or a worker that died before claiming:
   the queue hides such a message for its 10-minute processing lease), or it waits behind a backlog. Send
@@ -59,8 +61,9 @@ from datetime import datetime, timedelta
 from scheduler_core.model import Job, JobState, WatchEntry
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
+from scheduler_core.pipeline.flow import waiting_until
 from scheduler_core.pipeline.messages import ExecutionMessage
-from scheduler_core.ports import Claims
+from scheduler_core.ports import Claims, FlowLimits
 from scheduler_core.storage.keys import SEPARATOR
 
 #: Whether the queue of a message (its text) is behind: a message sent more than ``older_than`` before ``now``
@@ -101,8 +104,10 @@ class Watchdog:
         claims: Claims,
         attempts: Attempts,
         behind: Behind | None = None,
+        flow: FlowLimits | None = None,
     ) -> None:
         self.claims = claims
+        self.flow = flow
         self.attempts = attempts
         self.watches = attempts.watches
         self.behind = behind
@@ -131,7 +136,12 @@ class Watchdog:
         state = self.claims.state(identity, message.claim_row)
         if state is not None and state.done:
             return Look(None)
-        if state is None:  # not claimed: lost on its way to a worker (see the module)
+        if state is None:  # not claimed: lost on its way to a worker (see the module), or held back
+            held_until = waiting_until(self.flow, job, message, now) if self.flow is not None else None
+            if held_until is not None:  # it waits for its flow control key's limits: look again after that
+                return Look(
+                    self.watches.row(job, message, row.shard, held_until + self.watches.grace, row.checks, owed)
+                )
             if owed and not waiting:
                 reporting.resent_unclaimed(job, message, row.due)
                 self.attempts.resend(row.message)

@@ -239,6 +239,7 @@ def _jobs(url: str) -> dict[str, tuple[str, str, dict[str, Any]]]:
                 "action": {
                     "type": "Http",
                     "expandPlaceholders": True,
+                    "flowControl": {"key": "Odd 'Key' | Ω", "ratePerSecond": 0.5, "parallelism": 3},
                     "request": {
                         "uri": f"{url}?job=@{{jobName}}",
                         "method": "POST",

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_core.adapters.memory import MemoryStorage, SimulatedClock, memory_storage
-from scheduler_core.ports import Claims, Clock, Stores
+from scheduler_core.ports import Claims, Clock, FlowLimits, Stores
 
 
 def utcnow() -> datetime:
@@ -31,6 +31,7 @@ class Backend:
     clock: Clock
     slack: timedelta
     memory: MemoryStorage | None = None
+    flow: FlowLimits | None = None
 
     def stamped_between(self, stamp: datetime | None, before: datetime, after: datetime) -> bool:
         """Whether a write's stamp lies between two readings of the clock taken around the write."""
@@ -39,17 +40,18 @@ class Backend:
 
 def memory_backend() -> Backend:
     storage = memory_storage(SimulatedClock(datetime(2030, 1, 1, 12, tzinfo=UTC), step=timedelta(milliseconds=1)))
-    return Backend("memory", storage.stores, storage.claims, storage.clock, timedelta(0), storage)
+    return Backend("memory", storage.stores, storage.claims, storage.clock, timedelta(0), storage, storage.flow)
 
 
 def azurite_backend(request: pytest.FixtureRequest) -> Backend:
     # Imported here: the memory half of the suite runs without the Azure SDK loaded.
     from scheduler_core.adapters.azure.claims import TableClaims
     from scheduler_core.adapters.azure.clients import table_service
+    from scheduler_core.adapters.azure.flow import TableFlowLimits
     from scheduler_core.adapters.azure.provision import provision
     from scheduler_core.adapters.azure.tables import table_stores
     from scheduler_core.settings import Settings
-    from scheduler_core.storage.names import CLAIMS_TABLE, HISTORY_TABLE
+    from scheduler_core.storage.names import CLAIMS_TABLE, FLOW_TABLE, HISTORY_TABLE
 
     settings: Settings = request.getfixturevalue("storage_env")  # tables of this test's own (unique prefix)
     provision(settings)
@@ -58,7 +60,8 @@ def azurite_backend(request: pytest.FixtureRequest) -> Backend:
         tables.get_table_client(settings.table_name(CLAIMS_TABLE)),
         tables.get_table_client(settings.table_name(HISTORY_TABLE)),
     )
-    return Backend("azurite", table_stores(tables, settings), claims, utcnow, timedelta(seconds=2))
+    flow = TableFlowLimits(tables.get_table_client(settings.table_name(FLOW_TABLE)))
+    return Backend("azurite", table_stores(tables, settings), claims, utcnow, timedelta(seconds=2), None, flow)
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
@@ -81,3 +84,9 @@ def stores(backend: Backend) -> Stores:
 @pytest.fixture
 def claims(backend: Backend) -> Claims:
     return backend.claims
+
+
+@pytest.fixture
+def flow(backend: Backend) -> FlowLimits:
+    assert backend.flow is not None
+    return backend.flow

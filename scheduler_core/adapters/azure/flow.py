@@ -126,6 +126,14 @@ class TableFlowLimits:
         row = {"PartitionKey": key, "RowKey": self._wait_key(job, place), "Until": until, "Place": place}
         self.table.upsert_entity(row, mode=UpdateMode.REPLACE)
 
+    def waiting(self, key: str, job: str, place: str, now: datetime) -> datetime | None:
+        try:
+            row = self.table.get_entity(key, self._wait_key(job, place))
+        except ResourceNotFoundError:
+            return None
+        until = _aware(row["Until"])
+        return until if until > now else None
+
     def first_waiting(self, key: str, job: str, now: datetime) -> str | None:
         prefix = f"{_WAIT}{escape_key(job)}{SEPARATOR}"
         rows = self.table.query_entities(

@@ -62,6 +62,12 @@ class MemoryFlowLimits(FaultSeam):
             self._key(key).waiting[(job, place)] = utc(until)
 
     @faultable
+    def waiting(self, key: str, job: str, place: str, now: datetime) -> datetime | None:
+        with self._lock:
+            until = self._key(key).waiting.get((job, place))
+            return until if until is not None and until > utc(now) else None
+
+    @faultable
     def first_waiting(self, key: str, job: str, now: datetime) -> str | None:
         now = utc(now)
         with self._lock:
