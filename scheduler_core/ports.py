@@ -242,10 +242,15 @@ class FlowLimits(Protocol):
     """Flow control's shared state (``action.flowControl``), by key (a subscription and a target: whoever names
     the same key shares its limits, on every instance). A key nobody uses has no state."""
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime) -> datetime:
-        """Reserve a start for one call: the key's next free instant, or ``now`` when that is past; the one
-        after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer than
-        ``spacing``, and later reservations get later instants."""
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
+        """Reserve a start for ``holder``'s call: the key's next free instant, or ``now`` when that is past; the
+        one after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer
+        than ``spacing``, and later reservations get later instants. A holder that has a reservation gets it
+        again (copies of one attempt's message share one start)."""
+        ...
+
+    def forget(self, key: str, holder: str) -> None:
+        """Drop ``holder``'s reservation (its call ran); its instant stays taken."""
         ...
 
     def acquire(self, key: str, limit: int, holder: str, until: datetime, now: datetime) -> bool:

@@ -152,6 +152,9 @@ export interface HistoryRow {
     /** api-version 2026-12-01-preview: when the attempt was due, where not its expected time (a retry's retry
      * time, an error action's send, a backfill's start slot). */
     dueTime?: string;
+    /** api-version 2026-12-01-preview: how long the attempt waited for its action's flowControl limits (an
+     * ISO 8601 duration), not part of its lateness; absent when it did not wait. */
+    flowWait?: string;
   };
 }
 

@@ -16,7 +16,7 @@ import {
   Tooltip,
 } from "chart.js";
 import type { HistoryRow } from "./api";
-import { secondsBetween, span } from "./format";
+import { isoSeconds, secondsBetween, span } from "./format";
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Legend, Tooltip);
 Chart.defaults.animation = false;
@@ -74,11 +74,19 @@ export function scheduledRun(row: HistoryRow): boolean {
   return (row.properties.trigger ?? "Scheduled") === "Scheduled";
 }
 
+/** Seconds an attempt waited for its action's flowControl limits (its flowWait); 0 when it did not wait. */
+export function flowWait(row: HistoryRow): number {
+  return isoSeconds(row.properties.flowWait) ?? 0;
+}
+
 /** The scheduler's lateness of an attempt of a scheduled occurrence: seconds from its own due time
- * ({@link dueOf}: a retry against its retry time) to its start; null for a run on demand, a backfill, or an
- * attempt whose due time is unknown. */
+ * ({@link dueOf}: a retry against its retry time) to its start, less the time it waited for its flowControl
+ * limits ({@link flowWait}, shown apart); null for a run on demand, a backfill, or an attempt whose due time is
+ * unknown. */
 export function attemptLateness(row: HistoryRow): number | null {
-  return scheduledRun(row) ? secondsBetween(dueOf(row) ?? undefined, row.properties.startTime) : null;
+  if (!scheduledRun(row)) return null;
+  const since = secondsBetween(dueOf(row) ?? undefined, row.properties.startTime);
+  return since === null ? null : Math.max(0, since - flowWait(row));
 }
 
 /** A run on demand's or a backfill's start delay: seconds from when it was due (asked for, or its start

@@ -56,20 +56,28 @@ export function excerpt(text: string, limit = 140): string {
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 
-/** An ISO 8601 duration (PT30S) or .NET TimeSpan (00:00:30), as written, in words where simple. */
-export function duration(text: string | undefined): string {
-  if (!text) return "—";
+/** The seconds of an ISO 8601 duration (PT30S, P1DT2H) or .NET TimeSpan (00:00:30, 1.02:00:00); null when
+ * ``text`` is neither. */
+export function isoSeconds(text: string | undefined): number | null {
+  if (!text) return null;
   const iso = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/i.exec(text);
   if (iso) {
     const [, d, hh, mm, ss] = iso;
-    return span(Number(d ?? 0) * 86400 + Number(hh ?? 0) * 3600 + Number(mm ?? 0) * 60 + Number(ss ?? 0));
+    return Number(d ?? 0) * 86400 + Number(hh ?? 0) * 3600 + Number(mm ?? 0) * 60 + Number(ss ?? 0);
   }
   const timespan = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$/.exec(text);
   if (timespan) {
     const [, d, hh, mm, ss] = timespan;
-    return span(Number(d ?? 0) * 86400 + Number(hh) * 3600 + Number(mm) * 60 + Number(ss));
+    return Number(d ?? 0) * 86400 + Number(hh) * 3600 + Number(mm) * 60 + Number(ss);
   }
-  return text;
+  return null;
+}
+
+/** An ISO 8601 duration (PT30S) or .NET TimeSpan (00:00:30), as written, in words where simple. */
+export function duration(text: string | undefined): string {
+  if (!text) return "—";
+  const seconds = isoSeconds(text);
+  return seconds === null ? text : span(seconds);
 }
 
 // ------------------------------------------------------------------------------------ absolute times

@@ -297,7 +297,7 @@ class Executor:
             given_up = lost.takeovers >= MAX_TAKEOVERS
         job_action = job.definition.action
         action = action_of(job, message)
-        outcome, started, ended = self._call(job, message, execution_id, action, given_up)
+        outcome, started, ended = self._call(job, message, execution_id, action, given_up, permit.start)
         permit.release()
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
@@ -350,17 +350,25 @@ class Executor:
         return ExecutionReport(Outcome.DUPLICATE, "recorded by a worker lost after it", execution_id)
 
     def _call(
-        self, job: Job, message: ExecutionMessage, execution_id: str, action: Action | None, given_up: bool
+        self,
+        job: Job,
+        message: ExecutionMessage,
+        execution_id: str,
+        action: Action | None,
+        given_up: bool,
+        start: datetime | None = None,
     ) -> tuple[ActionResult, datetime, datetime]:
-        """Run the attempt's action (the result, when it started and ended); ``given_up``: its workers were lost
+        """Run the attempt's action (the result, when it started and ended), no sooner than its due time and
+        ``start`` (its flow control rate's reserved start); ``given_up``: its workers were lost
         :data:`MAX_TAKEOVERS` times, most likely its action stops them: not run again, recorded as failed (it
         goes on to its retries or error action as any failed attempt)."""
         if given_up:
             now = self.clock()
             reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
             return given_up_result(), now, now
-        occurrence, due = message.occurrence_time, message.due_time
-        early = due - self.clock() if due is not None else timedelta(0)
+        occurrence = message.occurrence_time
+        not_before = [instant for instant in (message.due_time, start) if instant is not None]
+        early = max(not_before) - self.clock() if not_before else timedelta(0)
         if timedelta(0) < early <= MAX_EARLY_WAIT:
             self.sleep(early.total_seconds())  # start at the due instant, not at the queue's whole second
         started = self.clock()

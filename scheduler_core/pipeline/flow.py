@@ -4,10 +4,11 @@ only within the limits of its key, shared by every job of the subscription that 
 :meth:`FlowGate.admit` decides before the attempt's claim:
 
 - ``ratePerSecond``: the attempt reserves a start of the key (:meth:`~scheduler_core.ports.FlowLimits.reserve`:
-  starts :math:`1/rate` apart, in the order attempts reach the gate, so a job's attempts keep their order). A
-  start within :data:`MAX_INLINE_WAIT` is waited for in the worker; a later one re-sends the message to show
-  then, carrying its reservation (:func:`~scheduler_core.pipeline.attempts.flow_waiting`), so no worker thread
-  is held while work waits.
+  starts :math:`1/rate` apart, in the order attempts reach the gate, so a job's attempts keep their order; the
+  copies of one attempt's message share one). A start within :data:`MAX_INLINE_WAIT` is waited for in the
+  worker, after the claim and right before the call (:attr:`Permit.start`); a later one re-sends the message to
+  show then, carrying its reservation (:func:`~scheduler_core.pipeline.attempts.flow_waiting`), so no worker
+  thread is held while work waits.
 - ``parallelism``: the attempt takes one of the key's slots (:meth:`~scheduler_core.ports.FlowLimits.acquire`)
   for its call, renewed with its claim's lease (so a worker that dies gives its slot back a lease after its
   last renewal) and given back when the call ends. With none free, or while an earlier attempt of the same job
@@ -57,6 +58,8 @@ class Permit:
     holder: str = ""
     limit: int = 0
     waited: timedelta | None = None
+    reservation: str = ""  # the attempt whose rate reservation to drop once its call ran
+    start: datetime | None = None  # the call starts no sooner (its rate's reserved start, at most a second or two on)
 
     def renew(self, now: datetime, lease: timedelta) -> None:
         """Keep the slot another ``lease`` (with the claim's renewals)."""
@@ -64,10 +67,19 @@ class Permit:
             self.flow.acquire(self.key, self.limit, self.holder, now + lease, now)
 
     def release(self) -> None:
-        """Give the slot back (idempotent)."""
+        """Give the slot back and drop the rate reservation (idempotent)."""
         if self.flow is not None and self.holder:
             holder, self.holder = self.holder, ""
             self.flow.release(self.key, holder)
+        if self.flow is not None and self.reservation:
+            reservation, self.reservation = self.reservation, ""
+            self.flow.forget(self.key, reservation)
+
+
+def _waited(since: datetime, ready: datetime) -> timedelta | None:
+    """How long an attempt that first came to the gate at ``since`` waited for its key's limits, which let it
+    start at ``ready`` (None: it did not)."""
+    return ready - since if ready > since else None
 
 
 def place_of(message: ExecutionMessage) -> str:
@@ -115,23 +127,21 @@ class FlowGate:
         earliest = max(now, due) if due is not None else now
         since = message.flow.since_time if message.flow is not None else earliest
         reserved = message.flow.at_time if message.flow is not None else None
+        attempt = f"{job.ref.identity}|{message.claim_row}"
         if limits.rate_per_second is not None and reserved is None:
-            reserved = self.flow.reserve(key, timedelta(seconds=1 / limits.rate_per_second), earliest)
+            spacing = timedelta(seconds=1 / limits.rate_per_second)
+            reserved = self.flow.reserve(key, spacing, earliest, attempt)
         if reserved is not None and reserved - now > MAX_INLINE_WAIT:
             self.flow.wait(key, job.ref.identity, place_of(message), reserved + WAIT_NOTE)
             return self._later(job, message, since, reserved, visibility_seconds(reserved, now), key_name, "rate")
-        if reserved is not None and reserved > now:
-            self.sleep((reserved - now).total_seconds())
+        ready = max(earliest, reserved) if reserved is not None else earliest  # when the rate lets it start
+        rated = Permit(self.flow, key, reservation=attempt, start=reserved) if reserved is not None else Permit()
         if limits.parallelism is None:
             if message.flow is not None:
                 self.flow.done_waiting(key, job.ref.identity, place_of(message))
-            return Permit(waited=self._waited(since))
-        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved)
-
-    def _waited(self, since: datetime) -> timedelta | None:
-        """How long an attempt that first came to the gate at ``since`` has waited for its key (None: not)."""
-        waited = self.clock() - since
-        return waited if waited > timedelta(0) else None
+            rated.waited = _waited(since, ready)
+            return rated
+        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved, rated)
 
     def _slot(
         self,
@@ -142,16 +152,21 @@ class FlowGate:
         key_name: str,
         since: datetime,
         reserved: datetime | None,
+        rated: Permit,
     ) -> Permit | ExecutionReport:
-        """Take one of the key's ``limit`` slots for the attempt, unless none is free or an earlier attempt of
-        its job waits for one."""
+        """Take one of the key's ``limit`` slots for the attempt (``rated``: what its rate let through), unless
+        none is free or an earlier attempt of its job waits for one."""
         identity, place, now = job.ref.identity, place_of(message), self.clock()
         holder = f"{identity}|{message.claim_row}|{uuid.uuid4().hex[:12]}"  # each delivery its own
         first = self.flow.first_waiting(key, identity, now)
         if (first is None or first >= place) and self.flow.acquire(key, limit, holder, now + self.lease, now):
             if message.flow is not None or first == place:
                 self.flow.done_waiting(key, identity, place)
-            return Permit(self.flow, key, holder, limit, self._waited(since))
+            # ready: when the rate let it start, or when it took its slot after looking again
+            ready = max(reserved or since, now) if message.flow is not None else max(since, reserved or since)
+            rated.holder, rated.limit, rated.waited = holder, limit, _waited(since, ready)
+            rated.flow, rated.key = self.flow, key
+            return rated
         self.flow.wait(key, identity, place, now + WAIT_NOTE)
         return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "parallelism")
 

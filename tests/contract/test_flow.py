@@ -15,17 +15,32 @@ SPACING = timedelta(milliseconds=250)
 
 
 def test_reservations_are_spaced_in_order_and_a_past_one_starts_now(flow: FlowLimits) -> None:
-    starts = [flow.reserve(KEY, SPACING, T0) for _ in range(4)]
+    starts = [flow.reserve(KEY, SPACING, T0, f"attempt {i}") for i in range(4)]
     assert starts == [T0 + SPACING * i for i in range(4)]
     later = T0 + timedelta(seconds=10)
-    assert flow.reserve(KEY, SPACING, later) == later  # the key was idle: at once
-    assert flow.reserve("flow-other", SPACING, T0) == T0  # keys are apart
+    assert flow.reserve(KEY, SPACING, later, "late") == later  # the key was idle: at once
+    assert flow.reserve("flow-other", SPACING, T0, "other") == T0  # keys are apart
+
+
+def test_a_holder_that_reserved_gets_its_start_again_and_takes_no_other(flow: FlowLimits) -> None:
+    first = flow.reserve(KEY, SPACING, T0, "attempt")
+    assert flow.reserve(KEY, SPACING, T0 + timedelta(seconds=1), "attempt") == first  # a copy of its message
+    assert flow.reserve(KEY, SPACING, T0, "next") == T0 + SPACING  # nothing was taken by the copy
+    flow.forget(KEY, "attempt")
+    flow.forget(KEY, "attempt")  # twice: nothing more
+    assert flow.reserve(KEY, SPACING, T0, "after") == T0 + 2 * SPACING  # its instant stays taken
 
 
 def test_concurrent_reservations_never_share_an_instant(flow: FlowLimits) -> None:
     with ThreadPoolExecutor(8) as pool:
-        starts = list(pool.map(lambda _: flow.reserve(KEY, SPACING, T0), range(24)))
+        starts = list(pool.map(lambda i: flow.reserve(KEY, SPACING, T0, f"h{i}"), range(24)))
     assert sorted(starts) == [T0 + SPACING * i for i in range(24)]
+
+
+def test_concurrent_copies_of_one_attempt_share_one_start(flow: FlowLimits) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        starts = list(pool.map(lambda i: flow.reserve(KEY, SPACING, T0, f"h{i % 3}"), range(12)))
+    assert sorted(set(starts)) == [T0 + SPACING * i for i in range(3)]
 
 
 def test_at_most_limit_slots_are_held_and_a_release_frees_one(flow: FlowLimits) -> None:

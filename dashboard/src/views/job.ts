@@ -12,7 +12,7 @@
 import type { Action, HistoryRow, Job, JobInsight, Ref } from "../api";
 import { ApiError } from "../api";
 import { lastOutcome } from "../catalog";
-import { attemptLateness, HistoryCharts } from "../charts";
+import { attemptLateness, flowWait, HistoryCharts } from "../charts";
 import { announce, h, replace, shown, type Child } from "../dom";
 import { absolute, cronStrings, duration, excerpt, lateness, onTimeMode, recurrenceZone, relative, scheduleWords, secondsBetween, span, utc, zoneFor, zoneLabel } from "../format";
 import { badge, editHash, errorBanner, filterableTag, jobsHash, rerender, table, tagList, type Context, type View } from "../view";
@@ -147,6 +147,7 @@ function historyRow(row: HistoryRow, fresh: boolean, zone: string | null, rerun:
   const p = row.properties;
   const took = secondsBetween(p.startTime, p.endTime);
   const late = attemptLateness(row);
+  const waited = flowWait(row);
   const message = p.message ?? "";
   return h(
     "tr",
@@ -155,7 +156,12 @@ function historyRow(row: HistoryRow, fresh: boolean, zone: string | null, rerun:
     h("td", {}, ACTION_WORDS[p.actionName] ?? "main"),
     h("td", {}, badge(p.status)),
     h("td", { class: "num" }, took === null ? "—" : span(took)),
-    h("td", { class: "num" }, lateness(late)),
+    h(
+      "td",
+      { class: "num" },
+      lateness(late),
+      waited > 0 ? h("span", { class: "flow-wait", title: "Not part of the lateness" }, `waited ${span(waited)} for flow control`) : null,
+    ),
     h("td", { class: "num" }, String(p.retryCount)),
     h(
       "td",

@@ -1,7 +1,8 @@
 """Flow control state in Table Storage (the :class:`~scheduler_core.ports.FlowLimits` port): table
 ``FlowControl``, one partition per key (the key as the caller gives it, a digest of subscription and target):
 
-- ``rate``: ``Next``, the key's next free instant;
+- ``rate``: ``Next``, the key's next free instant; ``res|<holder>``: ``At``, a holder's reserved start (written in
+  one transaction with ``rate``, so copies of one attempt's message share one start);
 - ``slot|<holder>``: one row per held slot, ``Until`` its end (a row past it is a free slot: its holder died);
 - ``wait|<job>|<place>``: an attempt waiting for a slot, ``Until`` how long the note holds.
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from scheduler_core.adapters.azure.errors import translated
 from scheduler_core.errors import EtagMismatchError
@@ -28,6 +29,7 @@ from scheduler_core.storage.keys import SEPARATOR, escape_key
 #: How a flow write that loses a race to another instance's tries again: at once, then with short jittered waits.
 RACE_BOUND = Bound(tries=20, first=0.005, cap=0.1)
 _RATE = "rate"
+_RESERVED = f"res{SEPARATOR}"
 _SLOT = f"slot{SEPARATOR}"
 _WAIT = f"wait{SEPARATOR}"
 
@@ -49,29 +51,34 @@ class TableFlowLimits:
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime) -> datetime:
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
+        mine = _RESERVED + escape_key(holder)
+
         def attempt() -> datetime:
             try:
                 row = self.table.get_entity(key, _RATE)
             except ResourceNotFoundError:
                 row = None
             start = now if row is None or _aware(row["Next"]) < now else _aware(row["Next"])
-            entity = {"PartitionKey": key, "RowKey": _RATE, "Next": start + spacing}
-            try:
-                if row is None:
-                    self.table.create_entity(entity)
-                else:
-                    self.table.update_entity(
-                        entity,
-                        mode=UpdateMode.REPLACE,
-                        etag=row.metadata["etag"],
-                        match_condition=MatchConditions.IfNotModified,
-                    )
-            except (ResourceExistsError, ResourceModifiedError):
-                raise EtagMismatchError("another instance reserved first") from None
+            rate = {"PartitionKey": key, "RowKey": _RATE, "Next": start + spacing}
+            move: tuple[Any, ...] = ("create", rate)
+            if row is not None:
+                guard = {"etag": row.metadata["etag"], "match_condition": MatchConditions.IfNotModified}
+                move = ("update", rate, {"mode": UpdateMode.REPLACE, **guard})
+            try:  # the key's next instant and the holder's reservation, in one transaction
+                self.table.submit_transaction([move, ("create", {"PartitionKey": key, "RowKey": mine, "At": start})])
+            except TableTransactionError:
+                try:  # this holder reserved before (a copy of its message)
+                    return _aware(self.table.get_entity(key, mine)["At"])
+                except ResourceNotFoundError:
+                    raise EtagMismatchError("another instance reserved first") from None
             return start
 
         return race(attempt, RACE_BOUND)
+
+    def forget(self, key: str, holder: str) -> None:
+        with contextlib.suppress(ResourceNotFoundError):
+            self.table.delete_entity(key, _RESERVED + escape_key(holder))
 
     def _slots(self, key: str) -> list[Any]:
         return list(

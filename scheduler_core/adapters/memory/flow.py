@@ -13,6 +13,7 @@ from scheduler_core.adapters.memory.seam import FaultSeam, faultable, utc
 @dataclass
 class _Key:
     next_free: datetime | None = None
+    reserved: dict[str, datetime] = field(default_factory=dict)  # holder -> its start
     slots: dict[str, datetime] = field(default_factory=dict)  # holder -> until
     waiting: dict[tuple[str, str], datetime] = field(default_factory=dict)  # (job, place) -> until
 
@@ -29,13 +30,21 @@ class MemoryFlowLimits(FaultSeam):
         return self._keys.setdefault(key, _Key())
 
     @faultable
-    def reserve(self, key: str, spacing: timedelta, now: datetime) -> datetime:
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
         now = utc(now)
         with self._lock:
             state = self._key(key)
+            if holder in state.reserved:
+                return state.reserved[holder]
             start = now if state.next_free is None or state.next_free < now else state.next_free
             state.next_free = start + spacing
+            state.reserved[holder] = start
             return start
+
+    @faultable
+    def forget(self, key: str, holder: str) -> None:
+        with self._lock:
+            self._key(key).reserved.pop(holder, None)
 
     @faultable
     def acquire(self, key: str, limit: int, holder: str, until: datetime, now: datetime) -> bool:

@@ -1,0 +1,105 @@
+"""In a real browser, the job page shows the time an attempt waited for its action's ``flowControl`` limits
+(api-version 2026-12-01-preview) apart from its lateness: three jobs due at one second share a key of one call
+every 5 seconds, so two of them wait, and their rows say "on time" and "waited 5 s (10 s) for flow control".
+
+The function app on the local host with every trigger, a real HTTP target on 127.0.0.1; the browser steps are
+a Node script (Playwright, Chromium)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from scheduler_core.definitions import parse_duration
+from scheduler_core.recurrence import format_instant
+from tests.browser.conftest import COLLECTION, GROUP, Dashboard, run_module
+from tests.support.http_target import http_target
+from tests.support.jobs import NO_RETRY, http_action
+
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+
+PREVIEW = "2026-12-01-preview"
+JOBS = ("export-a", "export-b", "export-c")
+
+
+def isoSeconds(text: str) -> float:
+    """The seconds of an ISO 8601 duration the preview answers (``PT5.002S``, ``PT1M``)."""
+    return parse_duration(text, "flowWait").total_seconds()
+
+
+SCRIPT = r"""
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.DASHBOARD_URL;
+const ARGS = JSON.parse(process.env.SCENARIO_ARGS);
+const e = encodeURIComponent;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  headless: true,
+  args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+});
+const problems = [];
+const observed = {};
+try {
+  const page = await (await browser.newContext({ locale: "en-GB", timezoneId: "UTC" })).newPage();
+  page.on("console", (message) => {
+    if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  await page.goto(BASE);
+  await page.getByLabel("API key").fill(process.env.API_KEY);
+  await page.getByLabel("Subscription ID").fill(process.env.SUBSCRIPTION);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Job collections" }).waitFor();
+  for (const job of ARGS.jobs) {
+    await page.goto(`${BASE}#/job/${e(ARGS.group)}/${e(ARGS.collection)}/${e(job)}`);
+    await page.getByRole("heading", { level: 1, name: job }).waitFor();
+    const row = page.locator('tbody tr[data-status="Completed"]').first();
+    await row.waitFor({ timeout: 60_000 });
+    observed[job] = await row.locator("td").nth(4).textContent();
+  }
+} finally {
+  await browser.close();
+}
+assert.deepEqual(problems, [], `console errors or page errors: ${problems.join(" | ")}`);
+process.stdout.write(`${JSON.stringify(observed)}\n`);
+"""
+
+
+def test_the_wait_for_flow_control_is_shown_apart_from_lateness(dashboard: Dashboard) -> None:
+    dashboard.put_collection()
+    due = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
+    with http_target([200]) as target:
+        for name in JOBS:
+            action = http_action(f"{target.base_url}/{name}", retryPolicy=NO_RETRY)
+            action["flowControl"] = {"key": "exports", "ratePerSecond": 0.2}
+            url = dashboard.api.url(dashboard.job_path(name), **{"api-version": PREVIEW})
+            answer = dashboard.api.call(
+                "PUT", url, {"properties": {"startTime": format_instant(due), "action": action}}
+            )
+            assert answer.status_code in (200, 201), answer.text
+        target.wait_for(3, timeout=60)
+        waits: dict[str, Any] = {}
+        deadline = time.monotonic() + 30
+        while len(waits) < 3 and time.monotonic() < deadline:
+            for name in JOBS:
+                history = dashboard.api.url(dashboard.job_path(name) + "/history", **{"api-version": PREVIEW})
+                rows = dashboard.api.call("GET", history).json()["value"]
+                if rows:
+                    waits[name] = rows[0]["properties"].get("flowWait")
+            time.sleep(0.3)
+        seen = run_module(
+            dashboard, SCRIPT, {"group": GROUP, "collection": COLLECTION, "jobs": list(JOBS)}, timeout=180
+        )
+
+    cells = sorted(seen.values())
+    assert sum(1 for wait in waits.values() if wait is None) == 1, waits  # the first ran at once
+    shown = sorted(isoSeconds(wait) for wait in waits.values() if wait)
+    assert len(shown) == 2 and abs(shown[0] - 5) < 0.5 and abs(shown[1] - 10) < 0.5, waits
+    assert cells == sorted(["on time", "on timewaited 5 s for flow control", "on timewaited 10 s for flow control"]), (
+        cells
+    )
