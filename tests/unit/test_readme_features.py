@@ -40,6 +40,7 @@ ROWS = {
     "Long-running calls (202 polling)": "asyncPolling",
     "Replay a failed occurrence": "rerun",
     "Alerts per job": "onFailure",
+    "Flow control per target": "flowControl",
     "Overlap policy": "BufferOne",
     "Missed-run policy (catch-up window)": "RunAll",
     "Pause after failures": "pauseAfterFailures",
