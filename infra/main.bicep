@@ -194,6 +194,12 @@ param storageQueueEndpoint string = 'core.windows.net'
 ])
 param storageQueueMessageFormat string = 'envelope'
 
+@description('SchedulerHistoryStream__queueServiceUri: the queue endpoint (https://<account>.queue.core.windows.net) of a storage account of yours that every history record is streamed to, with the app\'s managed identity; grant it Storage Queue Data Message Sender on the queue. Empty: no stream.')
+param historyStreamQueueServiceUri string = ''
+
+@description('SCHEDULER_HISTORY_STREAM_QUEUE: the history stream\'s queue in that account (it must exist).')
+param historyStreamQueueName string = 'scheduler-history'
+
 @description('SCHEDULER_SERVICE_BUS_ENDPOINT: DNS suffix (or URL template with {namespace}) of Service Bus actions.')
 param serviceBusEndpoint string = 'servicebus.windows.net'
 
@@ -322,13 +328,15 @@ var workerThreadCount = isElasticPremium ? elasticPremiumThreadCount : pythonThr
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName, and likewise
 // SchedulerHistoryStorage and SchedulerExecutionStorage by their identity-based __tableServiceUri and
 // __queueServiceUri (the accounts' endpoints with splitStorage, else empty: everything in the main
-// account); the connection strings are left out, not set empty: the Functions host would read an empty
+// account), and SchedulerHistoryStream by its __queueServiceUri (historyStreamQueueServiceUri); the connection strings are left out, not set empty: the Functions host would read an empty
 // SchedulerExecutionStorage as a connection string. FUNCTIONS_WORKER_RUNTIME is set by appsettings.bicep
 // (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
 var schedulerSettings = {
   AzureWebJobsStorage__accountName: storageAccountName
   SchedulerHistoryStorage__tableServiceUri: splitStorage ? historyStorage.outputs.tableEndpoint : ''
   SchedulerExecutionStorage__queueServiceUri: splitStorage ? executionStorage.outputs.queueEndpoint : ''
+  SchedulerHistoryStream__queueServiceUri: historyStreamQueueServiceUri
+  SCHEDULER_HISTORY_STREAM_QUEUE: historyStreamQueueName
   SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName

@@ -74,6 +74,26 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "queue triggers' connection). Used when SchedulerExecutionStorage is not set.",
     ),
     SettingSpec(
+        "SchedulerHistoryStream",
+        "",
+        "Connection string of the storage account of the history stream's queue: every history record is "
+        "also sent there as it is written, at least once, with an id a consumer keeps it once by "
+        "(docs/operations.md, History stream). Empty, with SchedulerHistoryStream__queueServiceUri empty "
+        "too: no stream. The queue (SCHEDULER_HISTORY_STREAM_QUEUE) must exist.",
+    ),
+    SettingSpec(
+        "SchedulerHistoryStream__queueServiceUri",
+        "",
+        "Identity-based form of SchedulerHistoryStream: the queue endpoint of the stream's account, "
+        "https://<account>.queue.core.windows.net; the app's identity needs Storage Queue Data Message Sender "
+        "on the queue. Used when SchedulerHistoryStream is not set.",
+    ),
+    SettingSpec(
+        "SCHEDULER_HISTORY_STREAM_QUEUE",
+        "scheduler-history",
+        "The history stream's queue in SchedulerHistoryStream's account (a Storage queue name).",
+    ),
+    SettingSpec(
         "FUNCTIONS_WORKER_RUNTIME",
         "python",
         "Azure Functions language worker; always 'python'. Read by the Functions host, not by this code.",
@@ -367,6 +387,9 @@ def _https_url(name: str, environ: Mapping[str, str] | None) -> str:
 HOST_CONNECTION = "AzureWebJobsStorage"
 #: The connection of the history tables' own account (``SchedulerHistoryStorage``).
 HISTORY_CONNECTION = "SchedulerHistoryStorage"
+#: The connection of the account of the history stream's queue (``SchedulerHistoryStream``): every history
+#: record is sent there when it is set (:mod:`scheduler_core.pipeline.stream`).
+HISTORY_STREAM_CONNECTION = "SchedulerHistoryStream"
 #: The connection of the execution queues' own account (``SchedulerExecutionStorage``): the ``connection``
 #: of the execution functions' queue triggers when it is set.
 EXECUTION_CONNECTION = "SchedulerExecutionStorage"
@@ -508,12 +531,17 @@ class Settings:
     execution_queue_count: int = 1
     python_threadpool_thread_count: int = 40
     cleanup_queue: str = "scheduler-cleanup"
-    #: The history tables' own account (``SchedulerHistoryStorage``); None: AzureWebJobsStorage's.
     #: The app's host name as the platform sets it (:func:`platform_host_name`; "" when unknown).
     app_host_name: str = ""
+    #: The history tables' own account (``SchedulerHistoryStorage``); None: AzureWebJobsStorage's.
     history_storage: StorageAccount | None = None
     #: The execution queues' own account (``SchedulerExecutionStorage``); None: AzureWebJobsStorage's.
     execution_storage: StorageAccount | None = None
+    #: The account of the queue every history record is streamed to (``SchedulerHistoryStream``, a connection
+    #: string, or ``SchedulerHistoryStream__queueServiceUri`` with the app's identity); None: no stream.
+    history_stream: StorageAccount | None = None
+    #: The history stream's queue in that account (``SCHEDULER_HISTORY_STREAM_QUEUE``).
+    history_stream_queue: str = "scheduler-history"
 
     @property
     def execution_queues(self) -> tuple[str, ...]:
@@ -567,7 +595,20 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         app_host_name=platform_host_name(environ),
         history_storage=_storage_account(HISTORY_CONNECTION, "table", environ),
         execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
+        history_stream=_storage_account(HISTORY_STREAM_CONNECTION, "queue", environ),
+        history_stream_queue=_stream_queue(environ),
     )
+
+
+def _stream_queue(environ: Mapping[str, str] | None) -> str:
+    """``SCHEDULER_HISTORY_STREAM_QUEUE``: a Storage queue name (default ``scheduler-history``)."""
+    name = raw("SCHEDULER_HISTORY_STREAM_QUEUE", environ) or "scheduler-history"
+    if not _QUEUE_NAME.match(name):
+        raise ConfigurationError(
+            "setting SCHEDULER_HISTORY_STREAM_QUEUE must be a Storage queue name (3 to 63 lowercase letters, digits "
+            f"and single hyphens), got {name[:80]!r}"
+        )
+    return name
 
 
 #: The names ``SCHEDULER_LOG_LEVEL`` and the local host's ``--log-level`` accept.

@@ -7,6 +7,7 @@ thread-safe and keep their connection pools).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,8 @@ from scheduler_core.identity import IdentityScope
 from scheduler_core.model import CLAIM_LEASE, Job
 from scheduler_core.pipeline.dispatch import Dispatcher
 from scheduler_core.pipeline.execute import Executor
-from scheduler_core.ports import Claims, ExecutionQueue, MessageSender, Storage, Stores
+from scheduler_core.pipeline.stream import HistoryStream, StreamedClaims, StreamedHistory
+from scheduler_core.ports import Claims, ExecutionQueue, FlowLimits, MessageSender, Storage, Stores
 from scheduler_core.queue_depths import DepthProbe, ExecutionDepths, ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.queue_router import ExecutionRouter
 from scheduler_core.service import SchedulerService
@@ -63,7 +65,7 @@ class Services:
 
 def _executor(
     config: settings.Settings,
-    storage: Storage,
+    storage: _Storage,
     runner: ActionRunner | None,
     dispatcher: Dispatcher,
     clock: Clock,
@@ -86,6 +88,7 @@ def _executor(
         lease=claim_lease,
         app_host=config.app_host_name,  # for @{historyUrl}
         flow=storage.flow,
+        stream=storage.stream,
     )
 
 
@@ -100,6 +103,7 @@ def build(
     depths: DepthProbe | None = None,
     execution_queues: Sequence[MessageSender] | None = None,
     cleanup_queue: MessageSender | None = None,
+    history_stream: MessageSender | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
@@ -112,9 +116,11 @@ def build(
     adapters, one Storage queue each), unless ``send_execution`` replaces it. ``execution_queues`` gives the
     queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue.
     ``cleanup_queue`` is the cleanup's queue (default: the Storage queue ``config.cleanup_queue``, or an
-    in-memory queue over another ``storage``)."""
+    in-memory queue over another ``storage``). ``history_stream`` is the queue every history record is sent to
+    (default: ``config.history_stream_queue`` in ``config.history_stream``'s account when that is set, else
+    none)."""
     wired = _queues(config, storage, clock, depths, execution_queues, cleanup_queue)
-    storage, queues = wired.storage, wired.executions
+    storage, queues = _streamed(config, wired.storage, history_stream), wired.executions
     stores, claims, scans = storage.stores, storage.claims, storage.scans
     send_execution = send_execution or ExecutionRouter(
         [queue.send for queue in queues], [getattr(queue, "behind", None) for queue in queues]
@@ -146,7 +152,7 @@ def build(
 
 def _dispatcher(
     config: settings.Settings,
-    storage: Storage,
+    storage: _Storage,
     send_execution: ExecutionQueue,
     depths: DepthProbe | None,
     claim_lease: timedelta,
@@ -167,6 +173,34 @@ def _dispatcher(
         behind=send_execution.behind if isinstance(send_execution, ExecutionRouter) else None,
         flow=storage.flow,
     )
+
+
+@dataclass(frozen=True)
+class _Storage:
+    """The ports the pipeline is wired with: a deployment's storage, its history and claims streamed when the
+    history stream is on (``stream``; None: off)."""
+
+    stores: Stores
+    claims: Claims
+    scans: MessageSender
+    executions: MessageSender
+    flow: FlowLimits
+    stream: HistoryStream | None = None
+
+
+def _streamed(config: settings.Settings, storage: Storage, sender: MessageSender | None) -> _Storage:
+    """``storage``, its history and claims wrapped to stream every record when the history stream is on."""
+    if sender is None and config.history_stream is not None:
+        from scheduler_core.adapters.azure.clients import queue_client
+        from scheduler_core.adapters.azure.queues import MessageQueue
+
+        sender = MessageQueue(queue_client(config, config.history_stream_queue, account=config.history_stream))
+    if sender is None:
+        return _Storage(storage.stores, storage.claims, storage.scans, storage.executions, storage.flow)
+    stream = HistoryStream(sender)
+    stores = dataclasses.replace(storage.stores, history=StreamedHistory(storage.stores.history, stream))
+    claims = StreamedClaims(storage.claims, stream)
+    return _Storage(stores, claims, storage.scans, storage.executions, storage.flow, stream)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from scheduler_core.definitions._durations import (
     parse_duration,
     read_duration,
 )
+from scheduler_core.definitions._history import HISTORY_TYPE, history_json
 from scheduler_core.definitions._http import MAX_BODY, MAX_HEADER_CHARS, MAX_HEADERS, MAX_URI
 from scheduler_core.definitions._job import (
     MAX_JOB_CHARS,
@@ -93,6 +94,7 @@ __all__ = [
     "CLASSIC_VERSION",
     "DEFAULT_RETRY_COUNT",
     "DEFAULT_RETRY_INTERVAL",
+    "HISTORY_TYPE",
     "ISO",
     "MAX_BODY",
     "MAX_CALENDARS",
@@ -121,6 +123,7 @@ __all__ = [
     "duration_style",
     "format_duration",
     "format_local_date",
+    "history_json",
     "job_action_json",
     "job_json",
     "job_output",

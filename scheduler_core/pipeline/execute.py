@@ -69,6 +69,7 @@ from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
 from scheduler_core.pipeline.overlap import OverlapGate, gated
 from scheduler_core.pipeline.reporting import Stale
+from scheduler_core.pipeline.stream import HistoryStream
 from scheduler_core.ports import Claims, FlowLimits, Stores
 from scheduler_core.storage.keys import history_row_key
 
@@ -160,7 +161,8 @@ def history_entry(
 
 class Executor:
     """Runs attempts (see the module). ``flow`` holds the state of flow control keys (None: no flow control,
-    as in tests that build an executor by hand; :func:`scheduler_core.wiring.build` always gives it)."""
+    as in tests that build an executor by hand; :func:`scheduler_core.wiring.build` always gives it);
+    ``stream`` is the history stream (:mod:`scheduler_core.pipeline.stream`; None: off)."""
 
     def __init__(
         self,
@@ -175,6 +177,7 @@ class Executor:
         wait: Wait = wait_on_event,
         app_host: str = "",
         flow: FlowLimits | None = None,
+        stream: HistoryStream | None = None,
     ) -> None:
         self.stores = stores
         self.claims = claims
@@ -189,6 +192,7 @@ class Executor:
         self.wait = wait  # the lease keeper's wait between renewals (simulated time in tests)
         self.app_host = app_host  # the app's host name, for @{historyUrl}
         self.flow = FlowGate(flow, attempts, clock, sleep, lease) if flow is not None else None
+        self.stream = stream  # the history stream (None: off): a done attempt's records are sent again
 
     def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
         """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
@@ -201,9 +205,9 @@ class Executor:
             # The state first: disabling a job also bumps its generation, and "disabled" is the better reason.
             if job.state != JobState.ENABLED:
                 reason = Stale.DISABLED if job.state == JobState.DISABLED else Stale.FINISHED
-                return stale(message, reason, f"job is {job.state}")
+                return self._stale(job, message, reason, f"job is {job.state}")
             if job.generation != message.generation:
-                return stale(message, Stale.EDITED, "job changed since dispatch")
+                return self._stale(job, message, Stale.EDITED, "job changed since dispatch")
         if message.notification is not None and action_of(job, message) is None:
             return stale(message, Stale.EDITED, f"the job's {message.notification} notification was removed")
         if message.notification is NotificationKind.DEADLINE:
@@ -213,6 +217,18 @@ class Executor:
             if policies.succeeded(rows, message.occurrence_time):
                 return stale(message, Stale.MET, "the occurrence succeeded before its deadline")
         return job
+
+    def _stale(self, job: Job, message: ExecutionMessage, reason: Stale, text: str) -> ExecutionReport:
+        """Drop a message whose job has moved on (finished, disabled, edited). Its attempt may have run and
+        recorded before its worker died, leaving the record unsent: with the history stream on, it is sent again."""
+        self._stream_again(job, message.stable_execution_id())
+        return stale(message, reason, text)
+
+    def _stream_again(self, job: Job, execution_id: str) -> None:
+        """With the history stream on, send the records of one attempt again (a delivery of a done attempt)."""
+        if self.stream is not None:
+            stream = self.stream
+            durably("history stream", lambda: stream.again(self.stores.history, job.ref, execution_id))
 
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
         """Run one attempt (see the module's docstring)."""
@@ -238,6 +254,7 @@ class Executor:
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = self._claim(job, message, claimed_at, token)
         if result.outcome is ClaimOutcome.DONE:
+            self._stream_again(job, execution_id)  # its worker may have died before it sent its records
             log_skip(job, message, Outcome.DUPLICATE, "already ran")
             return ExecutionReport(Outcome.DUPLICATE, execution_id=execution_id)
         claim = result.claim
