@@ -54,15 +54,15 @@ def apply_local_settings(path: Path, environ: MutableMapping[str, str] | None = 
 
 
 def binding_defaults(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
-    """Give the settings that trigger bindings name as ``%NAME%`` (the queues and schedules) their defaults
-    when unset, so that a ``local.settings.json`` written before a setting existed (``SCHEDULER_CLEANUP_QUEUE``)
-    still indexes. Returns what was set."""
+    """Give the settings that trigger bindings name as ``%NAME%`` (the queues and schedules: each setting's
+    documentation says where it is referenced so) their defaults when unset, so that a ``local.settings.json``
+    written before a setting existed (``SCHEDULER_CLEANUP_QUEUE``) still indexes. Returns what was set."""
     from scheduler_core.settings import SETTINGS
 
     env = os.environ if environ is None else environ
     applied: dict[str, str] = {}
     for spec in SETTINGS:
-        bound = spec.name.startswith("SCHEDULER_") and spec.name.endswith(("_QUEUE", "_SCHEDULE"))
+        bound = f"%{spec.name}%" in spec.doc
         if bound and spec.default is not None and spec.name not in env:
             env[spec.name] = applied[spec.name] = spec.default
     return applied

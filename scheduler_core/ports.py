@@ -242,11 +242,12 @@ class FlowLimits(Protocol):
     """Flow control's shared state (``action.flowControl``), by key (a subscription and a target: whoever names
     the same key shares its limits, on every instance). A key nobody uses has no state."""
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
         """Reserve a start for ``holder``'s call: the key's next free instant, or ``now`` when that is past; the
         one after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer
         than ``spacing``, and later reservations get later instants. A holder that has a reservation gets it
-        again (copies of one attempt's message share one start)."""
+        again (copies of one attempt's message share one start), unless ``again``: then it gets a new one (its
+        start passed before it could make its call)."""
         ...
 
     def forget(self, key: str, holder: str) -> None:

@@ -45,9 +45,10 @@ MAX_VISIBILITY = timedelta(days=7)
 EARLY_MARGIN_SECONDS = 1
 
 
-def visibility_seconds(due: datetime, now: datetime) -> int:
-    """The visibility timeout that shows a message 1–2 s before ``due`` (0 when that is already past)."""
-    return max(0, math.floor((due - now).total_seconds()) - EARLY_MARGIN_SECONDS)
+def visibility_seconds(due: datetime, now: datetime, margin: int = EARLY_MARGIN_SECONDS) -> int:
+    """The visibility timeout that shows a message ``margin`` to ``margin`` + 1 seconds before ``due`` (by
+    default 1–2 s; 0 when that is already past)."""
+    return max(0, math.floor((due - now).total_seconds()) - margin)
 
 
 # ------------------------------------------------------------------------------------------------ builders

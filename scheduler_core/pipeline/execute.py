@@ -44,7 +44,6 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from scheduler_core import policies
 from scheduler_core.actions import ActionContext, ActionResult, ActionRunner
 from scheduler_core.actions.outcome import outcome_message
 from scheduler_core.model import (
@@ -54,10 +53,9 @@ from scheduler_core.model import (
     HistoryEntry,
     HistoryStatus,
     Job,
-    JobState,
     LostAttempt,
 )
-from scheduler_core.model.actions import Action, NotificationKind
+from scheduler_core.model.actions import Action
 from scheduler_core.model.claim import MAX_TAKEOVERS, takeover_pause
 from scheduler_core.pipeline import reporting
 from scheduler_core.pipeline.attempts import Attempts
@@ -65,10 +63,10 @@ from scheduler_core.pipeline.durable import durably
 from scheduler_core.pipeline.flow import FlowGate, Permit
 from scheduler_core.pipeline.follow_ups import FollowUp, FollowUps
 from scheduler_core.pipeline.leases import LeaseKeeper, Wait, wait_on_event
+from scheduler_core.pipeline.live import live_job, stream_again
 from scheduler_core.pipeline.messages import Cause, ExecutionMessage
-from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, stale, trigger_of
+from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome, action_of, log_skip, repeat_of, trigger_of
 from scheduler_core.pipeline.overlap import OverlapGate, gated
-from scheduler_core.pipeline.reporting import Stale
 from scheduler_core.pipeline.stream import HistoryStream
 from scheduler_core.ports import Claims, FlowLimits, Stores
 from scheduler_core.storage.keys import history_row_key
@@ -194,45 +192,9 @@ class Executor:
         self.flow = FlowGate(flow, attempts, clock, sleep, lease) if flow is not None else None
         self.stream = stream  # the history stream (None: off): a done attempt's records are sent again
 
-    def _live_job(self, message: ExecutionMessage) -> Job | ExecutionReport:
-        """The job the message names, or why the message is stale (deleted, changed, not enabled). Storage
-        errors are waited out here too: a message that failed would stay hidden for the queue's processing
-        lease (10 minutes), its occurrence that much late."""
-        job = durably("job read", lambda: self.stores.jobs.get_by_keys(message.job_partition, message.job_row))
-        if job is None:
-            return stale(message, Stale.DELETED, "job deleted")
-        if not message.survives_edits:
-            # The state first: disabling a job also bumps its generation, and "disabled" is the better reason.
-            if job.state != JobState.ENABLED:
-                reason = Stale.DISABLED if job.state == JobState.DISABLED else Stale.FINISHED
-                return self._stale(job, message, reason, f"job is {job.state}")
-            if job.generation != message.generation:
-                return self._stale(job, message, Stale.EDITED, "job changed since dispatch")
-        if message.notification is not None and action_of(job, message) is None:
-            return stale(message, Stale.EDITED, f"the job's {message.notification} notification was removed")
-        if message.notification is NotificationKind.DEADLINE:
-            if job.generation != message.generation:
-                return stale(message, Stale.EDITED, "job changed since its occurrence was dispatched")
-            rows = durably("history read", lambda: list(self.stores.history.list(job.ref)))
-            if policies.succeeded(rows, message.occurrence_time):
-                return stale(message, Stale.MET, "the occurrence succeeded before its deadline")
-        return job
-
-    def _stale(self, job: Job, message: ExecutionMessage, reason: Stale, text: str) -> ExecutionReport:
-        """Drop a message whose job has moved on (finished, disabled, edited). Its attempt may have run and
-        recorded before its worker died, leaving the record unsent: with the history stream on, it is sent again."""
-        self._stream_again(job, message.stable_execution_id())
-        return stale(message, reason, text)
-
-    def _stream_again(self, job: Job, execution_id: str) -> None:
-        """With the history stream on, send the records of one attempt again (a delivery of a done attempt)."""
-        if self.stream is not None:
-            stream = self.stream
-            durably("history stream", lambda: stream.again(self.stores.history, job.ref, execution_id))
-
     def execute(self, message: ExecutionMessage) -> ExecutionReport:
         """Run one attempt (see the module's docstring)."""
-        live = self._live_job(message)
+        live = live_job(self.stores, message, self.stream)
         if isinstance(live, ExecutionReport):
             return live
         permit = self.flow.admit(live, message) if self.flow is not None else Permit()
@@ -254,7 +216,7 @@ class Executor:
         claimed_at, token = self.clock(), uuid.uuid4().hex
         result = self._claim(job, message, claimed_at, token)
         if result.outcome is ClaimOutcome.DONE:
-            self._stream_again(job, execution_id)  # its worker may have died before it sent its records
+            stream_again(self.stores, self.stream, job, execution_id)  # its worker may have died before sending them
             log_skip(job, message, Outcome.DUPLICATE, "already ran")
             return ExecutionReport(Outcome.DUPLICATE, execution_id=execution_id)
         claim = result.claim
@@ -384,9 +346,13 @@ class Executor:
             reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
             return given_up_result(), now, now
         occurrence = message.occurrence_time
-        not_before = [instant for instant in (message.due_time, start) if instant is not None]
-        early = max(not_before) - self.clock() if not_before else timedelta(0)
-        if timedelta(0) < early <= MAX_EARLY_WAIT:
+        due = message.due_time
+        early = due - self.clock() if due is not None else timedelta(0)
+        if start is not None:  # its flow control rate's start (a second or two on at most): kept to
+            early = max(early, start - self.clock())
+        elif early > MAX_EARLY_WAIT:
+            early = timedelta(0)
+        if early > timedelta(0):
             self.sleep(early.total_seconds())  # start at the due instant, not at the queue's whole second
         started = self.clock()
         context = ActionContext(

@@ -4,11 +4,13 @@ only within the limits of its key, shared by every job of the subscription that 
 :meth:`FlowGate.admit` decides before the attempt's claim:
 
 - ``ratePerSecond``: the attempt reserves a start of the key (:meth:`~scheduler_core.ports.FlowLimits.reserve`:
-  starts :math:`1/rate` apart, in the order attempts reach the gate, so a job's attempts keep their order; the
-  copies of one attempt's message share one). A start within :data:`MAX_INLINE_WAIT` is waited for in the
-  worker, after the claim and right before the call (:attr:`Permit.start`); a later one re-sends the message to
-  show then, carrying its reservation (:func:`~scheduler_core.pipeline.attempts.flow_waiting`), so no worker
-  thread is held while work waits.
+  starts :math:`1/rate` apart, in the order attempts reach the gate; the copies of one attempt's message share
+  one). A start within :data:`MAX_INLINE_WAIT` is waited for in the worker, after the claim and right before the
+  call (:attr:`Permit.start`); a later one re-sends the message to show then, carrying its reservation
+  (:func:`~scheduler_core.pipeline.attempts.flow_waiting`), so no worker thread is held while work waits. A
+  message that comes back after its start has passed (a late queue poll, a busy instance) reserves a new one
+  rather than start alongside the call that has the next; and an attempt whose job has an earlier attempt
+  waiting for the key waits after it, so a job's attempts keep their order.
 - ``parallelism``: the attempt takes one of the key's slots (:meth:`~scheduler_core.ports.FlowLimits.acquire`)
   for its call, renewed with its claim's lease (so a worker that dies gives its slot back a lease after its
   last renewal) and given back when the call ends. With none free, or while an earlier attempt of the same job
@@ -38,9 +40,11 @@ from scheduler_core.pipeline.outcomes import ExecutionReport, Outcome
 from scheduler_core.ports import Clock, FlowLimits
 from scheduler_core.storage.keys import flow_partition
 
-#: A reserved start at most this far ahead is waited for in the worker (a queue shows a message at a whole
-#: second, up to a second early); a later one is re-sent to show then.
-MAX_INLINE_WAIT = timedelta(seconds=2)
+#: A message waiting for a reserved start is shown this many whole seconds (and up to one more) before it, so
+#: that a queue poll (up to a second apart) and a busy instance still bring it in time.
+SHOW_EARLY_SECONDS = 2
+#: A reserved start at most this far ahead is waited for in the worker; a later one is re-sent to show then.
+MAX_INLINE_WAIT = timedelta(seconds=SHOW_EARLY_SECONDS + 1)
 #: An attempt that found no free slot looks again this many seconds later.
 SLOT_RECHECK = 2
 #: How long a note that an attempt waits holds past its next look (written again at each look): a dead waiter's
@@ -59,7 +63,7 @@ class Permit:
     limit: int = 0
     waited: timedelta | None = None
     reservation: str = ""  # the attempt whose rate reservation to drop once its call ran
-    start: datetime | None = None  # the call starts no sooner (its rate's reserved start, at most a second or two on)
+    start: datetime | None = None  # the call starts no sooner (its rate's reserved start, a few seconds on at most)
 
     def renew(self, now: datetime, lease: timedelta) -> None:
         """Keep the slot another ``lease`` (with the claim's renewals)."""
@@ -128,12 +132,18 @@ class FlowGate:
         since = message.flow.since_time if message.flow is not None else earliest
         reserved = message.flow.at_time if message.flow is not None else None
         attempt = f"{job.ref.identity}|{message.claim_row}"
-        if limits.rate_per_second is not None and reserved is None:
+        if limits.rate_per_second is not None:
             spacing = timedelta(seconds=1 / limits.rate_per_second)
-            reserved = self.flow.reserve(key, spacing, earliest, attempt)
+            if reserved is None or now - reserved > spacing / 2:  # none yet, or its start passed while it came
+                reserved = self.flow.reserve(key, spacing, earliest, attempt, again=reserved is not None)
+            first = self.flow.first_waiting(key, job.ref.identity, now)
+            if first is not None and first < place_of(message):  # an earlier attempt of its job waits: after it
+                self.flow.wait(key, job.ref.identity, place_of(message), now + WAIT_NOTE)
+                return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "rate")
         if reserved is not None and reserved - now > MAX_INLINE_WAIT:
             self.flow.wait(key, job.ref.identity, place_of(message), reserved + WAIT_NOTE)
-            return self._later(job, message, since, reserved, visibility_seconds(reserved, now), key_name, "rate")
+            delay = visibility_seconds(reserved, now, SHOW_EARLY_SECONDS)
+            return self._later(job, message, since, reserved, delay, key_name, "rate")
         ready = max(earliest, reserved) if reserved is not None else earliest  # when the rate lets it start
         rated = Permit(self.flow, key, reservation=attempt, start=reserved) if reserved is not None else Permit()
         if limits.parallelism is None:

@@ -323,9 +323,10 @@ def _lateness(
         return since, None, f"{since:.3f} s after its occurrence{started_after} (not lateness)"
     if delay is None:
         return since, None, f"{since:.3f} s after its occurrence (due time unknown: not lateness)"
+    waited = f", after {_seconds(flow_wait):.3f} s waiting for flow control" if flow_wait is not None else ""
     if message.due:
-        return since, delay, f"{delay:.3f} s late ({since:.3f} s after its occurrence)"
-    return since, delay, f"{delay:.3f} s late"
+        return since, delay, f"{delay:.3f} s late ({since:.3f} s after its occurrence{waited})"
+    return since, delay, f"{delay:.3f} s late{waited}"
 
 
 def attempt_ran(
@@ -351,8 +352,6 @@ def attempt_ran(
     attempts = policy.retry_count + 1 if policy.has_retry_after(0) else 1
     duration = _seconds(ended - started)
     since, lateness, after = _lateness(message, started, flow_wait)
-    if flow_wait is not None:
-        after += f", {_seconds(flow_wait):.3f} s of it waiting for flow control"
     coalesced = f" (late run standing for {message.missed} occurrences)" if message.missed > 1 else ""
     fields = {
         **message_fields(message, job),
@@ -389,6 +388,11 @@ def attempt_ran(
         f"; reason: {why}" if why is not None else "",
         extra=fields,
     )
+    _count_attempt(outcome, action_type, lateness, flow_wait)
+
+
+def _count_attempt(outcome: str, action_type: str, lateness: float | None, flow_wait: timedelta | None) -> None:
+    """An attempt run, in the metrics: counted by outcome, its lateness and its wait for flow control recorded."""
     meters = telemetry.instruments()
     meters.attempts.add(1, {"outcome": outcome, "action_type": action_type})
     if lateness is not None:

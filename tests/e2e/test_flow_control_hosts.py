@@ -44,6 +44,7 @@ class Calls:
     spans: list[tuple[str, float, float]] = field(default_factory=list)
     in_flight: int = 0
     most: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
 
     def started(self) -> float:
         with self.lock:
@@ -59,7 +60,8 @@ class Calls:
 
 @pytest.fixture
 def measured() -> Iterator[tuple[HttpTarget, Calls]]:
-    """A target that takes ``hold`` seconds per call (from the path: ``/hold-<ms>/...``), counting calls in flight."""
+    """A target that takes ``hold`` seconds per call (from the path: ``/hold-<ms>/...``), counting calls in flight;
+    a call held 10 minutes or more is released by ``calls.release``."""
     calls = Calls()
     with http_target() as target:
         real = target._next_status
@@ -70,7 +72,11 @@ def measured() -> Iterator[tuple[HttpTarget, Calls]]:
             began = calls.started()
             try:
                 if path.startswith("/hold-"):
-                    time.sleep(int(path.split("/")[1].removeprefix("hold-")) / 1000)
+                    held = int(path.split("/")[1].removeprefix("hold-")) / 1000
+                    if held >= 600:
+                        calls.release.wait(held)
+                    else:
+                        time.sleep(held)
                 return real()
             finally:
                 calls.ended(path, began)
@@ -125,7 +131,9 @@ def test_two_hosts_keep_one_keys_rate_and_parallelism(
         assert 3.6 <= typical <= 4.4, f"{typical:.2f} calls/s between calls for a limit of 4: {shown}"
         assert 3.0 <= overall <= 4.4, f"{overall:.2f} calls/s over the run for a limit of 4: {shown}"
         # no burst: in any 2 s, at most the limit's 8 and a call's jitter at the edge
-        assert max(sum(1 for s in starts if t <= s < t + 2.0) for t in starts) <= 9, shown
+        assert max(sum(1 for s in starts if t <= s < t + 2.0) for t in starts) <= 9, [
+            round(s - starts[0], 3) for s in starts
+        ]
 
         # parallelism: 12 calls of 1.5 s, at most 3 at once for the key, on two hosts of 40 threads each
         calls.spans.clear()
@@ -147,7 +155,7 @@ def test_two_hosts_keep_one_keys_rate_and_parallelism(
 def test_a_host_killed_holding_the_keys_slot_gives_it_back_a_lease_later(
     storage_env: Settings, measured: tuple[HttpTarget, Calls], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    target, _ = measured
+    target, calls = measured
     provision(storage_env)
     services = wiring.build(storage_env)
     for ref in COLLECTIONS:
@@ -170,13 +178,16 @@ def test_a_host_killed_holding_the_keys_slot_gives_it_back_a_lease_later(
         first.kill()  # SIGKILL mid-call: it renews nothing any more
         killed = time.monotonic()
         first.wait(timeout=10)
-        target.wait_for(2, timeout=lease + 20)
+        calls.release.set()  # (its connection is gone with it; the re-run of the long call is not held)
+        target.wait_for(2, timeout=lease + 20)  # the next call of the key, whichever job it is
         freed_after = time.monotonic() - killed
+        wait_until(lambda: any(r.path.startswith("/hold-0/") for r in target.received), 60, "the waiting job's call")
+        wait_until(lambda: len(services.service.list_history(waiting)) == 1, 30, "the waiting job recorded")
     finally:
+        calls.release.set()
         for host in (first, second):
             if host is not None:
                 fault_host.stop(host)
-    assert target.received[1].path.startswith("/hold-0/")  # the waiting job ran
     assert freed_after <= lease + 8, f"the slot came back {freed_after:.1f} s after the kill (lease {lease:.0f} s)"
     [row] = services.service.list_history(waiting)
     assert row.status == "Completed" and row.flow_wait is not None and row.flow_wait.total_seconds() >= 8

@@ -51,8 +51,10 @@ class TableFlowLimits:
     def __init__(self, table: TableClient) -> None:
         self.table = table
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
         mine = _RESERVED + escape_key(holder)
+        if again:  # its start passed: the reservation goes, and a new one is made below
+            self.forget(key, holder)
 
         def attempt() -> datetime:
             try:

@@ -30,11 +30,11 @@ class MemoryFlowLimits(FaultSeam):
         return self._keys.setdefault(key, _Key())
 
     @faultable
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str) -> datetime:
+    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
         now = utc(now)
         with self._lock:
             state = self._key(key)
-            if holder in state.reserved:
+            if holder in state.reserved and not again:
                 return state.reserved[holder]
             start = now if state.next_free is None or state.next_free < now else state.next_free
             state.next_free = start + spacing
