@@ -15,7 +15,8 @@ only within the limits of its key, shared by every job of the subscription that 
   for its call, renewed with its claim's lease (so a worker that dies gives its slot back a lease after its
   last renewal) and given back when the call ends. With none free, or while an earlier attempt of the same job
   waits for one (a job's attempts keep their order), it notes that it waits and looks again
-  :data:`SLOT_RECHECK` later.
+  :data:`SLOT_RECHECK` later, then less often the longer it has waited (:func:`recheck_after`, at most
+  :data:`MAX_SLOT_RECHECK` apart).
 
 Nothing over a limit is dropped: it waits, and the time it waited (from its first arrival at the gate) is
 recorded apart from the scheduler's lateness (:attr:`Permit.waited`). A waiting attempt is noted in the key's
@@ -45,8 +46,18 @@ from scheduler_core.storage.keys import flow_partition
 SHOW_EARLY_SECONDS = 2
 #: A reserved start at most this far ahead is waited for in the worker; a later one is re-sent to show then.
 MAX_INLINE_WAIT = timedelta(seconds=SHOW_EARLY_SECONDS + 1)
-#: An attempt that found no free slot looks again this many seconds later.
+#: An attempt that found no free slot looks again this many seconds later at first...
 SLOT_RECHECK = 2
+#: ...and less often the longer it has waited (a quarter of its wait so far), at most this many seconds apart:
+#: a thousand attempts waiting behind a long call make a few looks a second, not hundreds.
+MAX_SLOT_RECHECK = 30
+
+
+def recheck_after(waited: timedelta) -> int:
+    """Seconds until an attempt that has waited ``waited`` for its key looks again."""
+    return int(min(MAX_SLOT_RECHECK, max(SLOT_RECHECK, waited.total_seconds() / 4)))
+
+
 #: How long a note that an attempt waits holds past its next look (written again at each look): a dead waiter's
 #: note keeps its job's later attempts behind it, and the watchdog from sending it again, at most this long.
 WAIT_NOTE = timedelta(seconds=30)
@@ -138,8 +149,9 @@ class FlowGate:
                 reserved = self.flow.reserve(key, spacing, earliest, attempt, again=reserved is not None)
             first = self.flow.first_waiting(key, job.ref.identity, now)
             if first is not None and first < place_of(message):  # an earlier attempt of its job waits: after it
-                self.flow.wait(key, job.ref.identity, place_of(message), now + WAIT_NOTE)
-                return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "rate")
+                delay = recheck_after(now - since)
+                self.flow.wait(key, job.ref.identity, place_of(message), now + timedelta(seconds=delay) + WAIT_NOTE)
+                return self._later(job, message, since, reserved, delay, key_name, "rate")
         if reserved is not None and reserved - now > MAX_INLINE_WAIT:
             self.flow.wait(key, job.ref.identity, place_of(message), reserved + WAIT_NOTE)
             delay = visibility_seconds(reserved, now, SHOW_EARLY_SECONDS)
@@ -177,8 +189,9 @@ class FlowGate:
             rated.holder, rated.limit, rated.waited = holder, limit, _waited(since, ready)
             rated.flow, rated.key = self.flow, key
             return rated
-        self.flow.wait(key, identity, place, now + WAIT_NOTE)
-        return self._later(job, message, since, reserved, SLOT_RECHECK, key_name, "parallelism")
+        delay = recheck_after(now - since)
+        self.flow.wait(key, identity, place, now + timedelta(seconds=delay) + WAIT_NOTE)
+        return self._later(job, message, since, reserved, delay, key_name, "parallelism")
 
     def _later(
         self,

@@ -184,12 +184,12 @@ def test_a_jobs_attempts_keep_their_order_while_they_wait_for_a_slot(
     assert {report.outcome for report in reports} == {Outcome.THROTTLED} and len(reports) > 10
     assert target.received == []
     flow.release(key, "another job's long call")  # the slot is free
-    deployment.clock.set(DUE + timedelta(minutes=1, seconds=2))
+    deployment.clock.set(DUE + timedelta(minutes=1, seconds=31))  # both have come back by now
     waiting = sorted(deployment.take(), key=lambda m: m.occurrence, reverse=True)  # the later occurrence first
     assert [m.occurrence_time for m in waiting] == [DUE + timedelta(minutes=1), DUE]  # one copy of each
     later, earlier = (deployment.executor.execute(m).outcome for m in waiting)
     assert (later, earlier) == (Outcome.THROTTLED, Outcome.SUCCEEDED)  # the earlier one's turn first
-    deployment.run_until(DUE + timedelta(minutes=1, seconds=20), tick=timedelta(minutes=1))
+    deployment.run_until(DUE + timedelta(minutes=2, seconds=20), tick=timedelta(minutes=1))
     expected = [r.headers["x-ms-scheduler-expected-execution-time"] for r in target.received]
     assert expected == [format_instant(DUE + timedelta(minutes=m)) for m in (0, 1)]  # in order, each once
     first_row, second_row = sorted(deployment.history("minutely"), key=lambda row: row.start_time)
@@ -206,10 +206,27 @@ def test_the_watchdog_does_not_take_a_waiting_attempt_for_lost(deployment: Deplo
     copies = [ExecutionMessage.from_json(q.text) for q in deployment.queued()]
     assert len(copies) == 1 and copies[0].flow is not None  # one message cycles: no copy sent by the watchdog
     assert copies[0].flow.since_time == DUE
-    deployment.run_until(DUE + timedelta(minutes=3, seconds=10), tick=timedelta(seconds=30))
+    deployment.run_until(DUE + timedelta(minutes=3, seconds=40), tick=timedelta(seconds=30))
     [row] = deployment.history("j")
     assert row.flow_wait is not None and row.flow_wait >= timedelta(minutes=3)
     assert len(target.received) == 1
+
+
+def test_a_long_wait_looks_less_often_so_many_waiters_cost_a_few_looks_a_second(
+    deployment: Deployment, target: HttpTarget
+) -> None:
+    names = [f"w{i}" for i in range(8)]  # the collection's quota
+    for name in names:
+        put(deployment, name, limited(target, {"key": "api", "parallelism": 1}))
+    key = key_of(deployment, "api")
+    assert deployment.storage.flow.acquire(key, 1, "a ten-minute call", DUE + timedelta(minutes=10), DUE)
+    reports = deployment.run_until(DUE + timedelta(minutes=9), tick=timedelta(minutes=1))
+    looks = sum(report.outcome is Outcome.THROTTLED for report in reports)
+    # 8 attempts for 9 minutes: every 2 s would be 2,160 looks; a quarter of the wait, at most 30 s apart, ~250
+    assert 8 * 18 <= looks <= 8 * 40, looks
+    assert target.received == []  # none ran while the slot was taken
+    deployment.run_until(DUE + timedelta(minutes=14), tick=timedelta(minutes=1))
+    assert len(target.received) == 8  # and every one ran once it was free
 
 
 def test_a_dead_waiters_note_holds_its_jobs_later_attempts_back_only_a_while(deployment: Deployment) -> None:
