@@ -85,6 +85,15 @@ def measured() -> Iterator[tuple[HttpTarget, Calls]]:
         yield target, calls
 
 
+def prepared(storage_env: Settings, plan: str) -> wiring.Services:
+    """This process's services over the provisioned storage, with the two collections on ``plan``."""
+    provision(storage_env)
+    services = wiring.build(storage_env)
+    for ref in COLLECTIONS:
+        services.service.put_collection(ref, {"location": "westus", "properties": {"sku": {"name": plan}}})
+    return services
+
+
 def two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
     return [fault_host.spawn(CLAIM_LEASE.total_seconds(), log=tmp_path / f"host{i}.log") for i in range(2)]
@@ -113,10 +122,7 @@ def test_two_hosts_keep_one_keys_rate_and_parallelism(
     storage_env: Settings, measured: tuple[HttpTarget, Calls], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     target, calls = measured
-    provision(storage_env)
-    services = wiring.build(storage_env)
-    for ref in COLLECTIONS:
-        services.service.put_collection(ref, {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}})
+    services = prepared(storage_env, "P20Premium")
     hosts = two_hosts(tmp_path, monkeypatch)
     try:
         # rate: 24 quick calls due at one second, 4 a second for the key
@@ -156,10 +162,7 @@ def test_a_host_killed_holding_the_keys_slot_gives_it_back_a_lease_later(
     storage_env: Settings, measured: tuple[HttpTarget, Calls], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     target, calls = measured
-    provision(storage_env)
-    services = wiring.build(storage_env)
-    for ref in COLLECTIONS:
-        services.service.put_collection(ref, {"location": "westus", "properties": {"sku": {"name": "Standard"}}})
+    services = prepared(storage_env, "Standard")
     monkeypatch.setenv("SCHEDULER_DISPATCH_SCHEDULE", "*/2 * * * * *")
     lease = CLAIM_LEASE.total_seconds()
     first = fault_host.spawn(lease, log=tmp_path / "first.log")
