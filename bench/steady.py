@@ -99,6 +99,21 @@ def minutes_of(arrivals: dict[str, list[float]], jobs: int, start: datetime, cou
     return minutes
 
 
+def seconds_of_minute(
+    arrivals: dict[str, list[float]], jobs: int, start: datetime, count: int
+) -> dict[int, list[float]]:
+    """Lateness by the second of the minute its occurrences are due at (every minute together): where in the
+    minute the late ones are (a dispatch tick's second, say)."""
+    out: dict[int, list[float]] = {}
+    for i in range(jobs):
+        first = start.timestamp() + i % 60
+        for at in arrivals.get(f"/j{i}", []):
+            m = int((at - first) // 60)
+            if 0 <= m < count:
+                out.setdefault(i % 60, []).append(at - (first + 60 * m))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=600)
@@ -138,6 +153,12 @@ def main() -> None:
         for m in minutes
     ]
     print(table(["minute", "fired", "missed", "doubled", "lateness p50 s", "p99 s", "max s"], rows))
+    by_second = seconds_of_minute(arrivals, args.jobs, start, args.minutes)
+    worst = sorted(by_second.items(), key=lambda item: -percentile(item[1], 0.99))[:5]
+    print(
+        "\nworst seconds of the minute (p99 lateness): "
+        + ", ".join(f":{second:02d} {percentile(late, 0.99):.2f} s" for second, late in worst)
+    )
     every = [late for m in minutes for late in m.lateness]
     print(
         f"\nall minutes: {fires} fires, p50 {percentile(every, 0.5):.2f} s, p99 {percentile(every, 0.99):.2f} s, "
