@@ -276,7 +276,7 @@ class Executor:
             given_up = lost.takeovers >= MAX_TAKEOVERS
         job_action = job.definition.action
         action = action_of(job, message)
-        outcome, started, ended = self._call(job, message, execution_id, action, given_up, permit.start)
+        outcome, started, ended = self._call(job, message, execution_id, action, given_up, permit)
         permit.release()
         # From here on the call may have been delivered: every write retries through an outage. What
         # follows the attempt (messages, counters) goes first; the history entry last, in the same write
@@ -335,10 +335,10 @@ class Executor:
         execution_id: str,
         action: Action | None,
         given_up: bool,
-        start: datetime | None = None,
+        permit: Permit | None = None,
     ) -> tuple[ActionResult, datetime, datetime]:
-        """Run the attempt's action (the result, when it started and ended), no sooner than its due time and
-        ``start`` (its flow control rate's reserved start); ``given_up``: its workers were lost
+        """Run the attempt's action (the result, when it started and ended), no sooner than its due time and its
+        flow control rate's start (``permit``: :meth:`Permit.start_at`); ``given_up``: its workers were lost
         :data:`MAX_TAKEOVERS` times, most likely its action stops them: not run again, recorded as failed (it
         goes on to its retries or error action as any failed attempt)."""
         if given_up:
@@ -348,12 +348,11 @@ class Executor:
         occurrence = message.occurrence_time
         due = message.due_time
         early = due - self.clock() if due is not None else timedelta(0)
-        if start is not None:  # its flow control rate's start (a second or two on at most): kept to
-            early = max(early, start - self.clock())
-        elif early > MAX_EARLY_WAIT:
-            early = timedelta(0)
-        if early > timedelta(0):
+        if timedelta(0) < early <= MAX_EARLY_WAIT:
             self.sleep(early.total_seconds())  # start at the due instant, not at the queue's whole second
+        start = permit.start_at(self.clock()) if permit is not None else None
+        if start is not None and start > self.clock():  # its flow control rate's start: kept to
+            self.sleep((start - self.clock()).total_seconds())
         started = self.clock()
         context = ActionContext(
             job_id=job.ref.resource_id,

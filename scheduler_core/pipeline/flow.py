@@ -53,6 +53,12 @@ SLOT_RECHECK = 2
 MAX_SLOT_RECHECK = 30
 
 
+def late_by(spacing: timedelta) -> timedelta:
+    """How late past its reserved start a call may still start: a fiftieth of the spacing, at least 50 ms (so
+    that calls start at least 98% of the spacing apart, or within 50 ms of it at high rates)."""
+    return max(spacing / 50, timedelta(milliseconds=50))
+
+
 def recheck_after(waited: timedelta) -> int:
     """Seconds until an attempt that has waited ``waited`` for its key looks again."""
     return int(min(MAX_SLOT_RECHECK, max(SLOT_RECHECK, waited.total_seconds() / 4)))
@@ -75,6 +81,16 @@ class Permit:
     waited: timedelta | None = None
     reservation: str = ""  # the attempt whose rate reservation to drop once its call ran
     start: datetime | None = None  # the call starts no sooner (its rate's reserved start, a few seconds on at most)
+    spacing: timedelta | None = None  # its rate's spacing (None: no rate)
+
+    def start_at(self, now: datetime) -> datetime | None:
+        """When the call may start (None: any time): its reserved start; or, when that passed more than
+        :func:`late_by` ago (a claim slowed by a busy instance), a new one, so that the call does not start
+        alongside the one that has the next start. Called right before the call."""
+        if self.flow is None or self.start is None or self.spacing is None or now - self.start <= late_by(self.spacing):
+            return self.start
+        self.start = self.flow.reserve(self.key, self.spacing, now, self.reservation, again=True)
+        return self.start
 
     def renew(self, now: datetime, lease: timedelta) -> None:
         """Keep the slot another ``lease`` (with the claim's renewals)."""
@@ -145,7 +161,7 @@ class FlowGate:
         attempt = f"{job.ref.identity}|{message.claim_row}"
         if limits.rate_per_second is not None:
             spacing = timedelta(seconds=1 / limits.rate_per_second)
-            if reserved is None or now - reserved > spacing / 2:  # none yet, or its start passed while it came
+            if reserved is None or now - reserved > late_by(spacing):  # none yet, or its start passed while it came
                 reserved = self.flow.reserve(key, spacing, earliest, attempt, again=reserved is not None)
             first = self.flow.first_waiting(key, job.ref.identity, now)
             if first is not None and first < place_of(message):  # an earlier attempt of its job waits: after it
@@ -157,7 +173,11 @@ class FlowGate:
             delay = visibility_seconds(reserved, now, SHOW_EARLY_SECONDS)
             return self._later(job, message, since, reserved, delay, key_name, "rate")
         ready = max(earliest, reserved) if reserved is not None else earliest  # when the rate lets it start
-        rated = Permit(self.flow, key, reservation=attempt, start=reserved) if reserved is not None else Permit()
+        rated = (
+            Permit(self.flow, key, reservation=attempt, start=reserved, spacing=spacing)
+            if reserved is not None
+            else Permit()
+        )
         if limits.parallelism is None:
             if message.flow is not None:
                 self.flow.done_waiting(key, job.ref.identity, place_of(message))
