@@ -54,9 +54,11 @@ MAX_SLOT_RECHECK = 30
 
 
 def late_by(spacing: timedelta) -> timedelta:
-    """How late past its reserved start a call may still start: a fiftieth of the spacing, at least 50 ms (so
-    that calls start at least 98% of the spacing apart, or within 50 ms of it at high rates)."""
-    return max(spacing / 50, timedelta(milliseconds=50))
+    """How late past its reserved start a call may still start: 100 ms, or a fiftieth of the spacing when that
+    is more, but never more than half the spacing (so that two calls start at least ``spacing`` less 100 ms
+    apart at low rates, and at least half of it at high ones, where a busy instance's jitter would otherwise
+    give most starts up)."""
+    return min(spacing / 2, max(spacing / 50, timedelta(milliseconds=100)))
 
 
 def recheck_after(waited: timedelta) -> int:
