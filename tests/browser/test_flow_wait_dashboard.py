@@ -105,7 +105,9 @@ def test_the_wait_for_flow_control_is_shown_apart_from_lateness(dashboard: Dashb
     after = {name: (instant(row["startTime"]) - due).total_seconds() for name, row in rows.items()}
     waited = {name: isoSeconds(row["flowWait"]) if row.get("flowWait") else 0.0 for name, row in rows.items()}
     starts = sorted(after.values())
-    assert starts[1] - starts[0] >= 4.9 and starts[2] - starts[1] >= 4.9, after  # one call every 5 s
+    # one call every 5 s: the documented rule (5 s less at most 100 ms of a late start), less 50 ms for a request
+    # to reach the target on a loaded machine
+    assert starts[1] - starts[0] >= 4.85 and starts[2] - starts[1] >= 4.85, after
     assert sum(1 for wait in waited.values() if wait == 0) == 1, waited  # the first ran at once
     assert sorted(waited.values())[1:] == pytest.approx([5, 10], abs=1.5), waited  # less its own lateness
     for name, cell in seen.items():
