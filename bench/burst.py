@@ -240,9 +240,8 @@ class BurstResult:
     log: HostLog
 
 
-def create_jobs(base: str, key: str, sink: Sink, jobs: int, threads: int, due: datetime) -> list[float]:
-    """PUT the jobs through the API; returns when each PUT completed (time.time())."""
-    local = threading.local()
+def create_collections(base: str, key: str, jobs: int) -> int:
+    """PUT the P20Premium collections ``c0``, ``c1``, ... that ``jobs`` jobs need; how many."""
     collections = -(-jobs // JOBS_PER_COLLECTION)
     with requests.Session() as session:
         session.trust_env = False
@@ -250,6 +249,13 @@ def create_jobs(base: str, key: str, sink: Sink, jobs: int, threads: int, due: d
             body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
             answer = session.put(f"{base}/{JC}/c{c}?api-version=2016-03-01", json=body, headers=_auth(key), timeout=30)
             assert answer.status_code in (200, 201), answer.text
+    return collections
+
+
+def create_jobs(base: str, key: str, sink: Sink, jobs: int, threads: int, due: datetime) -> list[float]:
+    """PUT the jobs through the API; returns when each PUT completed (time.time())."""
+    local = threading.local()
+    collections = create_collections(base, key, jobs)
     start = due.strftime("%Y-%m-%dT%H:%M:%SZ")
     done: list[float] = [0.0] * jobs
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import requests
 
-from bench.burst import JC, JOBS_PER_COLLECTION, Sink, _auth, benchmark_settings, cpu_seconds, http_sink, served
+from bench.burst import JC, Sink, _auth, benchmark_settings, cpu_seconds, create_collections, http_sink, served
 from bench.common import add_plan_option, percentile, table
 from scheduler_core import auth
 
@@ -48,14 +48,8 @@ class Minute:
 
 def create_jobs(base: str, key: str, sink: Sink, jobs: int, threads: int, start: datetime) -> None:
     """PUT ``jobs`` every-minute jobs, job *i* starting at ``start`` + (*i* mod 60) seconds."""
-    collections = -(-jobs // JOBS_PER_COLLECTION)
+    collections = create_collections(base, key, jobs)
     local = threading.local()
-    with requests.Session() as session:
-        session.trust_env = False
-        for c in range(collections):
-            body = {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}}
-            answer = session.put(f"{base}/{JC}/c{c}?api-version=2016-03-01", json=body, headers=_auth(key), timeout=30)
-            assert answer.status_code in (200, 201), answer.text
 
     def put(i: int) -> None:
         if not hasattr(local, "session"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.definitions._json import Fields, enum_value, join, str_map
-from scheduler_core.definitions._retention import parse_history_retention, read_history_retention, retention_json
+from scheduler_core.definitions._retention import parse_history_retention, retention_json
 from scheduler_core.definitions._versions import Wire
 from scheduler_core.errors import ValidationError
 from scheduler_core.model import CollectionState, MaxRecurrence, Quota, Sku
@@ -91,7 +91,7 @@ def read_collection_properties(properties: Mapping[str, Any]) -> tuple[Sku, Coll
 def read_collection_retention(properties: Mapping[str, Any]) -> HistoryRetention | None:
     """The ``historyRetention`` of a stored collection's ``properties`` (None: not set). Trusted."""
     stored = properties.get("historyRetention")
-    return None if stored is None else read_history_retention(stored)
+    return None if stored is None else parse_history_retention(dict(stored), "historyRetention")
 
 
 def parse_collection(

@@ -1,5 +1,5 @@
 """A collection's ``historyRetention`` at the wire (api-version 2026-12-01-preview): parse a client's, write the
-canonical one, read a stored one.
+canonical one (a stored one is read by parsing it again).
 
 ``{"succeeded": "P7D", "failed": 5000}``: each kind is kept either for a duration (entries that started longer
 ago go, and at most the newest :data:`MAX_KEPT_ENTRIES` stay) or as a count (the newest that many stay,
@@ -9,7 +9,6 @@ null or ``{}``: the collection keeps Azure Scheduler's rule (:data:`~scheduler_c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +23,6 @@ __all__ = [
     "MAX_RETENTION",
     "MIN_RETENTION",
     "parse_history_retention",
-    "read_history_retention",
     "retention_json",
 ]
 
@@ -68,9 +66,3 @@ def retention_json(retention: HistoryRetention) -> dict[str, Any]:
         if keep != DEFAULT_KEEP:
             out[name] = _keep_json(keep)
     return out
-
-
-def read_history_retention(stored: Mapping[str, Any]) -> HistoryRetention | None:
-    """A stored ``historyRetention`` (as :func:`retention_json` wrote it). Trusted: its bounds were checked when
-    it was written."""
-    return parse_history_retention(dict(stored), "historyRetention")

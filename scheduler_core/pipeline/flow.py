@@ -154,66 +154,38 @@ class FlowGate:
         if limits is None or key_name is None or not message.is_main:
             return Permit()
         key = flow_partition(job.ref.collection.subscription, key_name)
-        now = self.clock()
+        identity, place, now = job.ref.identity, place_of(message), self.clock()
+        limit = "rate" if limits.parallelism is None else "parallelism"
         # A message shown before its due instant (queues count whole seconds) runs at it: so does its turn.
         due = message.due_time
         earliest = max(now, due) if due is not None else now
         since = message.flow.since_time if message.flow is not None else earliest
-        reserved = message.flow.at_time if message.flow is not None else None
-        attempt = f"{job.ref.identity}|{message.claim_row}"
-        if limits.rate_per_second is not None:
-            spacing = timedelta(seconds=1 / limits.rate_per_second)
-            if reserved is None or now - reserved > late_by(spacing):  # none yet, or its start passed while it came
-                reserved = self.flow.reserve(key, spacing, earliest, attempt, again=reserved is not None)
-            first = self.flow.first_waiting(key, job.ref.identity, now)
-            if first is not None and first < place_of(message):  # an earlier attempt of its job waits: after it
-                delay = recheck_after(now - since)
-                self.flow.wait(key, job.ref.identity, place_of(message), now + timedelta(seconds=delay) + WAIT_NOTE)
-                return self._later(job, message, since, reserved, delay, key_name, "rate")
-        if reserved is not None and reserved - now > MAX_INLINE_WAIT:
-            self.flow.wait(key, job.ref.identity, place_of(message), reserved + WAIT_NOTE)
-            delay = visibility_seconds(reserved, now, SHOW_EARLY_SECONDS)
-            return self._later(job, message, since, reserved, delay, key_name, "rate")
-        ready = max(earliest, reserved) if reserved is not None else earliest  # when the rate lets it start
-        rated = (
-            Permit(self.flow, key, reservation=attempt, start=reserved, spacing=spacing)
-            if reserved is not None
-            else Permit()
-        )
-        if limits.parallelism is None:
-            if message.flow is not None:
-                self.flow.done_waiting(key, job.ref.identity, place_of(message))
-            rated.waited = _waited(since, ready)
-            return rated
-        return self._slot(job, message, limits.parallelism, key, key_name, since, reserved, rated)
-
-    def _slot(
-        self,
-        job: Job,
-        message: ExecutionMessage,
-        limit: int,
-        key: str,
-        key_name: str,
-        since: datetime,
-        reserved: datetime | None,
-        rated: Permit,
-    ) -> Permit | ExecutionReport:
-        """Take one of the key's ``limit`` slots for the attempt (``rated``: what its rate let through), unless
-        none is free or an earlier attempt of its job waits for one."""
-        identity, place, now = job.ref.identity, place_of(message), self.clock()
-        holder = f"{identity}|{message.claim_row}|{uuid.uuid4().hex[:12]}"  # each delivery its own
+        permit = Permit(self.flow, key)
+        permit.start = message.flow.at_time if message.flow is not None else None
+        if limits.rate_per_second is not None:  # (its reservation is dropped once its call ran)
+            permit.reservation = f"{identity}|{message.claim_row}"
+            permit.spacing = timedelta(seconds=1 / limits.rate_per_second)
+            if permit.start is None or now - permit.start > late_by(permit.spacing):  # none yet, or it passed
+                again = permit.start is not None
+                permit.start = self.flow.reserve(key, permit.spacing, earliest, permit.reservation, again=again)
         first = self.flow.first_waiting(key, identity, now)
-        if (first is None or first >= place) and self.flow.acquire(key, limit, holder, now + self.lease, now):
-            if message.flow is not None or first == place:
-                self.flow.done_waiting(key, identity, place)
-            # ready: when the rate let it start, or when it took its slot after looking again
-            ready = max(reserved or since, now) if message.flow is not None else max(since, reserved or since)
-            rated.holder, rated.limit, rated.waited = holder, limit, _waited(since, ready)
-            rated.flow, rated.key = self.flow, key
-            return rated
-        delay = recheck_after(now - since)
-        self.flow.wait(key, identity, place, now + timedelta(seconds=delay) + WAIT_NOTE)
-        return self._later(job, message, since, reserved, delay, key_name, "parallelism")
+        if first is not None and first < place:  # an earlier attempt of its job waits: this one after it
+            return self._later(job, message, since, permit.start, recheck_after(now - since), key_name, limit)
+        if permit.start is not None and permit.start - now > MAX_INLINE_WAIT:
+            delay = visibility_seconds(permit.start, now, SHOW_EARLY_SECONDS)
+            return self._later(job, message, since, permit.start, delay, key_name, "rate")
+        ready = max(earliest, permit.start) if permit.start is not None else earliest  # when the rate lets it start
+        if limits.parallelism is not None:
+            holder = f"{identity}|{message.claim_row}|{uuid.uuid4().hex[:12]}"  # each delivery its own
+            if not self.flow.acquire(key, limits.parallelism, holder, now + self.lease, now):
+                return self._later(job, message, since, permit.start, recheck_after(now - since), key_name, limit)
+            permit.holder, permit.limit = holder, limits.parallelism
+            if message.flow is not None:  # it took its slot after looking again
+                ready = max(ready, now)
+        if message.flow is not None or first == place:
+            self.flow.done_waiting(key, identity, place)
+        permit.waited = _waited(since, ready)
+        return permit
 
     def _later(
         self,
@@ -225,8 +197,14 @@ class FlowGate:
         key_name: str,
         limit: str,
     ) -> ExecutionReport:
-        """Re-send the attempt to show in ``delay`` seconds, waiting since ``since`` (its reservation kept)."""
+        """Note that the attempt waits (so that the watchdog leaves it, and its job's later attempts wait after it)
+        and re-send it to show in ``delay`` seconds, waiting since ``since`` (its reservation kept)."""
+        now = self.clock()
+        until = max(now + timedelta(seconds=delay), reserved or now) + WAIT_NOTE
+        self.flow.wait(
+            flow_partition(job.ref.collection.subscription, key_name), job.ref.identity, place_of(message), until
+        )
         self.attempts.later(flow_waiting(message, since, reserved), max(0, delay))
         why = f"over the {limit} limit of flow control key '{key_name}'; looked at again in {math.ceil(delay)} s"
-        reporting.attempt_throttled(job, message, key_name, limit, delay)
+        reporting.attempt_throttled(job, message, why)
         return ExecutionReport(Outcome.THROTTLED, why, message.stable_execution_id())

@@ -401,9 +401,8 @@ def _count_attempt(outcome: str, action_type: str, lateness: float | None, flow_
         meters.flow_wait.record(_seconds(flow_wait), {"action_type": action_type})
 
 
-def attempt_throttled(job: Job, message: ExecutionMessage, key: str, limit: str, delay: float) -> None:
-    """An attempt over its flow control key's ``limit`` (rate or parallelism), re-sent for ``delay`` s later."""
-    why = f"over the {limit} limit of flow control key '{key}'; looked at again in {delay:.0f} s"
+def attempt_throttled(job: Job, message: ExecutionMessage, why: str) -> None:
+    """An attempt over its flow control key's limits, re-sent for later (``why``)."""
     level = logging.INFO if message.flow is None else logging.DEBUG  # its first wait, then quietly
     execute_log.log(
         level,
