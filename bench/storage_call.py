@@ -1,5 +1,6 @@
-"""Benchmark: the CPU one Table call costs the caller, through the Azure SDK as the app calls it and as the
-same request on a bare keep-alive connection, on a private in-memory Azurite, in the same run.
+"""Benchmark: the CPU one Table call costs the caller, through the Azure SDK, through the app's own Table client
+(what the deployed app's stores use) and as the same request on a bare keep-alive connection, on a private
+in-memory Azurite, in the same run.
 
     .venv/bin/python -m bench.storage_call [--calls 2000] [--rounds 3]
 
@@ -10,6 +11,8 @@ the process's own (``time.process_time``: Azurite's is not counted):
 
 - **sdk**: ``TableClient.get_entity`` and ``update_entity(match_condition=IfNotModified)`` through the app's
   storage transport (``scheduler_core.adapters.azure.clients.storage_transport``);
+- **rest**: the same calls through :class:`scheduler_core.adapters.azure.rest.RestTableService` (the app's own
+  client, with the SDK's retry rules, errors and typed values);
 - **bare**: the same REST requests (``GET`` and ``MERGE`` with ``If-Match``) on one ``http.client``
   connection, signed with Shared Key Lite, the answer's JSON parsed. A floor, not a client: no retries, no
   error mapping, no typed values.
@@ -35,6 +38,8 @@ from azure.data.tables import TableServiceClient, UpdateMode
 from bench.common import table
 from local_host.azurite import Azurite
 from scheduler_core.adapters.azure.clients import storage_transport
+from scheduler_core.adapters.azure.rest import RestTableService
+from scheduler_core.adapters.azure.rest._auth import SharedKeyLite
 
 #: A job row's shape: a dozen columns of the kinds the app writes.
 ROW = {
@@ -108,18 +113,21 @@ def measure(calls: int, rounds: int) -> list[list[object]]:
         assert isinstance(credential, AzureNamedKeyCredential)  # Azurite's account key
         bare = Bare(service.url, credential.named_key.name, credential.named_key.key, name)
         keys = (str(ROW["PartitionKey"]), str(ROW["RowKey"]))
-        results: dict[str, list[float]] = {"sdk": [], "bare": []}
+        auth = SharedKeyLite(credential.named_key.name, credential.named_key.key)
+        rest = RestTableService(service.url, auth, connect_timeout=5, read_timeout=20).get_table_client(name)
+        results: dict[str, list[float]] = {"sdk": [], "rest": [], "bare": []}
         for _ in range(rounds):
-            began = time.process_time()
-            for i in range(calls):
-                entity = client.get_entity(*keys)
-                client.update_entity(
-                    {"PartitionKey": keys[0], "RowKey": keys[1], "ExecutionCount": i},
-                    mode=UpdateMode.MERGE,
-                    etag=entity.metadata["etag"],
-                    match_condition=MatchConditions.IfNotModified,
-                )
-            results["sdk"].append((time.process_time() - began) / (2 * calls) * 1000)
+            for side, through in (("sdk", client), ("rest", rest)):
+                began = time.process_time()
+                for i in range(calls):
+                    entity = through.get_entity(*keys)
+                    through.update_entity(
+                        {"PartitionKey": keys[0], "RowKey": keys[1], "ExecutionCount": i},
+                        mode=UpdateMode.MERGE,
+                        etag=entity.metadata["etag"],
+                        match_condition=MatchConditions.IfNotModified,
+                    )
+                results[side].append((time.process_time() - began) / (2 * calls) * 1000)
             began = time.process_time()
             for i in range(calls):
                 _, etag = bare.get(*keys)

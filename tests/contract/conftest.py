@@ -46,7 +46,7 @@ def memory_backend() -> Backend:
 def azurite_backend(request: pytest.FixtureRequest) -> Backend:
     # Imported here: the memory half of the suite runs without the Azure SDK loaded.
     from scheduler_core.adapters.azure.claims import TableClaims
-    from scheduler_core.adapters.azure.clients import table_service
+    from scheduler_core.adapters.azure.clients import data_tables
     from scheduler_core.adapters.azure.flow import TableFlowLimits
     from scheduler_core.adapters.azure.provision import provision
     from scheduler_core.adapters.azure.tables import table_stores
@@ -55,7 +55,7 @@ def azurite_backend(request: pytest.FixtureRequest) -> Backend:
 
     settings: Settings = request.getfixturevalue("storage_env")  # tables of this test's own (unique prefix)
     provision(settings)
-    tables = table_service(settings)
+    tables = data_tables(settings)  # the client the deployed app's stores use
     claims = TableClaims(
         tables.get_table_client(settings.table_name(CLAIMS_TABLE)),
         tables.get_table_client(settings.table_name(HISTORY_TABLE)),

@@ -32,15 +32,22 @@ class HttpTarget:
     lock: threading.Lock = field(default_factory=threading.Lock)
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
+    content_type: str = "text/plain"
 
     def answer(
-        self, statuses: list[int], delay: float = 0.0, headers: dict[str, str] | None = None, body: bytes | None = None
+        self,
+        statuses: list[int],
+        delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str = "text/plain",
     ) -> None:
         with self.lock:
             self.statuses = list(statuses)
             self.delay = delay
             self.headers = dict(headers or {})
             self.body = body
+            self.content_type = content_type
 
     def _next_status(self) -> int:
         with self.lock:
@@ -79,8 +86,9 @@ def http_target(statuses: list[int] | None = None) -> Iterator[HttpTarget]:
             with target.lock:
                 payload = target.body if target.body is not None else f"status {status}".encode()
                 extra = dict(target.headers)
+                content_type = target.content_type
             self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             for name, value in extra.items():
                 self.send_header(name, value)

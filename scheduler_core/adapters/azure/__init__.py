@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler_core.adapters.azure.claims import TableClaims
-from scheduler_core.adapters.azure.clients import queue_client, table_service
+from scheduler_core.adapters.azure.clients import data_tables, queue_client
 from scheduler_core.adapters.azure.flow import TableFlowLimits
 from scheduler_core.adapters.azure.queues import MessageQueue
 from scheduler_core.adapters.azure.tables import table_stores
@@ -32,8 +32,8 @@ def connect(config: Settings) -> AzureStorage:
     """The adapters for ``config`` (clients are built, nothing is called yet). The history tables and the
     execution queues are in their own accounts when the settings give them one (``SchedulerHistoryStorage``,
     ``SchedulerExecutionStorage``)."""
-    tables = table_service(config)
-    history = table_service(config, config.history_storage) if config.history_storage else tables
+    tables = data_tables(config)
+    history = data_tables(config, config.history_storage) if config.history_storage else tables
     return AzureStorage(
         stores=table_stores(tables, config, history),
         claims=TableClaims(

@@ -22,9 +22,10 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import UpdateMode
 
 from scheduler_core.adapters.azure.errors import translated
+from scheduler_core.adapters.azure.rest import Table
 from scheduler_core.adapters.azure.tables import (
     HISTORY_KEY,
     HISTORY_PROPERTIES,
@@ -45,7 +46,7 @@ RENEW_TIMEOUTS: dict[str, Any] = {"connection_timeout": 2.0, "read_timeout": 4.0
 
 @translated
 class TableClaims:
-    def __init__(self, table: TableClient, history: TableClient) -> None:
+    def __init__(self, table: Table, history: Table) -> None:
         self.table = table
         self.history = history  # JobHistory: where an entry goes whose claim another worker took over
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from scheduler_core.adapters.azure.errors import translated
+from scheduler_core.adapters.azure.rest import Table
 from scheduler_core.errors import EtagMismatchError
 from scheduler_core.races import Bound, RacesLost, race
 from scheduler_core.storage.keys import SEPARATOR, escape_key
@@ -48,7 +49,7 @@ def _after(prefix: str) -> str:
 class TableFlowLimits:
     """Flow control state over one table (see the module)."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
     def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:

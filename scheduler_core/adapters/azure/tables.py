@@ -31,13 +31,12 @@ from azure.core.exceptions import (
 from azure.data.tables import (
     EdmType,
     EntityProperty,
-    TableClient,
-    TableServiceClient,
     TableTransactionError,
     UpdateMode,
 )
 
 from scheduler_core.adapters.azure.errors import translated
+from scheduler_core.adapters.azure.rest import Table, TableService
 from scheduler_core.definitions import (
     calendars_json,
     collection_json,
@@ -106,7 +105,7 @@ def _etag(entity: Any) -> str:
     return str(entity.metadata["etag"])
 
 
-def delete_rows(table: TableClient, partition: str, keys: list[str]) -> None:
+def delete_rows(table: Table, partition: str, keys: list[str]) -> None:
     """Delete rows of one partition in batch transactions (≤ 100 operations each). A batch that fails
     because a row is already gone is retried row by row; missing rows are fine."""
     for start in range(0, len(keys), MAX_BATCH):
@@ -119,7 +118,7 @@ def delete_rows(table: TableClient, partition: str, keys: list[str]) -> None:
                     table.delete_entity(partition, key)
 
 
-def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create: bool) -> str:
+def _write(table: Table, entity: dict[str, Any], etag: str | None, create: bool) -> str:
     """Create or replace ``entity``; returns the new ETag. ``etag`` guards a replace (``"*"`` = exists)."""
     try:
         if create:
@@ -144,7 +143,7 @@ def _write(table: TableClient, entity: dict[str, Any], etag: str | None, create:
 class TableCollections:
     """``JobCollections``: PartitionKey = subscription, RowKey = resource group | collection name."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
     def _record(self, entity: Any) -> JobCollection:
@@ -236,7 +235,7 @@ class TableJobs:
     """``Jobs``: PartitionKey = collection identity, RowKey = job name. Secrets sit in their own property,
     never copied into ``Definition``, so nothing that serialises a definition can leak them."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
     def _record(self, entity: Any, collection: CollectionRef | None = None) -> Job:
@@ -386,7 +385,7 @@ class TableJobs:
 class TableDueIndex:
     """``DueIndex``: PartitionKey = shard, RowKey = due time | job identity | generation."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
     @staticmethod
@@ -531,7 +530,7 @@ class TableHistory:
     entries written with their claims in ``Executions`` (same partition, the entry's row key in
     ``HistoryKey``): both are the job's history, listed together in row-key order (newest first)."""
 
-    def __init__(self, table: TableClient, claims: TableClient | None = None) -> None:
+    def __init__(self, table: Table, claims: Table | None = None) -> None:
         self.table = table
         self.claims = claims
 
@@ -671,11 +670,11 @@ class TableHistory:
                         claims.update_entity(row, **options)
 
 
-def table_stores(service: TableServiceClient, settings: Settings, history: TableServiceClient | None = None) -> Stores:
+def table_stores(service: TableService, settings: Settings, history: TableService | None = None) -> Stores:
     """The stores of one deployment, over the tables named by ``settings``; ``history``: the service of the
     history tables' own account (``Settings.history_storage``), None: ``service``'s."""
 
-    def table(base: str, owner: TableServiceClient = service) -> TableClient:
+    def table(base: str, owner: TableService = service) -> Table:
         return owner.get_table_client(settings.table_name(base))
 
     history_tables = history or service

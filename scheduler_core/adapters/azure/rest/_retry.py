@@ -1,0 +1,93 @@
+"""When a failed call is tried again: azure-core's ``RetryPolicy`` rules with ``azure-data-tables``' defaults,
+so that a call through this client is retried exactly when the SDK's would be.
+
+- An answer of 408, 429, 500, 502, 503, 504 or 506 and above is retried for ``GET``, ``PUT``, ``DELETE`` and
+  ``HEAD``; for ``POST`` and ``PATCH`` (an insert, a merge, a batch) only 500, 503 and 504. An answer carrying
+  ``Retry-After`` is retried whatever its method, after the time it names.
+- A connection that could not be opened, or that broke after the request was sent, is retried for ``GET``,
+  ``PUT``, ``DELETE`` and ``HEAD`` only (an insert or a batch may have landed).
+- At most 10 retries in all, 3 per kind (connection, read, status); the first at once, then
+  0.8 s x 2^(n-1) for the n-th failure in a row (1.6 s, 3.2 s, ...), never more than 120 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+#: Methods retried after any retryable failure.
+IDEMPOTENT = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE"})
+#: Statuses retried (azure-core's ``_RETRY_CODES``: everything but the "safe" codes below 506).
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(range(506, 999))
+#: Statuses for which an insert, a merge or a batch is retried.
+UNSAFE_RETRY_STATUSES = frozenset({500, 503, 504})
+BACKOFF_FACTOR = 0.8
+BACKOFF_MAX = 120.0
+
+
+@dataclass
+class Tries:
+    """What a call has left of its retries (``total``: the call's ``retry_total``, 10 by default)."""
+
+    total: int = 10
+    connect: int = 3
+    read: int = 3
+    status: int = 3
+    failures: int = field(default=0)
+
+    def after_answer(self, method: str, status: int, headers: dict[str, str]) -> float | None:
+        """Seconds to wait before trying again after an answer of ``status`` (None: do not)."""
+        if status < 400 or status == 202:
+            return None
+        wait = retry_after(headers)
+        if wait is None:
+            if method in IDEMPOTENT:
+                if status not in RETRY_STATUSES:
+                    return None
+            elif method not in {"POST", "PATCH"} or status not in UNSAFE_RETRY_STATUSES:
+                return None
+        if not self.total:
+            return None
+        self.status -= 1
+        return self._next(wait)
+
+    def after_error(self, method: str, *, connecting: bool) -> float | None:
+        """Seconds to wait before trying again after a connection failure (None: do not)."""
+        if method not in IDEMPOTENT:
+            return None
+        if connecting:
+            self.connect -= 1
+        else:
+            self.read -= 1
+        return self._next(None)
+
+    def _next(self, wait: float | None) -> float | None:
+        self.total -= 1
+        self.failures += 1
+        if min(self.total, self.connect, self.read, self.status) < 0:
+            return None
+        if wait is not None:
+            return wait
+        return 0.0 if self.failures <= 1 else min(BACKOFF_MAX, BACKOFF_FACTOR * 2 ** (self.failures - 1))
+
+
+def retry_after(headers: dict[str, str]) -> float | None:
+    """The wait an answer asks for: ``retry-after-ms``, ``x-ms-retry-after-ms`` (milliseconds) or ``Retry-After``
+    (seconds or an HTTP date), as azure-core reads them (None: none asked)."""
+    for name in ("retry-after-ms", "x-ms-retry-after-ms"):
+        if headers.get(name):
+            try:
+                return float(headers[name]) / 1000
+            except ValueError:
+                pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+        except (TypeError, ValueError):
+            return None
