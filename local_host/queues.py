@@ -55,6 +55,7 @@ import contextlib
 import functools
 import logging
 import os
+import ssl
 import threading
 import time
 import urllib.request
@@ -76,6 +77,8 @@ from local_host.connections import StorageConnection
 from local_host.hostjson import QueueOptions, invocation_log
 from local_host.http_server import invoke
 from local_host.worker import HostStoppingError
+from scheduler_core.adapters.azure.clients import rest_queue
+from scheduler_core.adapters.azure.rest import RestQueue
 from scheduler_core.errors import ConfigurationError
 from scheduler_core.storage.names import POISON_SUFFIX
 
@@ -184,6 +187,25 @@ def _queue_client(connection: StorageConnection, queue: str, credential: TokenCr
     return QueueClient(str(connection.service_uri), queue, credential=credential, **options)
 
 
+def _message_client(client: QueueClient) -> QueueClient | RestQueue:
+    """The client a poller takes, settles and poisons messages through: the app's own client of ``client``'s
+    queue (:func:`scheduler_core.adapters.azure.clients.rest_queue`: the SDK's calls and retry rules at about a
+    fifth of its CPU; on Azure this work is the .NET extension's, not the app's), with the same retries,
+    timeouts and CA bundle as ``client``; ``client`` itself when proxy settings exist."""
+    verify = ca_bundle()
+    tls = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else None
+    messages = rest_queue(
+        client,
+        retries=3,
+        initial=RETRY_BACKOFF_SECONDS,
+        base=2,
+        tls=tls,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+    )
+    return client if messages is None else messages
+
+
 #: What ``Convert.FromBase64String`` (the .NET decoding the extension's base64 encoding uses) skips.
 _BASE64_WHITESPACE = str.maketrans("", "", " \t\r\n")
 
@@ -233,6 +255,8 @@ class QueuePoller:
             )
         self._queue = _queue_client(self.connection, self.queue_name, self.credential)
         self._poison = _queue_client(self.connection, self.poison_queue_name, self.credential)
+        self._messages = _message_client(self._queue)
+        self._poison_messages = _message_client(self._poison)
         self._stop = stop
         self._in_flight = 0
         self._lock = threading.Condition()
@@ -260,7 +284,7 @@ class QueuePoller:
                 room = self.options.batch_size
             try:
                 messages = list(
-                    self._queue.receive_messages(
+                    self._messages.receive_messages(
                         messages_per_page=room, max_messages=room, visibility_timeout=PROCESSING_LEASE_SECONDS
                     )
                 )
@@ -332,7 +356,7 @@ class QueuePoller:
         except Exception as exc:  # the function's failure, its functionTimeout, or its worker's end
             return self._settle_failure(message, text, exc)
         try:
-            self._queue.delete_message(message.id, message.pop_receipt)
+            self._messages.delete_message(message.id, message.pop_receipt)
         except Exception as exc:  # the message comes back after its lease; the function drops duplicates
             log.warning("queue %s: message %s ran but was not deleted (%s)", self.queue_name, message.id, exc)
             return "ok, not deleted (it comes back after its lease)"
@@ -356,8 +380,8 @@ class QueuePoller:
 
     def _poison_message(self, message: QueueMessage, text: str) -> None:
         """``CopyMessageToPoisonQueueAsync`` then ``DeleteMessageAsync``: the text as stored, then the original."""
-        self._poison.send_message(text)
-        self._queue.delete_message(message.id, message.pop_receipt)
+        self._poison_messages.send_message(text)
+        self._messages.delete_message(message.id, message.pop_receipt)
 
     def _settle_failure(self, message: QueueMessage, text: str, exc: Exception) -> str:
         """``CompleteProcessingMessageAsync`` of a failed invocation: poison at ``maxDequeueCount``, else
@@ -366,7 +390,7 @@ class QueuePoller:
         if (message.dequeue_count or 0) >= self.options.max_dequeue_count:
             self._poison_message(message, text)
             return f"failed, moved to {self.poison_queue_name}"
-        self._queue.update_message(
+        self._messages.update_message(
             message.id, message.pop_receipt, visibility_timeout=int(self.options.visibility_timeout)
         )
         return f"failed, visible again in {self.options.visibility_timeout:g} s"

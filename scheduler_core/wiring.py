@@ -192,9 +192,9 @@ def _streamed(config: settings.Settings, storage: Storage, sender: MessageSender
     """``storage``, its history and claims wrapped to stream every record when the history stream is on."""
     if sender is None and config.history_stream is not None:
         from scheduler_core.adapters.azure.clients import queue_client
-        from scheduler_core.adapters.azure.queues import MessageQueue
+        from scheduler_core.adapters.azure.queues import message_queue
 
-        sender = MessageQueue(queue_client(config, config.history_stream_queue, account=config.history_stream))
+        sender = message_queue(queue_client(config, config.history_stream_queue, account=config.history_stream))
     if sender is None:
         return _Storage(storage.stores, storage.claims, storage.scans, storage.executions, storage.flow)
     stream = HistoryStream(sender)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from scheduler_core.adapters.azure.claims import TableClaims
 from scheduler_core.adapters.azure.clients import data_tables, queue_client
 from scheduler_core.adapters.azure.flow import TableFlowLimits
-from scheduler_core.adapters.azure.queues import MessageQueue
+from scheduler_core.adapters.azure.queues import MessageQueue, message_queue
 from scheduler_core.adapters.azure.tables import table_stores
 from scheduler_core.ports import Stores
 from scheduler_core.settings import Settings
@@ -40,7 +40,7 @@ def connect(config: Settings) -> AzureStorage:
             history.get_table_client(config.table_name(CLAIMS_TABLE)),
             history.get_table_client(config.table_name(HISTORY_TABLE)),
         ),
-        scans=MessageQueue(queue_client(config, config.scan_queue)),
+        scans=message_queue(queue_client(config, config.scan_queue)),
         executions=execution_queue(config, config.execution_queue),
         flow=TableFlowLimits(tables.get_table_client(config.table_name(FLOW_TABLE))),
     )
@@ -51,6 +51,6 @@ def execution_queue(config: Settings, name: str) -> MessageQueue:
     (:meth:`MessageQueue.behind`) through a client that does not decode, so that a message that is not base64
     cannot make the peek fail."""
     account = config.execution_storage
-    return MessageQueue(
+    return message_queue(
         queue_client(config, name, account=account), queue_client(config, name, decoded=False, account=account)
     )

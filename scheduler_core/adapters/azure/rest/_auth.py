@@ -35,12 +35,14 @@ class Auth(Protocol):
 
 
 class SharedKeyLite:
-    """The account key (a connection string's ``AccountKey``): ``SharedKeyLite account:signature`` over the
-    date and the canonicalised resource, the Table service's short form (``/account/path``, plus ``?comp=``
-    when the query names one; the query's other parameters are not signed)."""
+    """The account key (a connection string's ``AccountKey``): ``SharedKeyLite account:signature``. The Table
+    service signs the date and the canonicalised resource (``/account/path``, plus ``?comp=`` when the query
+    names one); the Queue service (``service="queue"``) the method, the content type, the ``x-ms-`` headers
+    and the same resource."""
 
-    def __init__(self, account: str, key: str) -> None:
+    def __init__(self, account: str, key: str, *, service: str = "table") -> None:
         self.account = account
+        self.service = service
         self._key = base64.b64decode(key)
 
     def sign(self, method: str, path: str, query: str, headers: dict[str, str]) -> str:
@@ -48,7 +50,15 @@ class SharedKeyLite:
         for part in query.split("&"):
             if part.startswith("comp="):
                 resource += "?" + part
-        digest = hmac.new(self._key, f"{headers['x-ms-date']}\n{resource}".encode(), hashlib.sha256).digest()
+        if self.service == "table":
+            signed = f"{headers['x-ms-date']}\n{resource}"
+        else:
+            named = sorted(
+                (name.lower(), value.strip()) for name, value in headers.items() if name.lower().startswith("x-ms-")
+            )
+            canonical = "".join(f"{name}:{value}\n" for name, value in named)
+            signed = f"{method}\n\n{headers.get('Content-Type', '')}\n\n{canonical}{resource}"
+        digest = hmac.new(self._key, signed.encode(), hashlib.sha256).digest()
         headers["Authorization"] = f"SharedKeyLite {self.account}:{base64.b64encode(digest).decode()}"
         return query
 

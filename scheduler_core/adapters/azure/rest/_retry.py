@@ -1,5 +1,6 @@
-"""When a failed call is tried again: azure-core's ``RetryPolicy`` rules with ``azure-data-tables``' defaults,
-so that a call through this client is retried exactly when the SDK's would be.
+"""When a failed call is tried again, as the SDK's client of the same service would try it.
+
+:class:`Tries`: azure-core's ``RetryPolicy`` with ``azure-data-tables``' defaults (the Table service):
 
 - An answer of 408, 429, 500, 502, 503, 504 or 506 and above is retried for ``GET``, ``PUT``, ``DELETE`` and
   ``HEAD``; for ``POST`` and ``PATCH`` (an insert, a merge, a batch) only 500, 503 and 504. An answer carrying
@@ -12,9 +13,11 @@ so that a call through this client is retried exactly when the SDK's would be.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 
 #: Methods retried after any retryable failure.
 IDEMPOTENT = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -24,6 +27,19 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(range(506
 UNSAFE_RETRY_STATUSES = frozenset({500, 503, 504})
 BACKOFF_FACTOR = 0.8
 BACKOFF_MAX = 120.0
+
+
+class Retries(Protocol):
+    """A call's retry rules: each failure asks whether, and after how many seconds, to try again."""
+
+    def after_answer(self, method: str, status: int, headers: dict[str, str]) -> float | None:
+        """Seconds to wait before trying again after an answer of ``status`` (None: it is the call's answer)."""
+        ...
+
+    def after_error(self, method: str, *, connecting: bool) -> float | None:
+        """Seconds to wait before trying again after a connection that could not be opened (``connecting``) or
+        broke (None: the error is the call's)."""
+        ...
 
 
 @dataclass
@@ -91,3 +107,43 @@ def retry_after(headers: dict[str, str]) -> float | None:
             return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
         except (TypeError, ValueError):
             return None
+
+
+@dataclass
+class StorageTries:
+    """The Storage SDKs' ``ExponentialRetry`` (``azure-storage-queue``): any method is tried again after a
+    connection failure, a 408 or a 5xx other than 501 and 505; at most ``total`` retries (3 by default), 3 per
+    kind; the n-th after ``initial`` + ``base``^n seconds, give or take ``jitter`` (the SDK's defaults: 15 s, 3,
+    3 s: 18, 24 and 42 s)."""
+
+    total: int = 3
+    initial: float = 15.0
+    base: float = 3.0
+    jitter: float = 3.0
+    connect: int = 3
+    read: int = 3
+    status: int = 3
+    count: int = 0
+
+    def after_answer(self, method: str, status: int, headers: dict[str, str]) -> float | None:
+        if status == 408 or (status >= 500 and status not in (501, 505)):
+            self.status -= 1
+            return self._next()
+        return None
+
+    def after_error(self, method: str, *, connecting: bool) -> float | None:
+        if connecting:
+            self.connect -= 1
+        else:
+            self.read -= 1
+        return self._next()
+
+    def _next(self) -> float | None:
+        self.total -= 1
+        left = [value for value in (self.total, self.connect, self.read, self.status) if value]
+        if left and min(left) < 0:
+            return None
+        self.count += 1  # counted before the wait is computed, as the SDK's increment() does
+        backoff = self.initial + self.base**self.count
+        low = backoff - self.jitter if backoff > self.jitter else 0
+        return random.uniform(low, backoff + self.jitter)

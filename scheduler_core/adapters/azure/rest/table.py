@@ -17,22 +17,21 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from azure.data.tables import TableEntity, TableTransactionError, UpdateMode
 from azure.data.tables._deserialize import _convert_to_entity
 from azure.data.tables._error import RequestTooLargeError
 from azure.data.tables._serialize import _add_entity_properties, _parameter_filter_substitution
 
-from scheduler_core.adapters.azure.rest._auth import Auth, Bearer
+from scheduler_core.adapters.azure.rest._auth import Auth
 from scheduler_core.adapters.azure.rest._batch import Operation, batch_answers, batch_body
+from scheduler_core.adapters.azure.rest._endpoint import Endpoint
 from scheduler_core.adapters.azure.rest._errors import service_error
-from scheduler_core.adapters.azure.rest._http import Answer, Connections, http_date
+from scheduler_core.adapters.azure.rest._http import Answer
 from scheduler_core.adapters.azure.rest._retry import Tries
 
 __all__ = ["RestTable", "RestTableService"]
@@ -61,68 +60,22 @@ class RestTableService:
         read_timeout: float,
         tls: ssl.SSLContext | None = None,
     ) -> None:
-        parts = urlsplit(endpoint)
-        scheme = parts.scheme or "https"
-        port = parts.port or (443 if scheme == "https" else 80)
-        self.prefix = parts.path.rstrip("/")
-        self.url = f"{scheme}://{parts.netloc}{self.prefix}"
-        self.auth = auth
-        self.connections = Connections(scheme, parts.hostname or "", port, connect_timeout, read_timeout, tls)
+        self.endpoint = Endpoint(
+            endpoint,
+            auth,
+            {"x-ms-version": API_VERSION, "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx"},
+            lambda options: Tries(total=int(options.get("retry_total", 10))),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            tls=tls,
+        )
+        self.url = self.endpoint.url
 
     def get_table_client(self, table_name: str) -> RestTable:
-        return RestTable(self, table_name)
+        return RestTable(self.endpoint, table_name)
 
     def close(self) -> None:
-        self.connections.close()
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: str = "",
-        headers: Mapping[str, str] | None = None,
-        body: bytes | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> Answer:
-        """One call, retried as the SDK retries it (:mod:`._retry`); ``path`` below the endpoint, encoded.
-        ``options``: the SDK's per-call ``connection_timeout``, ``read_timeout`` and ``retry_total``."""
-        options = options or {}
-        tries = Tries(total=int(options.get("retry_total", 10)))
-        challenged = False
-        while True:
-            sent = {
-                "x-ms-date": http_date(),
-                "x-ms-version": API_VERSION,
-                "DataServiceVersion": "3.0",
-                "MaxDataServiceVersion": "3.0;NetFx",
-                **(headers or {}),
-            }
-            full = self.prefix + path
-            signed = self.auth.sign(method, full, query, sent)
-            try:
-                answer = self.connections.request(
-                    method,
-                    f"{full}?{signed}" if signed else full,
-                    sent,
-                    body,
-                    connect_timeout=options.get("connection_timeout"),
-                    read_timeout=options.get("read_timeout"),
-                )
-            except (ServiceRequestError, ServiceResponseError) as error:
-                wait = tries.after_error(method, connecting=isinstance(error, ServiceRequestError))
-                if wait is None:
-                    raise
-                time.sleep(wait)
-                continue
-            if answer.status == 401 and isinstance(self.auth, Bearer) and not challenged:
-                challenged = True  # a token the service no longer takes: fetch a new one, once
-                self.auth.forget()
-                continue
-            wait = tries.after_answer(method, answer.status, answer.headers)
-            if wait is None:
-                return answer
-            time.sleep(wait)
+        self.endpoint.close()
 
 
 def _key(value: str) -> str:
@@ -159,7 +112,7 @@ class RestTable:
     """One table: ``get_entity``, ``query_entities``, ``create_entity``, ``upsert_entity``, ``update_entity``,
     ``delete_entity`` and ``submit_transaction`` as ``azure.data.tables.TableClient``'s."""
 
-    def __init__(self, service: RestTableService, table_name: str) -> None:
+    def __init__(self, service: Endpoint, table_name: str) -> None:
         self.service = service
         self.table_name = table_name
         self._table = quote(table_name, safe="")
