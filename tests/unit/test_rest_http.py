@@ -78,7 +78,8 @@ def test_every_framing_of_an_answer_is_read_and_the_connection_kept() -> None:
     answers = [
         b'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: W/"a"\r\nx-ms-Thing: 1\r\nx-ms-thing: 2\r\n\r\nhello',
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n",
         b"HTTP/1.1 204 No Content\r\nETag: e\r\n\r\n",
     ]
     with scripted(answers) as (server, connections):
