@@ -22,7 +22,6 @@ import codecs
 import dataclasses
 import http.client
 import math
-import os
 import re
 import ssl
 import time
@@ -400,8 +399,8 @@ def trusted_cas(session: requests.Session) -> bool | str | None:
     trust the rest of the environment), or the default trust store."""
     if session.verify is not True:
         return session.verify
-    # requests' Session.merge_environment_settings for verify=True, without building a session per call
-    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    verify: bool | str | None = requests.Session().merge_environment_settings(None, {}, None, True, None)["verify"]
+    return verify
 
 
 def refused_message(host: str, refusal: OutboundRefused) -> str:
