@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import itertools
 import json
 from collections.abc import Iterable, Iterator
@@ -55,6 +56,7 @@ from scheduler_core.model import (
     HistoryStatus,
     Job,
     JobCollection,
+    JobDefinition,
     JobState,
 )
 from scheduler_core.model.history import HistoryRetention, Trigger
@@ -99,6 +101,18 @@ def _int64(value: int) -> int | EntityProperty:
 def _int(value: Any) -> int:
     """An integer property read back (the SDK gives an Int64 as an ``EntityProperty``)."""
     return int(value.value if isinstance(value, EntityProperty) else value)
+
+
+#: Stored definitions kept read (:func:`_definition`): a fire reads its job twice (the scan and the attempt)
+#: and a recurring job's definition is the same text fire after fire.
+DEFINITIONS_KEPT = 2048
+
+
+@functools.lru_cache(maxsize=DEFINITIONS_KEPT)
+def _definition(definition: str, secrets: str) -> JobDefinition:
+    """The definition stored as ``definition`` (and ``secrets``), read once per text: a definition is a frozen
+    value, so one stored text always reads to the same one."""
+    return read_job_definition(json.loads(definition), json.loads(secrets))
 
 
 def _etag(entity: Any) -> str:
@@ -244,7 +258,7 @@ class TableJobs:
             collection = CollectionRef(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
         return Job(
             ref=JobRef(collection, entity["Name"]),
-            definition=read_job_definition(json.loads(entity["Definition"]), json.loads(entity.get("Secrets") or "{}")),
+            definition=_definition(entity["Definition"], entity.get("Secrets") or "{}"),
             state=JobState(entity["State"]),
             generation=_int(entity["Generation"]),
             defined_at=_aware(entity["DefinedAt"]) or datetime.now(UTC),

@@ -20,7 +20,7 @@ class Endpoint:
     """``endpoint`` (``https://account.<service>.core.windows.net``, or the emulator's
     ``http://host:port/account``), signed by ``auth``, every request with ``headers`` (the service's version
     among them); ``retries(options)`` gives a call its retry rules. ``tls``: how an HTTPS endpoint's certificate
-    is verified (None: the system's CAs)."""
+    is verified (None: certifi's CAs, as the SDK's)."""
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from email.utils import formatdate
 from typing import BinaryIO
 
+import certifi
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 #: Idle connections kept per endpoint (as many as an instance's queue workers and HTTP threads may use at once).
@@ -68,7 +69,8 @@ class _Connection:
 
 class Connections:
     """The connections to ``scheme://host:port``; ``connect_timeout`` and ``read_timeout`` (seconds) bound every
-    call unless the call names its own. ``tls``: how an HTTPS endpoint is verified (None: the system's CAs)."""
+    call unless the call names its own. ``tls``: how an HTTPS endpoint is verified (None: certifi's CAs, as the
+    SDK's ``requests`` transport verifies storage)."""
 
     def __init__(
         self,
@@ -86,7 +88,7 @@ class Connections:
         self._host_header = name if port == default else f"{name}:{port}"
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
-        self._tls = (tls or ssl.create_default_context()) if scheme == "https" else None
+        self._tls = (tls or ssl.create_default_context(cafile=certifi.where())) if scheme == "https" else None
 
     def request(
         self,

@@ -49,7 +49,7 @@ _ENTITY_ACCEPT = "application/json;odata=minimalmetadata"
 class RestTableService:
     """The Table endpoint ``endpoint`` (``https://account.table.core.windows.net``, or the emulator's
     ``http://host:port/account``) signed by ``auth``; :meth:`get_table_client` as the SDK's. ``tls``: how an
-    HTTPS endpoint's certificate is verified (None: the system's CAs)."""
+    HTTPS endpoint's certificate is verified (None: certifi's CAs, as the SDK's)."""
 
     def __init__(
         self,
