@@ -62,3 +62,8 @@ def test_with_proxy_settings_every_part_keeps_the_sdks_clients(name: str, monkey
     assert isinstance(data_tables(loaded), TableServiceClient)
     client = queue_client(loaded, "q")
     assert isinstance(client, QueueClient) and rest_queue(client) is None
+
+
+def test_a_token_is_never_sent_over_plain_http() -> None:
+    with pytest.raises(ValueError, match="HTTPS only"):
+        RestTableService("http://127.0.0.1:1/acct", Bearer(object()), connect_timeout=1, read_timeout=1)  # type: ignore[arg-type]

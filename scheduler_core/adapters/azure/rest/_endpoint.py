@@ -20,7 +20,7 @@ class Endpoint:
     """``endpoint`` (``https://account.<service>.core.windows.net``, or the emulator's
     ``http://host:port/account``), signed by ``auth``, every request with ``headers`` (the service's version
     among them); ``retries(options)`` gives a call its retry rules. ``tls``: how an HTTPS endpoint's certificate
-    is verified (None: certifi's CAs, as the SDK's)."""
+    is verified (None: certifi's CAs, as the SDK's). A token (``Bearer``) is refused for an ``http`` endpoint."""
 
     def __init__(
         self,
@@ -35,6 +35,10 @@ class Endpoint:
     ) -> None:
         parts = urlsplit(endpoint)
         scheme = parts.scheme or "https"
+        if isinstance(auth, Bearer) and scheme != "https":
+            raise ValueError(
+                "a token is sent over HTTPS only (as the SDK's clients refuse a token credential over HTTP)"
+            )
         port = parts.port or (443 if scheme == "https" else 80)
         self.prefix = parts.path.rstrip("/")
         self.url = f"{scheme}://{parts.netloc}{self.prefix}"
