@@ -15,12 +15,11 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ClientAuthenticationError
 from azure.data.tables import TableServiceClient
 
-from local_host.azurite import Azurite, AzuriteHttps
+from local_host.azurite import Azurite
 from local_host.connections import StandInTokenCredential
 from scheduler_core.adapters.azure.rest import RestTableService
 from scheduler_core.adapters.azure.rest._auth import Bearer
-from scheduler_core.errors import ConfigurationError
-from tests.support.tls import TestCa
+from tests.support.secure_azurite import https_azurite
 
 pytestmark = [pytest.mark.azurite]
 
@@ -39,23 +38,8 @@ class Counted(StandInTokenCredential):
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Azurite, str]]:
-    folder = tmp_path_factory.mktemp("azurite-https")
-    ca = TestCa()
-    cert, key = ca.issue("127.0.0.1", server=True).write_pem(folder, "azurite")
-    bundle = str(ca.write_pem(folder))
-    for attempt in range(1, 4):  # a free port may be taken by another worker before Azurite binds it
-        azurite = Azurite(https=AzuriteHttps(cert, key))
-        try:
-            azurite.start()
-        except ConfigurationError:
-            if attempt == 3:
-                raise
-            continue
-        try:
-            yield azurite, bundle
-        finally:
-            azurite.stop()
-        return
+    with https_azurite(tmp_path_factory.mktemp("azurite-https")) as (azurite, bundle):
+        yield azurite, str(bundle)
 
 
 def _rest(azurite: Azurite, bundle: str, credential: Any) -> RestTableService:

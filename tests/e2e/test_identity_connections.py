@@ -17,13 +17,13 @@ import pytest
 from azure.core.exceptions import ClientAuthenticationError
 from azure.storage.queue import QueueClient
 
-from local_host.azurite import Azurite, AzuriteHttps, free_port
+from local_host.azurite import Azurite, free_port
 from local_host.connections import StandInTokenCredential
 from local_host.hostjson import HostConfig, QueueOptions
 from local_host.runtime import LocalHost
 from scheduler_core.errors import ConfigurationError
 from tests.e2e import sample_app
-from tests.support.tls import TestCa
+from tests.support.secure_azurite import https_azurite
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -62,23 +62,8 @@ class SecureAzurite:
 @pytest.fixture(scope="module")
 def secure_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAzurite]:
     """An Azurite of its own with HTTPS (a certificate of a test CA) and ``--oauth basic``."""
-    folder = tmp_path_factory.mktemp("azurite-https")
-    ca = TestCa()
-    cert, key = ca.issue("127.0.0.1", server=True).write_pem(folder, "azurite")
-    bundle = ca.write_pem(folder)
-    for attempt in range(1, 4):  # free ports may be taken by another worker before Azurite binds them
-        azurite = Azurite(https=AzuriteHttps(cert, key))
-        try:
-            azurite.start()
-        except ConfigurationError:
-            if attempt == 3:
-                raise
-            continue
-        try:
-            yield SecureAzurite(azurite, bundle)
-        finally:
-            azurite.stop()
-        return
+    with https_azurite(tmp_path_factory.mktemp("azurite-https")) as (azurite, bundle):
+        yield SecureAzurite(azurite, bundle)
 
 
 @pytest.fixture

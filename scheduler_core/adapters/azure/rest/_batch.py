@@ -7,6 +7,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from scheduler_core.adapters.azure.rest._http import Answer
+
 _BLANK = re.compile(rb"\r?\n\r?\n")
 _STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ?([^\r\n]*)")
 
@@ -19,16 +21,6 @@ class Operation:
     url: str
     headers: dict[str, str]
     body: bytes | None
-
-
-@dataclass(frozen=True)
-class PartAnswer:
-    """One operation's answer inside a batch's answer."""
-
-    status: int
-    reason: str
-    headers: dict[str, str]
-    body: bytes
 
 
 def batch_body(operations: list[Operation]) -> tuple[str, bytes]:
@@ -52,9 +44,9 @@ def batch_body(operations: list[Operation]) -> tuple[str, bytes]:
     return f"multipart/mixed; boundary={batch}", b"".join(out)
 
 
-def batch_answers(content_type: str, body: bytes) -> list[PartAnswer]:
+def batch_answers(content_type: str, body: bytes) -> list[Answer]:
     """The operations' answers in a ``$batch`` answer (an answer that is not multipart: none)."""
-    answers: list[PartAnswer] = []
+    answers: list[Answer] = []
     for headers, content in _parts(content_type, body):
         kind = headers.get("content-type", "")
         if kind.startswith("multipart/mixed"):
@@ -96,10 +88,10 @@ def _headers(block: bytes) -> dict[str, str]:
     return headers
 
 
-def _http(content: bytes) -> PartAnswer:
+def _http(content: bytes) -> Answer:
     head, _, body = _split(content)
     status_line, _, rest = head.partition(b"\n")
     match = _STATUS.match(status_line.strip())
     if match is None:
-        return PartAnswer(500, "unreadable batch answer", {}, content)
-    return PartAnswer(int(match.group(1)), match.group(2).decode("latin-1"), _headers(rest), body.rstrip(b"\r\n"))
+        return Answer(500, "unreadable batch answer", {}, content)
+    return Answer(int(match.group(1)), match.group(2).decode("latin-1"), _headers(rest), body.rstrip(b"\r\n"))

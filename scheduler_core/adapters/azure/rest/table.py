@@ -250,8 +250,7 @@ class RestTable:
         parts = batch_answers(answer.headers.get("content-type", ""), answer.body)
         for part in parts:
             if not 200 <= part.status < 300:
-                failed = Answer(part.status, part.reason, part.headers, part.body)
-                raise service_error(failed, RequestTooLargeError if part.status == 413 else TableTransactionError)
+                raise service_error(part, RequestTooLargeError if part.status == 413 else TableTransactionError)
         return [{"etag": part.headers["etag"]} if "etag" in part.headers else {} for part in parts]
 
     def _operation(
