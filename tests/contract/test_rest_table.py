@@ -258,6 +258,8 @@ def _call(client: TableClient | RestTable, call: str) -> Any:
         ([429, 204], {}, "create"),  # an insert is not retried after a 429...
         ([503, 204], {}, "create"),  # ...but is after a 503
         ([429, 204], {"Retry-After": "0"}, "create"),  # ...and after any answer naming Retry-After
+        ([429, 204], {"x-ms-retry-after-ms": "10"}, "create"),  # ...but not one naming only a wait in ms
+        ([503, 200], {"x-ms-retry-after-ms": "1500"}, "get"),  # which a retried answer waits for
         ([502, 204], {}, "merge"),  # a merge (PATCH) after a 502: not retried
         ([504, 204], {}, "merge"),
         ([408, 204], {}, "delete"),

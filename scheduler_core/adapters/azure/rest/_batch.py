@@ -69,14 +69,15 @@ def _parts(content_type: str, body: bytes) -> list[tuple[dict[str, str], bytes]]
     for chunk in body.split(b"--" + boundary)[1:]:
         if chunk.startswith(b"--"):
             break
-        head, _, content = _split(chunk)
+        head, content = _split(chunk)
         parts.append((_headers(head), content))
     return parts
 
 
-def _split(chunk: bytes) -> tuple[bytes, bytes, bytes]:
+def _split(chunk: bytes) -> tuple[bytes, bytes]:
+    """A part's head and what follows its blank line."""
     pieces = _BLANK.split(chunk.lstrip(b"\r\n"), maxsplit=1)
-    return pieces[0], b"", (pieces[1] if len(pieces) > 1 else b"")
+    return pieces[0], (pieces[1] if len(pieces) > 1 else b"")
 
 
 def _headers(block: bytes) -> dict[str, str]:
@@ -89,7 +90,7 @@ def _headers(block: bytes) -> dict[str, str]:
 
 
 def _http(content: bytes) -> Answer:
-    head, _, body = _split(content)
+    head, body = _split(content)
     status_line, _, rest = head.partition(b"\n")
     match = _STATUS.match(status_line.strip())
     if match is None:

@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from dataclasses import dataclass
 from typing import Protocol
+
+from azure.core.pipeline.policies._utils import parse_retry_after  # azure-core's own reading
 
 #: Methods retried after any retryable failure.
 IDEMPOTENT = frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -50,14 +50,13 @@ class Tries:
     connect: int = 3
     read: int = 3
     status: int = 3
-    failures: int = field(default=0)
+    failures: int = 0
 
     def after_answer(self, method: str, status: int, headers: dict[str, str]) -> float | None:
         """Seconds to wait before trying again after an answer of ``status`` (None: do not)."""
         if status < 400 or status == 202:
             return None
-        wait = retry_after(headers)
-        if wait is None:
+        if not headers.get("retry-after"):  # azure-core: a Retry-After makes any method's answer retryable
             if method in IDEMPOTENT:
                 if status not in RETRY_STATUSES:
                     return None
@@ -66,7 +65,7 @@ class Tries:
         if not self.total:
             return None
         self.status -= 1
-        return self._next(wait)
+        return self._next(retry_after(headers))
 
     def after_error(self, method: str, *, connecting: bool) -> float | None:
         """Seconds to wait before trying again after a connection failure (None: do not)."""
@@ -89,24 +88,17 @@ class Tries:
 
 
 def retry_after(headers: dict[str, str]) -> float | None:
-    """The wait an answer asks for: ``retry-after-ms``, ``x-ms-retry-after-ms`` (milliseconds) or ``Retry-After``
-    (seconds or an HTTP date), as azure-core reads them (None: none asked)."""
-    for name in ("retry-after-ms", "x-ms-retry-after-ms"):
-        if headers.get(name):
+    """The wait an answer asks for, read as azure-core's ``get_retry_after`` reads it: ``Retry-After`` (seconds or
+    an HTTP date) first, else ``retry-after-ms`` or ``x-ms-retry-after-ms``; None for none, for no wait (the
+    back-off applies, as azure-core's sleep falls back to it) or for a value that cannot be read."""
+    for name, scale in (("retry-after", 1.0), ("retry-after-ms", 1000.0), ("x-ms-retry-after-ms", 1000.0)):
+        value = headers.get(name)
+        if value:
             try:
-                return float(headers[name]) / 1000
-            except ValueError:
-                pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        try:
-            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
-        except (TypeError, ValueError):
-            return None
+                return parse_retry_after(value) / scale or None
+            except (TypeError, ValueError, OverflowError):
+                return None
+    return None
 
 
 @dataclass
