@@ -183,7 +183,7 @@ def _auth(key: str) -> dict[str, str]:
 
 
 _INVOCATION = re.compile(
-    r"^(?P<at>\S+)Z INFO local_host: function=(?P<function>\S+) trigger=queue queue=(?P<queue>\S+) "
+    r"^(?P<at>\S+)Z INFO (?:local_host|Function\.\S+): function=(?P<function>\S+) trigger=queue queue=(?P<queue>\S+) "
     r".*-> (?P<outcome>.+?) in (?P<ms>[\d.]+) ms"
 )
 
@@ -574,7 +574,7 @@ def report(burst: BurstResult, raws: list[RawResult], args: argparse.Namespace) 
     scans = (
         f"{(log.scans_done - burst.due).total_seconds():+.0f} s from T"
         if log.scans_done is not None
-        else "not in the log"
+        else "not in the log (host.json logs Function.scan_shard at Warning and above)"
     )
     print(f"created {burst.jobs} jobs in {burst.created_seconds:.1f} s; {burst.created_late} after T - lookahead")
     print(f"CPU per fire while draining: host {cpu_ms:.1f} ms, Azurite {azurite_ms:.1f} ms")

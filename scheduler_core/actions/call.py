@@ -5,7 +5,8 @@ body the history keeps, on every redirect hop. A socket timeout bounds each read
 that sends its answer one byte a second would hold a worker for as long as it likes; instead every socket
 the call opens is registered here (a duplicate of its descriptor, taken before TLS wraps it, so the
 duplicate is the call's own and is never a descriptor reused by another call), and when the deadline passes
-one reaper thread shuts each of them down: whatever read or write the call is blocked in returns at once.
+the process's alarms thread (:mod:`scheduler_core.alarms`) shuts each of them down: whatever read or write
+the call is blocked in returns at once.
 :attr:`OutboundCall.phase` says what the call was doing then, for the history.
 
 **Credentials are bound to the host they were made for** (:attr:`OutboundCall.credentials_host`): the
@@ -18,14 +19,14 @@ send: the guarded connections and adapter of that thread read it."""
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import TypeVar
+
+from scheduler_core.alarms import ALARMS
 
 __all__ = ["OutboundCall", "current"]
 
@@ -40,12 +41,11 @@ def current() -> OutboundCall | None:
 
 
 class OutboundCall:
-    """One call with a deadline ``seconds`` from now (on ``clock``, monotonic seconds)."""
+    """One call with a deadline ``seconds`` from now (``time.monotonic``)."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.clock = clock
-        self.at = clock() + seconds
+        self.at = time.monotonic() + seconds
         #: What the call is doing, in words that follow "while" ("waiting for the answer's head from 'x'").
         self.phase = "starting the call"
         #: Whether the deadline passed before the call ended (its sockets were shut down).
@@ -62,7 +62,7 @@ class OutboundCall:
 
     def remaining(self) -> float:
         """Seconds until the deadline (not below 0)."""
-        return max(0.0, self.at - self.clock())
+        return max(0.0, self.at - time.monotonic())
 
     def watch(self, sock: socket.socket) -> None:
         """Shut ``sock`` down when the deadline passes (at once if it has)."""
@@ -76,7 +76,7 @@ class OutboundCall:
         own.close()
 
     def expire(self) -> None:
-        """The deadline passed: shut every socket of the call down (the reaper calls this)."""
+        """The deadline passed: shut every socket of the call down (the alarms thread calls this)."""
         with self._lock:
             if self._ended:
                 return
@@ -95,8 +95,8 @@ class OutboundCall:
             sock.close()
 
     def expired_now(self) -> bool:
-        """Whether the deadline has passed (whether or not the reaper has acted yet)."""
-        return self.expired or self.clock() >= self.at
+        """Whether the deadline has passed (whether or not the alarms thread has acted yet)."""
+        return self.expired or time.monotonic() >= self.at
 
     def within(self, work: Callable[[], T], phase: str) -> T:
         """``work()``, given at most the time left (a name lookup, which no socket of the call can cut
@@ -126,45 +126,11 @@ class OutboundCall:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[OutboundCall]:
-        """Make this the thread's current call, with the reaper watching its deadline, until the block ends."""
+        """Make this the thread's current call, with its deadline set as an alarm, until the block ends."""
         token = _CURRENT.set(self)
-        _REAPER.add(self)
+        ALARMS.add(self.at, self.expire)
         try:
             yield self
         finally:
             self.end()
             _CURRENT.reset(token)
-
-
-class _Reaper:
-    """One daemon thread that expires calls at their deadlines (earliest first)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, OutboundCall]] = []
-        self._order = itertools.count()
-        self._condition = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def add(self, call: OutboundCall) -> None:
-        with self._condition:
-            heapq.heappush(self._heap, (call.at, next(self._order), call))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="scheduler-call-deadlines", daemon=True)
-                self._thread.start()
-            self._condition.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._condition:
-                while not self._heap:
-                    self._condition.wait()
-                at, _, call = self._heap[0]
-                wait = at - call.clock()
-                if wait > 0:
-                    self._condition.wait(wait)
-                    continue
-                heapq.heappop(self._heap)
-            call.expire()
-
-
-_REAPER = _Reaper()

@@ -18,16 +18,18 @@ second or two, while a worker that finds the lease over waits
 from storage alone for longer than that) stops: the call may then be made twice, and both are recorded.
 
 Cost: one storage write (a merge of the claim's row) per 5 s that an attempt holds its claim beyond its
-first 5 s; an attempt that ends within 5 s (nearly all of them) renews nothing.
+first 5 s; an attempt that ends within 5 s (nearly all of them) renews nothing and starts no thread.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from scheduler_core.alarms import ALARMS
 from scheduler_core.model.claim import RENEW_RETRY, Claim, heartbeat_every
 from scheduler_core.ports import Claims
 
@@ -87,21 +89,35 @@ class LeaseKeeper:
             return self._claim
 
     def start(self) -> LeaseKeeper:
-        """Start renewing (a daemon thread: a worker that dies takes it along, and its lease runs out)."""
-        self._thread = threading.Thread(target=self._keep, name=f"lease {self.name}", daemon=True)
-        self._thread.start()
+        """Start renewing, from a daemon thread of its own (a worker that dies takes it along, and its lease
+        runs out). In real time (the default ``wait``) the thread is started only when the first renewal
+        comes due, by the process's alarms (:mod:`scheduler_core.alarms`): an attempt that ends within
+        ``every`` (nearly all of them) starts none. With another ``wait`` (simulated time) it starts now."""
+        if self.wait is wait_on_event:
+            ALARMS.add(time.monotonic() + self.every.total_seconds(), self._begin)
+        else:
+            self._begin(first=self.every)
         return self
 
     def stop(self) -> Claim:
         """Stop renewing (after a renewal in flight has ended); the claim's latest version. Idempotent."""
         self._stop.set()
-        thread = self._thread
+        with self._lock:
+            thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         return self.claim
 
-    def _keep(self) -> None:
-        delay = self.every
+    def _begin(self, first: timedelta = timedelta(0)) -> None:
+        """Start the renewing thread, its first renewal ``first`` from now (none once stopped)."""
+        with self._lock:  # stop() reads the thread under the lock after it sets the event
+            if self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._keep, args=(first,), name=f"lease {self.name}", daemon=True)
+            self._thread.start()
+
+    def _keep(self, first: timedelta) -> None:
+        delay = first
         failing = 0  # tries failed in a row
         while not self.wait(self._stop, delay.total_seconds()):
             try:

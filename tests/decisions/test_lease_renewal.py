@@ -8,6 +8,7 @@ thread of its own while the test moves time on; its lease keeper waits in the sa
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from scheduler_core.errors import StorageError
 from scheduler_core.model import ClaimState, HistoryStatus, claim_key
 from scheduler_core.model.claim import CLAIM_LEASE, heartbeat_every, takeover_pause
 from scheduler_core.pipeline.execute import WORKER_LOST, ExecutionReport, Executor, Outcome
+from scheduler_core.pipeline.leases import LeaseKeeper
 from scheduler_core.pipeline.messages import ExecutionMessage
 from scheduler_core.pipeline.watches import WATCH_GRACE, WATCH_SLOT
 from tests.decisions.workers import REAL_TIMEOUT, CountingRunner, HeldRunner, SimulatedWaits, WorkerDied, executor
@@ -293,3 +295,44 @@ def test_renewals_cost_one_write_per_5_s_beyond_an_attempts_first_5_s(
     assert renewals == [DUE + TICK + n * timedelta(seconds=5) for n in (1, 2, 3)]  # 17 s: three renewals
     row = claim_key(DUE + TICK, "main", 0, "schedule")
     assert deployment.storage.claims.state(deployment.job("long").ref.identity, row).done  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- real time: the keeper's thread
+
+
+def lease_threads(name: str) -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == f"lease {name}"]
+
+
+def real_keeper(deployment: Deployment, name: str, every: timedelta) -> LeaseKeeper:
+    """A keeper of a claimed attempt in real time (the default wait), renewing every ``every``."""
+    claims, now = deployment.storage.claims, deployment.clock()
+    result = claims.claim("partition", name, "worker-1", now, CLAIM_LEASE, "token")
+    assert result.claim is not None
+    return LeaseKeeper(claims, result.claim, CLAIM_LEASE, deployment.clock, every=every, name=name).start()
+
+
+def test_a_keeper_stopped_before_its_first_renewal_starts_no_thread_and_renews_nothing(
+    deployment: Deployment,
+) -> None:
+    keeper = real_keeper(deployment, "quick", every=timedelta(milliseconds=200))
+    assert lease_threads("quick") == []  # nothing started with the attempt
+    claim = keeper.stop()
+    time.sleep(0.5)  # past the first renewal's time: the alarm finds the keeper stopped
+    assert keeper.renewals == 0 and lease_threads("quick") == []
+    assert claim == keeper.claim
+
+
+def test_a_keeper_running_past_its_first_renewal_renews_from_a_thread_of_its_own_until_stopped(
+    deployment: Deployment,
+) -> None:
+    keeper = real_keeper(deployment, "long", every=timedelta(milliseconds=100))
+    deadline = time.monotonic() + REAL_TIMEOUT
+    while keeper.renewals < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert keeper.renewals >= 3 and len(lease_threads("long")) == 1
+    claim = keeper.stop()
+    renewed = keeper.renewals
+    assert lease_threads("long") == []  # stop waits for the thread
+    time.sleep(0.3)
+    assert keeper.renewals == renewed and claim == keeper.claim
