@@ -1,5 +1,5 @@
-"""HTTP(S) actions with ``requests``: a session of its own per call, a deadline for the whole call, success =
-2xx after redirects.
+"""HTTP(S) actions with ``requests``: no connection or cookie left from one call to the next, a deadline for the
+whole call, success = 2xx after redirects.
 
 Every connection, on every redirect hop, goes through the outbound policy (``outbound.py``): redirects are
 followed (as Azure Scheduler did), at most :data:`~scheduler_core.actions.outbound.MAX_REDIRECTS` of them,
@@ -24,6 +24,7 @@ import http.client
 import math
 import re
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -99,10 +100,11 @@ class HttpSender:
     """Sends :class:`~scheduler_core.model.actions.HttpAction` (``Http``/``Https``).
 
     ``session`` is the template of each call's session: its ``verify`` (trusted CAs) is used; each call is
-    sent on a session of its own whose http and https adapters are guarded by ``policy`` (``resolver``
-    there is the name-resolution seam), so **no connection, and no cookie, is ever shared between two
-    calls** (a connection reused across jobs of different subscriptions is what request smuggling needs,
-    and a cookie a target set for one job must not reach another's). ``timeout`` (or the action's own
+    sent on a session whose http and https adapters are guarded by ``policy`` (``resolver`` there is the
+    name-resolution seam) and which is emptied when the call ends (:meth:`call_session`, :meth:`end_call`),
+    so **no connection, and no cookie, is ever shared between two calls** (a connection reused across jobs
+    of different subscriptions is what request smuggling needs, and a cookie a target set for one job must
+    not reach another's). ``timeout`` (or the action's own
     ``timeout``, api-version 2026-12-01-preview) is the **deadline of the whole call**
     (:mod:`~scheduler_core.actions.call`): connect, TLS, the answer's head and the part of its body the
     history keeps, on every redirect hop.
@@ -139,16 +141,31 @@ class HttpSender:
         self.certificates = ClientCertificateContexts()
         self.identity = identity or ManagedIdentityTokens(None)
         self.clock = clock
+        self._sessions = threading.local()
 
     def call_session(self, ssl_context: ssl.SSLContext | None) -> requests.Session:
-        """A new session for one call: guarded adapters (with the client certificate's ``ssl_context``, if
-        any), the template's trusted CAs, nothing else from the environment (no proxies: the connection must
-        be to the checked address; no .netrc credentials), and an empty cookie jar."""
+        """The session of one call: guarded adapters (with the client certificate's ``ssl_context``, if any),
+        the template's trusted CAs, nothing else from the environment (no proxies: the connection must be to
+        the checked address; no .netrc credentials), and an empty cookie jar. Without a client certificate
+        it is this thread's session of this sender, emptied by :meth:`end_call` when each call ends (its
+        pools closed with their connections, its cookies dropped); with one, a new session."""
+        if ssl_context is None:
+            session: requests.Session | None = getattr(self._sessions, "session", None)
+            if session is not None:
+                return session
         session = guarded_session(self.policy, ssl_context)
         session.hooks["response"].append(skip_redirect_body)
         session.trust_env = False
         session.verify = self.session.verify
+        if ssl_context is None:
+            self._sessions.session = session
         return session
+
+    @staticmethod
+    def end_call(session: requests.Session) -> None:
+        """After a call, whatever it became: no connection and no cookie of it is left for another call."""
+        session.cookies.clear()
+        session.close()  # each adapter's pools, with their connections
 
     def authenticator(self, authentication: HttpAuthentication | None) -> RequestAuth | None:
         """The scheme that authenticates a request with ``authentication`` (None: none)."""
@@ -245,7 +262,7 @@ class HttpSender:
             failure = Failure.TIMEOUT if timed_out else Failure.CONNECTION_ERROR
             return ActionResult(False, no_answer_message(host, exc, timeout, call), failure=failure)
         finally:
-            session.close()
+            self.end_call(session)
         return answered(action, context, host, response, head, secrets, datetime.fromtimestamp(self.clock(), UTC))
 
 
@@ -395,12 +412,16 @@ def client_span_attributes(method: str, uri: str) -> dict[str, str | int]:
 
 def trusted_cas(session: requests.Session) -> bool | str | None:
     """What ``session`` verifies servers with: its own ``verify``, or the CA bundle a deployment names in
-    ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (read as ``requests`` does, since the session does not
-    trust the rest of the environment), or the default trust store."""
+    ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (read now, as ``requests`` reads them, since the session does
+    not trust the rest of the environment), or the default trust store."""
     if session.verify is not True:
         return session.verify
-    verify: bool | str | None = requests.Session().merge_environment_settings(None, {}, None, True, None)["verify"]
+    verify: bool | str | None = _ENVIRONMENT.merge_environment_settings(None, {}, None, True, None)["verify"]
     return verify
+
+
+#: A session used only to read the environment as ``requests`` does (never to send).
+_ENVIRONMENT = requests.Session()
 
 
 def refused_message(host: str, refusal: OutboundRefused) -> str:

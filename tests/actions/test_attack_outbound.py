@@ -356,6 +356,30 @@ def test_no_connection_is_shared_between_two_calls_of_the_same_job() -> None:
     assert len(connections) == 3 and len(set(connections)) == 3, connections
 
 
+def test_calls_made_at_once_from_many_threads_each_have_a_connection_of_their_own() -> None:
+    """One sender called from eight threads at once, five calls each, as the worker's threads call it: every
+    call arrives on a connection of its own, whatever thread made the call before."""
+    sender = HttpSender(timeout=5)
+    failures: list[str] = []
+    with keep_alive_peer() as peer:
+
+        def calls(thread: int) -> None:
+            for number in range(5):
+                context = action_context(f"e{thread}-{number}")
+                result = sender.send(HttpAction(f"http://127.0.0.1:{peer.port}/x", "GET"), context)
+                if not result.succeeded:
+                    failures.append(result.message)
+
+        threads = [threading.Thread(target=calls, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        connections = [c.connection for c in peer.captured()]
+    assert failures == []
+    assert len(connections) == 40 and len(set(connections)) == 40, connections
+
+
 def test_a_cookie_set_for_one_call_is_not_sent_on_the_next() -> None:
     """A target that sets a cookie for one job's call: the next call (another job, another tenant) to the
     same host carries no cookie."""
