@@ -1,0 +1,146 @@
+"""The witness as a blob lease (docs/regions.md): one blob in a storage account outside both regions, its lease
+kept by the Blob service, its holder and epoch in the blob's metadata.
+
+A holding's lease id is derived from the region and the epoch (:func:`lease_id`), so every instance of the
+region can renew or release it without sharing state. The metadata can only be written under the lease, so
+what it names is the holder of the lease that runs (or ran last). An acquisition reads the epoch, takes the
+lease with the next epoch's id, then writes the metadata: two regions racing compute the same epoch but
+different lease ids, and the Blob service gives the lease to one (409 for the other).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
+
+from scheduler_core.regions.witness import LEASE, WitnessState, WitnessUnreachable
+
+if TYPE_CHECKING:
+    from azure.storage.blob import ContainerClient
+
+__all__ = ["BlobWitness", "blob_witness", "lease_id"]
+
+#: Every witness call is bounded: a region must learn within its beat that the witness is out of reach.
+CONNECT_TIMEOUT_SECONDS = 5
+READ_TIMEOUT_SECONDS = 5
+RETRIES = 0  # the next beat (15 s later) is the retry
+
+#: The namespace of holdings' lease ids.
+_HOLDINGS = uuid.UUID("5d1f0c3e-6a39-4c1b-9b62-3f3a4f0e2a61")
+
+
+def lease_id(region: str, epoch: int) -> str:
+    """The lease id of ``region``'s holding of ``epoch`` (the same in every instance of the region)."""
+    return str(uuid.uuid5(_HOLDINGS, f"{region}|{epoch}"))
+
+
+class BlobWitness:
+    """A :class:`~scheduler_core.regions.witness.Witness` on the blob ``name`` of ``container`` (both created when
+    missing). ``lease``: 15 to 60 s, as the Blob service allows."""
+
+    def __init__(self, container: ContainerClient, name: str, lease: timedelta = LEASE) -> None:
+        seconds = lease.total_seconds()
+        if not 15 <= seconds <= 60 or seconds != int(seconds):
+            raise ValueError("a blob lease lasts a whole number of seconds from 15 to 60")
+        self.container = container
+        self.blob = container.get_blob_client(name)
+        self.lease = lease
+
+    def read(self) -> WitnessState:
+        try:
+            properties = self.blob.get_blob_properties()
+        except ResourceNotFoundError:
+            return WitnessState(None, 0, False)
+        except AzureError as error:
+            raise WitnessUnreachable(_reason(error)) from error
+        metadata = properties.metadata or {}
+        epoch = int(metadata.get("epoch", "0") or 0)
+        return WitnessState(metadata.get("holder") or None, epoch, properties.lease.state == "leased")
+
+    def acquire(self, region: str) -> int | None:
+        from azure.storage.blob import BlobLeaseClient
+
+        state = self.read()
+        if state.leased:
+            return None
+        epoch = state.epoch + 1
+        lease = BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch))
+        try:
+            self._create()
+            lease.acquire(lease_duration=int(self.lease.total_seconds()))
+        except HttpResponseError as error:
+            if error.status_code == 409:  # another region took it first
+                return None
+            raise WitnessUnreachable(_reason(error)) from error
+        except AzureError as error:
+            raise WitnessUnreachable(_reason(error)) from error
+        try:
+            self.blob.set_blob_metadata({"holder": region, "epoch": str(epoch)}, lease=lease)
+        except AzureError as error:
+            with contextlib.suppress(AzureError):
+                lease.release()
+            raise WitnessUnreachable(_reason(error)) from error
+        return epoch
+
+    def renew(self, region: str, epoch: int) -> bool:
+        from azure.storage.blob import BlobLeaseClient
+
+        try:
+            BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch)).renew()
+        except HttpResponseError as error:
+            if error.status_code in (404, 409, 412):  # taken by another holding, or the blob is gone
+                return False
+            raise WitnessUnreachable(_reason(error)) from error
+        except AzureError as error:
+            raise WitnessUnreachable(_reason(error)) from error
+        return True
+
+    def release(self, region: str, epoch: int) -> None:
+        from azure.storage.blob import BlobLeaseClient
+
+        try:
+            BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch)).release()
+        except HttpResponseError as error:
+            if error.status_code not in (404, 409, 412):
+                raise WitnessUnreachable(_reason(error)) from error
+        except AzureError as error:
+            raise WitnessUnreachable(_reason(error)) from error
+
+    def _create(self) -> None:
+        """The witness blob (empty), and its container, when missing; a leased or existing blob is left alone."""
+        for attempt in (1, 2):
+            try:
+                self.blob.upload_blob(b"", overwrite=False)
+                return
+            except ResourceExistsError:
+                return
+            except HttpResponseError as error:
+                if error.status_code == 412:  # leased meanwhile
+                    return
+                if error.status_code != 404 or attempt == 2:
+                    raise
+            with contextlib.suppress(ResourceExistsError):
+                self.container.create_container()
+
+
+def blob_witness(connection_string: str, container: str, name: str, lease: timedelta = LEASE) -> BlobWitness:
+    """The witness on the blob ``container``/``name`` of the account of ``connection_string``, each call bounded
+    (no retry: the next beat is one; :data:`CONNECT_TIMEOUT_SECONDS` and :data:`READ_TIMEOUT_SECONDS`)."""
+    from azure.storage.blob import BlobServiceClient
+
+    service = BlobServiceClient.from_connection_string(
+        connection_string,
+        retry_total=RETRIES,
+        connection_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+    )
+    return BlobWitness(service.get_container_client(container), name, lease)
+
+
+def _reason(error: AzureError) -> str:
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__}{f' {status}' if status else ''}: {str(error).splitlines()[0][:200]}"

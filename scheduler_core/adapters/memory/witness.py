@@ -1,0 +1,85 @@
+"""The witness in memory, timed by a :class:`~scheduler_core.ports.Clock` (simulated time in tests), with a seam
+that cuts one region off from it."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+
+from scheduler_core.ports import Clock
+from scheduler_core.regions.witness import LEASE, WitnessState, WitnessUnreachable
+
+__all__ = ["MemoryWitness", "SeenFrom"]
+
+
+class MemoryWitness:
+    """A :class:`~scheduler_core.regions.witness.Witness` in memory. ``cut`` holds the regions that cannot
+    reach it: their calls, and every call through :meth:`seen_from` them, raise :class:`WitnessUnreachable`."""
+
+    def __init__(self, clock: Clock, lease: timedelta = LEASE) -> None:
+        self.clock = clock
+        self.lease = lease
+        self.cut: set[str] = set()
+        self._holder: str | None = None
+        self._epoch = 0
+        self._until: datetime | None = None
+        self._lock = threading.Lock()
+
+    def seen_from(self, region: str) -> SeenFrom:
+        """This witness as ``region`` reaches it (its reads fail too while it is cut off)."""
+        return SeenFrom(self, region)
+
+    def _reach(self, region: str) -> None:
+        if region in self.cut:
+            raise WitnessUnreachable(f"region '{region}' cannot reach the witness")
+
+    def _runs(self) -> bool:
+        return self._until is not None and self.clock() < self._until
+
+    def read(self) -> WitnessState:
+        with self._lock:
+            return WitnessState(self._holder, self._epoch, self._runs())
+
+    def acquire(self, region: str) -> int | None:
+        self._reach(region)
+        with self._lock:
+            if self._runs():
+                return None
+            self._holder, self._epoch, self._until = region, self._epoch + 1, self.clock() + self.lease
+            return self._epoch
+
+    def renew(self, region: str, epoch: int) -> bool:
+        self._reach(region)
+        with self._lock:
+            if (self._holder, self._epoch) != (region, epoch) or self._until is None:
+                return False
+            self._until = self.clock() + self.lease
+            return True
+
+    def release(self, region: str, epoch: int) -> None:
+        self._reach(region)
+        with self._lock:
+            if (self._holder, self._epoch) == (region, epoch):
+                self._until = None
+
+
+class SeenFrom:
+    """A :class:`MemoryWitness` as one region reaches it."""
+
+    def __init__(self, witness: MemoryWitness, region: str) -> None:
+        self.witness = witness
+        self.region = region
+        self.lease = witness.lease
+
+    def read(self) -> WitnessState:
+        self.witness._reach(self.region)
+        return self.witness.read()
+
+    def acquire(self, region: str) -> int | None:
+        return self.witness.acquire(region)
+
+    def renew(self, region: str, epoch: int) -> bool:
+        return self.witness.renew(region, epoch)
+
+    def release(self, region: str, epoch: int) -> None:
+        self.witness.release(region, epoch)

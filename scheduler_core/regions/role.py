@@ -1,0 +1,121 @@
+"""A region's role: active (it dispatches and accepts writes) while it holds the witness's lease, standby
+otherwise (docs/regions.md, "Takeover").
+
+The rule it protects: **two regions are never active at the same instant** while both reach the witness.
+A region acts as active only within :data:`FENCE` (40 s) of sending its last renewal that landed, by its own
+monotonic clock; the witness ends the holding :data:`~scheduler_core.regions.witness.LEASE` (60 s) after that
+renewal reached it, which is later still. So a region cut off from the witness stops acting as active 20 s
+before another region can take the lease, whatever the two regions' wall clocks say.
+
+:meth:`RegionRole.beat` runs every :data:`BEAT` (15 s): the holder renews, a standby tries to acquire. An
+operator's :meth:`RegionRole.demote` releases the lease and keeps the region standby until
+:meth:`RegionRole.promote`; ``promote`` takes the lease at once when it is free (the other region demoted, or
+its lease ran out).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler_core.regions.witness import Witness, WitnessUnreachable
+
+__all__ = ["BEAT", "FENCE", "RegionRole", "RoleState"]
+
+log = logging.getLogger("scheduler_core.regions")
+
+#: How often a region renews its holding, or tries to acquire the lease (seconds).
+BEAT = 15.0
+#: How long after sending its last renewal that landed a region still acts as active (seconds): less than the
+#: witness's lease (60 s) by 20 s of margin.
+FENCE = 40.0
+
+
+@dataclass(frozen=True)
+class RoleState:
+    """What a region knows of its role: active or not, the epoch it holds (None: none), whether an operator
+    demoted it, and when its holding was last confirmed (monotonic seconds; None: never)."""
+
+    region: str
+    active: bool
+    epoch: int | None
+    demoted: bool
+    confirmed_at: float | None
+
+
+class RegionRole:
+    """One region's role, kept by :meth:`beat` against ``witness`` (``monotonic``: seconds, a seam for tests)."""
+
+    def __init__(self, region: str, witness: Witness, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.region = region
+        self.witness = witness
+        self.monotonic = monotonic
+        self._epoch: int | None = None
+        self._confirmed_at: float | None = None  # when the last renewal (or the acquisition) that landed was sent
+        self._demoted = False
+        self._lock = threading.Lock()
+
+    def active(self) -> bool:
+        """Whether this region acts as active now (it holds the lease, confirmed within :data:`FENCE`)."""
+        with self._lock:
+            return self._active(self.monotonic())
+
+    def _active(self, now: float) -> bool:
+        return self._epoch is not None and self._confirmed_at is not None and now - self._confirmed_at < FENCE
+
+    def state(self) -> RoleState:
+        with self._lock:
+            now = self.monotonic()
+            return RoleState(self.region, self._active(now), self._epoch, self._demoted, self._confirmed_at)
+
+    def beat(self) -> bool:
+        """Renew the holding, or try to acquire the lease (unless demoted); whether this region is active after.
+        A witness out of reach changes nothing: the fence ends the holding in time."""
+        with self._lock:
+            epoch, demoted = self._epoch, self._demoted
+        sent = self.monotonic()
+        try:
+            if epoch is not None:
+                if self.witness.renew(self.region, epoch):
+                    self._confirm(epoch, sent)
+                else:
+                    self._lose(epoch, "the witness gave the lease to another region")
+            elif not demoted:
+                acquired = self.witness.acquire(self.region)
+                if acquired is not None:
+                    self._confirm(acquired, sent)
+                    log.warning("region %s: active from epoch %d", self.region, acquired)
+        except WitnessUnreachable as error:
+            log.warning("region %s: the witness is out of reach (%s)", self.region, error)
+        return self.active()
+
+    def demote(self) -> None:
+        """Stop being active now and stay standby until :meth:`promote` (the lease is released when the witness
+        can be reached; else it runs out)."""
+        with self._lock:
+            epoch, self._epoch, self._confirmed_at, self._demoted = self._epoch, None, None, True
+        if epoch is not None:
+            try:
+                self.witness.release(self.region, epoch)
+            except WitnessUnreachable as error:
+                log.warning("region %s: lease not released (%s); it runs out on its own", self.region, error)
+        log.warning("region %s: demoted (standby until promoted)", self.region)
+
+    def promote(self) -> bool:
+        """Let this region be active again, and try to acquire the lease now; whether it is active."""
+        with self._lock:
+            self._demoted = False
+        return self.beat()
+
+    def _confirm(self, epoch: int, sent: float) -> None:
+        with self._lock:
+            self._epoch, self._confirmed_at = epoch, sent
+
+    def _lose(self, epoch: int, why: str) -> None:
+        with self._lock:
+            if self._epoch == epoch:
+                self._epoch, self._confirmed_at = None, None
+        log.warning("region %s: standby, epoch %d is over (%s)", self.region, epoch, why)

@@ -1,0 +1,67 @@
+"""The witness: one lease, kept by a storage service outside both regions, whose holder is the active region
+(docs/regions.md, "The two regions and the witness").
+
+Contract of a :class:`Witness` (every implementation passes ``tests/contract/test_witness.py``):
+
+- The lease lasts :attr:`Witness.lease` from its acquisition or last renewal, timed by the witness, never by a
+  region's clock. Once it has run out, any region may acquire it.
+- Each acquisition starts an **epoch**, one more than the last one the witness recorded, and records the holder
+  (a region's name) with it. :meth:`Witness.read` says who holds it, in which epoch, and whether the lease runs.
+- A holding is a (region, epoch) pair: every instance of a region renews or releases it by those two alone.
+  :meth:`Witness.renew` of a holding whose lease ran out succeeds while no other region has acquired it since;
+  it fails (False) once another has, or for an epoch that is not the witness's.
+- A witness that cannot be reached raises :class:`WitnessUnreachable`; nothing else escapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+__all__ = ["LEASE", "Witness", "WitnessState", "WitnessUnreachable"]
+
+#: The lease of a blob's longest finite lease: the witness ends a lost region's holding at most this long
+#: after its last renewal.
+LEASE = timedelta(seconds=60)
+
+
+class WitnessUnreachable(Exception):
+    """The witness did not answer (or answered with a server error): nothing is known."""
+
+
+@dataclass(frozen=True)
+class WitnessState:
+    """What the witness says: the region that last acquired the lease (None: none ever did), its epoch (0: none)
+    and whether its lease runs now."""
+
+    holder: str | None
+    epoch: int
+    leased: bool
+
+    def held_by(self, region: str) -> bool:
+        """Whether ``region`` holds the lease now."""
+        return self.leased and self.holder == region
+
+
+class Witness(Protocol):
+    """The lease that names the active region (see the module for the contract)."""
+
+    lease: timedelta
+
+    def read(self) -> WitnessState:
+        """Who holds the lease, in which epoch, and whether it runs."""
+        ...
+
+    def acquire(self, region: str) -> int | None:
+        """Take the lease for ``region`` when it does not run: the new epoch; None when another holding runs
+        (or another region took it first)."""
+        ...
+
+    def renew(self, region: str, epoch: int) -> bool:
+        """Renew ``region``'s holding of ``epoch``: whether it is still that region's."""
+        ...
+
+    def release(self, region: str, epoch: int) -> None:
+        """End ``region``'s holding of ``epoch`` now (nothing when it is not that region's any more)."""
+        ...

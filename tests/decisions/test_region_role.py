@@ -1,0 +1,112 @@
+"""Which region is active (:mod:`scheduler_core.regions.role`), in simulated time over the memory witness: two
+regions beat every 15 s (at different seconds), and every simulated second the rule is checked that both are
+never active at once; a region cut off from the witness stops acting as active before the other can take over,
+and the other takes over within the lease and a beat."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from scheduler_core.adapters.memory import SimulatedClock
+from scheduler_core.adapters.memory.witness import MemoryWitness
+from scheduler_core.regions import BEAT, FENCE, LEASE, RegionRole
+
+START = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class Regions:
+    """Regions A and B over one witness; :meth:`run` moves time on a second at a time."""
+
+    clock: SimulatedClock = field(default_factory=lambda: SimulatedClock(START))
+    witness: MemoryWitness = field(init=False)
+    a: RegionRole = field(init=False)
+    b: RegionRole = field(init=False)
+    both_active: list[float] = field(default_factory=list)  # seconds at which both were active (never, by rule)
+    timeline: list[tuple[float, bool, bool]] = field(default_factory=list)  # (second, A active, B active)
+
+    def __post_init__(self) -> None:
+        self.witness = MemoryWitness(self.clock)
+        monotonic = self.seconds
+        self.a = RegionRole("A", self.witness.seen_from("A"), monotonic)
+        self.b = RegionRole("B", self.witness.seen_from("B"), monotonic)
+
+    def seconds(self) -> float:
+        return (self.clock() - START).total_seconds()
+
+    def run(self, seconds: int) -> None:
+        """``seconds`` seconds: A beats at each multiple of 15 s, B 7 s after; the rule is checked each second."""
+        for _ in range(seconds):
+            now = self.seconds()
+            if now % BEAT == 0:
+                self.a.beat()
+            if now % BEAT == 7:
+                self.b.beat()
+            a, b = self.a.active(), self.b.active()
+            self.timeline.append((now, a, b))
+            if a and b:
+                self.both_active.append(now)
+            self.clock.advance(timedelta(seconds=1))
+
+    def first(self, region: str, active: bool, after: float) -> float:
+        """The first second after ``after`` at which ``region`` was (or was not) active."""
+        index = 1 if region == "A" else 2
+        return next(t for t, *roles in self.timeline if t > after and (roles[index - 1] is active))
+
+
+def test_the_first_region_to_beat_is_active_and_the_other_stays_standby() -> None:
+    regions = Regions()
+    regions.run(300)
+    assert regions.a.active() and not regions.b.active()
+    assert regions.a.state().epoch == 1 and regions.b.state().epoch is None
+    assert regions.both_active == []
+
+
+def test_a_region_cut_off_from_the_witness_stops_before_the_other_takes_over_and_the_other_does_within_75_s() -> None:
+    regions = Regions()
+    regions.run(60)
+    last_renewal = 45.0  # A renewed at 0, 15, 30, 45; cut off just after
+    regions.witness.cut.add("A")
+    regions.run(180)
+
+    assert regions.both_active == []
+    stopped = regions.first("A", False, last_renewal)
+    took_over = regions.first("B", True, last_renewal)
+    assert stopped == last_renewal + FENCE  # by its own clock, 40 s after its last renewal that landed
+    assert last_renewal + LEASE.total_seconds() <= took_over <= last_renewal + LEASE.total_seconds() + BEAT
+    assert regions.b.state().epoch == 2
+    assert took_over - stopped <= LEASE.total_seconds() - FENCE + BEAT  # neither dispatches for at most 35 s
+
+    regions.witness.cut.discard("A")  # A reaches the witness again: its renewal fails, it stays standby
+    regions.run(60)
+    assert not regions.a.active() and regions.a.state().epoch is None and regions.b.active()
+    assert regions.both_active == []
+
+
+def test_a_holder_that_reaches_the_witness_again_before_anyone_took_over_keeps_its_epoch() -> None:
+    regions = Regions()
+    regions.run(46)  # A renewed at 45
+    regions.witness.cut.update({"A", "B"})  # no one reaches the witness: no one can take over
+    regions.run(100)
+    assert not regions.a.active() and not regions.b.active()  # both cut off: no region dispatches
+    regions.witness.cut.clear()
+    regions.run(30)
+    assert regions.a.active() and regions.a.state().epoch == 1  # its renewal of the lapsed lease landed
+    assert regions.both_active == []
+
+
+def test_a_demoted_region_stays_standby_until_promoted_and_the_lease_goes_to_the_other_at_its_next_beat() -> None:
+    regions = Regions()
+    regions.run(20)
+    regions.a.demote()
+    assert not regions.a.active() and not regions.witness.read().leased
+    regions.run(60)
+    assert regions.b.active() and regions.b.state().epoch == 2
+    assert not regions.a.active() and regions.a.state().demoted  # it does not take the lease back
+
+    assert not regions.a.promote()  # B holds it: A waits as standby
+    regions.b.demote()
+    regions.run(16)
+    assert regions.a.active() and regions.a.state().epoch == 3
+    assert regions.both_active == []
