@@ -76,6 +76,16 @@ for _function in triggers.execution_functions():
 del _function
 
 
+if triggers.regions_configured():
+
+    @app.function_name("region_beat")
+    @app.timer_trigger(schedule="*/15 * * * * *", arg_name="timer", run_on_startup=True, use_monitor=False)
+    def region_beat(timer: func.TimerRequest) -> None:
+        """Every 15 s, with a witness only (SchedulerWitness): this region renews its holding of the witness's
+        lease, or tries to acquire it (docs/regions.md)."""
+        triggers.on_region_beat()
+
+
 @app.function_name("cleanup")
 @app.timer_trigger(schedule="%SCHEDULER_CLEANUP_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
 def cleanup(timer: func.TimerRequest) -> None:

@@ -200,6 +200,15 @@ param historyStreamQueueServiceUri string = ''
 @description('SCHEDULER_HISTORY_STREAM_QUEUE: the history stream\'s queue in that account (it must exist).')
 param historyStreamQueueName string = 'scheduler-history'
 
+@description('SchedulerWitness__blobServiceUri: the blob endpoint (https://<account>.blob.core.windows.net) of the account in a third region that holds the regions\' witness (docs/regions.md), reached with the app\'s managed identity; grant it Storage Blob Data Contributor on the witness\'s container. Empty: no witness, the app is active alone.')
+param witnessBlobServiceUri string = ''
+
+@description('SCHEDULER_REGION_NAME: this deployment\'s region as the witness names it (required with a witness).')
+param regionName string = ''
+
+@description('SCHEDULER_WITNESS_BLOB: the witness\'s <container>/<blob name> in that account.')
+param witnessBlob string = 'scheduler-witness/active'
+
 @description('SCHEDULER_SERVICE_BUS_ENDPOINT: DNS suffix (or URL template with {namespace}) of Service Bus actions.')
 param serviceBusEndpoint string = 'servicebus.windows.net'
 
@@ -328,7 +337,7 @@ var workerThreadCount = isElasticPremium ? elasticPremiumThreadCount : pythonThr
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName, and likewise
 // SchedulerHistoryStorage and SchedulerExecutionStorage by their identity-based __tableServiceUri and
 // __queueServiceUri (the accounts' endpoints with splitStorage, else empty: everything in the main
-// account), and SchedulerHistoryStream by its __queueServiceUri (historyStreamQueueServiceUri); the connection strings are left out, not set empty: the Functions host would read an empty
+// account), and SchedulerHistoryStream and SchedulerWitness by their __queueServiceUri and __blobServiceUri (parameters); the connection strings are left out, not set empty: the Functions host would read an empty
 // SchedulerExecutionStorage as a connection string. FUNCTIONS_WORKER_RUNTIME is set by appsettings.bicep
 // (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
 var schedulerSettings = {
@@ -337,6 +346,9 @@ var schedulerSettings = {
   SchedulerExecutionStorage__queueServiceUri: splitStorage ? executionStorage.outputs.queueEndpoint : ''
   SchedulerHistoryStream__queueServiceUri: historyStreamQueueServiceUri
   SCHEDULER_HISTORY_STREAM_QUEUE: historyStreamQueueName
+  SchedulerWitness__blobServiceUri: witnessBlobServiceUri
+  SCHEDULER_REGION_NAME: regionName
+  SCHEDULER_WITNESS_BLOB: witnessBlob
   SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName

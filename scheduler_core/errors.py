@@ -96,6 +96,12 @@ class QuotaExceededError(ConflictError):
     code = "QuotaExceeded"
 
 
+class RegionNotActiveError(ConflictError):
+    """A write to the standby region (docs/regions.md): nothing is stored; the active region takes writes."""
+
+    code = "RegionNotActive"
+
+
 class PreconditionFailedError(SchedulerError):
     """An ``If-Match`` ETag did not match the stored resource."""
 

@@ -9,15 +9,16 @@
   messages are present. The alert rules (docs/deploy.md) page a person for those.
 
 The body is JSON: ``status`` (healthy, degraded, unhealthy), ``version``, ``checked_at``, ``storage``,
-``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth`` and ``poison_queue_length`` (over every
-execution queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and
-poison length), ``cleanup_queue`` (the daily cleanup's queue: name, depth, poison length; a poison message
-there is a warning too), ``history_storage`` (only when the history tables have an account of their own,
-``SchedulerHistoryStorage``: one query there, and 503 when it fails, as for ``storage``; likewise 503 with
-``execution_storage`` "unreachable" when the execution queues have an account of their own and a queue's
-depth cannot be read there), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception
-text. Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and
-``nosniff`` come with every answer of the app (:func:`scheduler_core.triggers.http_answer`).
+``last_tick`` and ``tick_age_seconds``, ``execution_queue_depth`` and ``poison_queue_length`` (over every execution
+queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's name, depth and poison length),
+``cleanup_queue`` (the daily cleanup's queue: name, depth, poison length; a poison message there is a warning too),
+``history_storage`` (only when the history tables have an account of their own, ``SchedulerHistoryStorage``: one
+query there, and 503 when it fails, as for ``storage``; likewise 503 with ``execution_storage`` "unreachable" when
+the execution queues have an account of their own and a queue's depth cannot be read there), ``region`` (only with
+a witness, docs/regions.md: its name, ``active``, ``epoch``; a standby's late tick is no warning: the active region
+ticks), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception text. Any method but GET
+and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and ``nosniff`` come with every
+answer of the app (:func:`scheduler_core.triggers.http_answer`).
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def _probe_storage(s: Services, now: datetime) -> tuple[int, dict[str, Any]]:
     body["storage"] = "reachable"
     if not _history_reachable(s, body):
         return 503, body
-    _report_tick(tick, now, body)
+    _report_tick(tick, now, body, warn=_report_region(s, body))
     if not _report_queues(s, body):
         return 503, body
     return 200, body
@@ -143,11 +144,25 @@ def _history_reachable(s: Services, body: dict[str, Any]) -> bool:
     return True
 
 
-def _report_tick(tick: datetime | None, now: datetime, body: dict[str, Any]) -> None:
-    """``last_tick`` and ``tick_age_seconds`` in ``body``, and a warning when the tick is late or missing."""
+def _report_region(s: Services, body: dict[str, Any]) -> bool:
+    """``region`` in ``body`` when a witness is set (docs/regions.md): its name, whether it is active and its
+    epoch. Whether this deployment dispatches (always without a witness)."""
+    if s.region is None:
+        return True
+    active = s.region.check()
+    state = s.region.state()
+    body["region"] = {"name": state.region, "active": active, "epoch": state.epoch}
+    return active
+
+
+def _report_tick(tick: datetime | None, now: datetime, body: dict[str, Any], warn: bool = True) -> None:
+    """``last_tick`` and ``tick_age_seconds`` in ``body``, and (``warn``: this deployment dispatches) a warning
+    when the tick is late or missing."""
     body["last_tick"] = format_instant(tick) if tick is not None else None
     age = (now - tick).total_seconds() if tick is not None else None
     body["tick_age_seconds"] = round(age, 1) if age is not None else None
+    if not warn:
+        return
     if tick is None:
         body["warnings"].append("dispatch tick: never recorded")
     elif age is not None and age > TICK_LATE_AFTER.total_seconds():

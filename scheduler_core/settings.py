@@ -15,6 +15,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler_core.errors import ConfigurationError
 
@@ -92,6 +93,32 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "SCHEDULER_HISTORY_STREAM_QUEUE",
         "scheduler-history",
         "The history stream's queue in SchedulerHistoryStream's account (a Storage queue name).",
+    ),
+    SettingSpec(
+        "SchedulerWitness",
+        "",
+        "Connection string of the storage account holding the regions' witness, a blob lease whose holder is the "
+        "active region (docs/regions.md): an account in a third region. Empty, with "
+        "SchedulerWitness__blobServiceUri empty too: no witness, and the app is active alone.",
+    ),
+    SettingSpec(
+        "SchedulerWitness__blobServiceUri",
+        "",
+        "Identity-based form of SchedulerWitness: the blob endpoint of the witness's account, "
+        "https://<account>.blob.core.windows.net; the app's identity needs Storage Blob Data Contributor on the "
+        "witness's container. Used when SchedulerWitness is not set.",
+    ),
+    SettingSpec(
+        "SCHEDULER_REGION_NAME",
+        "",
+        "This deployment's region as the witness names it (lower-case letters, digits and hyphens, at most 40; "
+        "the Azure region's name, e.g. westeurope). Required when a witness is set.",
+    ),
+    SettingSpec(
+        "SCHEDULER_WITNESS_BLOB",
+        "scheduler-witness/active",
+        "The witness's blob, <container>/<name>, in SchedulerWitness's account (the container is created when "
+        "missing).",
     ),
     SettingSpec(
         "FUNCTIONS_WORKER_RUNTIME",
@@ -393,6 +420,8 @@ HISTORY_STREAM_CONNECTION = "SchedulerHistoryStream"
 #: The connection of the execution queues' own account (``SchedulerExecutionStorage``): the ``connection``
 #: of the execution functions' queue triggers when it is set.
 EXECUTION_CONNECTION = "SchedulerExecutionStorage"
+#: The connection of the regions' witness's account (``SchedulerWitness``): no witness when it is not set.
+WITNESS_CONNECTION = "SchedulerWitness"
 
 
 @dataclass(frozen=True)
@@ -542,6 +571,13 @@ class Settings:
     history_stream: StorageAccount | None = None
     #: The history stream's queue in that account (``SCHEDULER_HISTORY_STREAM_QUEUE``).
     history_stream_queue: str = "scheduler-history"
+    #: The account of the regions' witness (``SchedulerWitness``, or ``SchedulerWitness__blobServiceUri`` with
+    #: the app's identity); None: no witness, the app is active alone.
+    witness: StorageAccount | None = None
+    #: This deployment's region as the witness names it (``SCHEDULER_REGION_NAME``; set with a witness).
+    region_name: str = ""
+    #: The witness's container and blob (``SCHEDULER_WITNESS_BLOB``).
+    witness_blob: tuple[str, str] = ("scheduler-witness", "active")
 
     @property
     def execution_queues(self) -> tuple[str, ...]:
@@ -597,7 +633,37 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
         history_stream=_storage_account(HISTORY_STREAM_CONNECTION, "queue", environ),
         history_stream_queue=_stream_queue(environ),
+        **_region(environ),
     )
+
+
+#: A region's name as the witness records it.
+_REGION = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+#: A blob container's name.
+_CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
+
+
+def _region(environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """``witness``, ``region_name`` and ``witness_blob``: a witness needs the region's name."""
+    witness = _storage_account(WITNESS_CONNECTION, "blob", environ)
+    name = (raw("SCHEDULER_REGION_NAME", environ) or "").strip()
+    if name and not _REGION.match(name):
+        raise ConfigurationError(
+            "setting SCHEDULER_REGION_NAME must be lower-case letters, digits and hyphens (at most 40, not starting "
+            f"or ending with a hyphen), got {name[:80]!r}"
+        )
+    if witness is not None and not name:
+        raise ConfigurationError(
+            f"setting SCHEDULER_REGION_NAME must name this region when {WITNESS_CONNECTION} sets a witness"
+        )
+    blob = raw("SCHEDULER_WITNESS_BLOB", environ) or "scheduler-witness/active"
+    container, _, blob_name = blob.partition("/")
+    if not _CONTAINER.match(container) or not blob_name or len(blob_name) > 1024 or blob_name != blob_name.strip():
+        raise ConfigurationError(
+            "setting SCHEDULER_WITNESS_BLOB must be <container>/<blob name> (a container name of 3 to 63 lower-case "
+            f"letters, digits and single hyphens, then a blob name), got {blob[:80]!r}"
+        )
+    return {"witness": witness, "region_name": name, "witness_blob": (container, blob_name)}
 
 
 def _stream_queue(environ: Mapping[str, str] | None) -> str:

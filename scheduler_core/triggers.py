@@ -23,6 +23,9 @@ def on_dispatch_tick(past_due: bool = False) -> int:
     from scheduler_core.wiring import services
 
     s = services()
+    if not s.active():
+        log.info("dispatch tick: this region is the standby (docs/regions.md); nothing dispatched")
+        return 0
     if past_due:
         log.warning("dispatch tick is past due; missed occurrences are picked up by the scans (coalesced)")
 
@@ -37,7 +40,26 @@ def on_scan(body: bytes) -> None:
 
     s = services()
     message = ScanMessage.from_json(body)
+    if not s.active():  # sent before this region stopped being active: its rows stay for the active region's tick
+        log.info("scan: this region is the standby (docs/regions.md); nothing dispatched")
+        return
     s.dispatcher.scan_message(message, s.clock())
+
+
+def on_region_beat() -> bool:
+    """Timer (every 15 s, registered only with a witness): renew this region's holding of the witness's lease,
+    or try to acquire it (docs/regions.md). Returns whether the region is active."""
+    from scheduler_core.wiring import services
+
+    s = services()
+    return s.region.beat() if s.region is not None else True
+
+
+def regions_configured() -> bool:
+    """Whether the settings name a witness (read when the app is indexed: the region's timer exists only then)."""
+    return bool(
+        settings.raw(settings.WITNESS_CONNECTION) or settings.raw(f"{settings.WITNESS_CONNECTION}__blobServiceUri")
+    )
 
 
 def on_execution(body: bytes) -> None:

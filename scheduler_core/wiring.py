@@ -26,6 +26,7 @@ from scheduler_core.pipeline.stream import HistoryStream, StreamedClaims, Stream
 from scheduler_core.ports import Claims, ExecutionQueue, FlowLimits, MessageSender, Storage, Stores
 from scheduler_core.queue_depths import DepthProbe, ExecutionDepths, ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.queue_router import ExecutionRouter
+from scheduler_core.regions import RegionRole, Witness
 from scheduler_core.service import SchedulerService
 from scheduler_core.service.jobs import BackfillSends
 
@@ -61,6 +62,12 @@ class Services:
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
     #: The attempts' claims (the cleanup removes old ones).
     claims: Claims | None = None
+    #: This region's role (docs/regions.md); None: no witness, the app is active alone.
+    region: RegionRole | None = None
+
+    def active(self) -> bool:
+        """Whether this deployment dispatches now: always without a witness, else while its region is active."""
+        return self.region is None or self.region.check()
 
 
 def _executor(
@@ -104,6 +111,7 @@ def build(
     execution_queues: Sequence[MessageSender] | None = None,
     cleanup_queue: MessageSender | None = None,
     history_stream: MessageSender | None = None,
+    witness: Witness | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
@@ -118,7 +126,8 @@ def build(
     ``cleanup_queue`` is the cleanup's queue (default: the Storage queue ``config.cleanup_queue``, or an
     in-memory queue over another ``storage``). ``history_stream`` is the queue every history record is sent to
     (default: ``config.history_stream_queue`` in ``config.history_stream``'s account when that is set, else
-    none)."""
+    none). ``witness`` names the active region (default: the blob ``config.witness_blob`` in
+    ``config.witness``'s account when that is set, else none: the app is active alone)."""
     wired = _queues(config, storage, clock, depths, execution_queues, cleanup_queue)
     storage, queues = _streamed(config, wired.storage, history_stream), wired.executions
     stores, claims, scans = storage.stores, storage.claims, storage.scans
@@ -130,7 +139,8 @@ def build(
 
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
-    api = ApiServices(service, gate.keys, gate)
+    region = _region(config, witness)
+    api = ApiServices(service, gate.keys, gate, region.check if region is not None else (lambda: True))
     return Services(
         config,
         stores,
@@ -147,7 +157,17 @@ def build(
         cleanups=wired.cleanups,
         cleanup_depth=wired.cleanup_depth,
         claims=claims,
+        region=region,
     )
+
+
+def _region(config: settings.Settings, witness: Witness | None) -> RegionRole | None:
+    """This region's role over ``witness`` (default: the one the settings name); None without one."""
+    if witness is None and config.witness is not None:
+        from scheduler_core.adapters.azure.witness import blob_witness  # azure-storage-blob, only with a witness
+
+        witness = blob_witness(config.witness, *config.witness_blob)
+    return RegionRole(config.region_name, witness) if witness is not None else None
 
 
 def _dispatcher(

@@ -18,13 +18,14 @@ from typing import Any
 from scheduler_core import auth, telemetry
 from scheduler_core.api import views
 from scheduler_core.api.job_filter import parse_job_filter
-from scheduler_core.api.messages import ApiRequest, ApiResponse, MethodNotAllowed
+from scheduler_core.api.messages import READ_METHODS, ApiRequest, ApiResponse, MethodNotAllowed
 from scheduler_core.api.paging import Page, link_after, paginate, parse_filter, parse_occurrence_query, parse_paging
 from scheduler_core.api.paths import ResourcePath, check_url, parse_path
 from scheduler_core.definitions import API_VERSIONS, PREVIEW_VERSION, Wire, read_json, wire_of
 from scheduler_core.errors import (
     AuthenticationError,
     PayloadTooLargeError,
+    RegionNotActiveError,
     SchedulerError,
     StorageError,
     ValidationError,
@@ -82,11 +83,16 @@ class ApiServices:
     roles; by default the keys alone)."""
 
     def __init__(
-        self, service: SchedulerService, api_keys: tuple[auth.ApiKey, ...], gate: auth.Gate | None = None
+        self,
+        service: SchedulerService,
+        api_keys: tuple[auth.ApiKey, ...],
+        gate: auth.Gate | None = None,
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
         self.service = service
         self.api_keys = api_keys
         self.gate = gate or auth.Gate(api_keys)
+        self.active = active  # whether this deployment's region takes writes (docs/regions.md)
 
     def authenticate(self, headers: Mapping[str, str]) -> auth.Principal:
         """The principal of a request (401 otherwise)."""
@@ -142,6 +148,8 @@ class ManagementApi:
         operation = _Operation(services.service, request, path, wire_of(api_version(request.query)))
         run = operation.handler()
         services.authorize(principal, path, operation.method)
+        if operation.method not in READ_METHODS and not services.active():
+            raise RegionNotActiveError("this region is the standby (docs/regions.md): write to the active region")
         return run()
 
 

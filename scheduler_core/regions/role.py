@@ -7,10 +7,12 @@ monotonic clock; the witness ends the holding :data:`~scheduler_core.regions.wit
 renewal reached it, which is later still. So a region cut off from the witness stops acting as active 20 s
 before another region can take the lease, whatever the two regions' wall clocks say.
 
-:meth:`RegionRole.beat` runs every :data:`BEAT` (15 s): the holder renews, a standby tries to acquire. An
-operator's :meth:`RegionRole.demote` releases the lease and keeps the region standby until
-:meth:`RegionRole.promote`; ``promote`` takes the lease at once when it is free (the other region demoted, or
-its lease ran out).
+:meth:`RegionRole.beat` runs every :data:`BEAT` (15 s): the holder renews, a standby tries to acquire. Every
+instance of a region keeps its own role: the timer that beats runs on one instance, and another instance's
+:meth:`RegionRole.check` beats itself when its own confirmation is older than a beat (the holding is the region's,
+so any instance renews it, and its own renewal that landed is what lets it act). An operator's
+:meth:`RegionRole.demote` releases the lease and keeps the region standby until :meth:`RegionRole.promote`;
+``promote`` takes the lease at once when it is free (the other region demoted, or its lease ran out).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class RegionRole:
         self._epoch: int | None = None
         self._confirmed_at: float | None = None  # when the last renewal (or the acquisition) that landed was sent
         self._demoted = False
+        self._beaten_at: float | None = None  # when this instance last beat
         self._lock = threading.Lock()
 
     def active(self) -> bool:
@@ -71,13 +74,28 @@ class RegionRole:
             now = self.monotonic()
             return RoleState(self.region, self._active(now), self._epoch, self._demoted, self._confirmed_at)
 
+    def check(self) -> bool:
+        """Whether this region acts as active, beating first when this instance has not beaten for a beat."""
+        with self._lock:
+            now = self.monotonic()
+            due = self._beaten_at is None or now - self._beaten_at >= BEAT
+            if due:
+                self._beaten_at = now  # one thread beats; the others use what it found before
+        return self.beat() if due else self.active()
+
     def beat(self) -> bool:
-        """Renew the holding, or try to acquire the lease (unless demoted); whether this region is active after.
-        A witness out of reach changes nothing: the fence ends the holding in time."""
+        """Renew the holding; else (unless demoted) adopt the region's running holding that another instance
+        acquired, or try to acquire the lease. Whether this region is active after. A witness out of reach
+        changes nothing: the fence ends the holding in time."""
         with self._lock:
             epoch, demoted = self._epoch, self._demoted
+            self._beaten_at = self.monotonic()
         sent = self.monotonic()
         try:
+            if epoch is None and not demoted:
+                state = self.witness.read()
+                if state.held_by(self.region):
+                    epoch = state.epoch  # another instance of this region holds it: renewing it is this one's too
             if epoch is not None:
                 if self.witness.renew(self.region, epoch):
                     self._confirm(epoch, sent)

@@ -101,13 +101,14 @@ def test_a_region_cut_off_from_the_memory_witness_is_told_so() -> None:
 def test_a_blob_witness_out_of_reach_is_told_so_within_seconds() -> None:
     from local_host.azurite import DEV_ACCOUNT, DEV_KEY, free_port
     from scheduler_core.adapters.azure.witness import blob_witness
+    from scheduler_core.settings import StorageAccount
 
     port = free_port()  # nothing listens there
     connection = (
         f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
         f"BlobEndpoint=http://127.0.0.1:{port}/{DEV_ACCOUNT};"
     )
-    witness = blob_witness(connection, "witness", "regions/active", LEASE)
+    witness = blob_witness(StorageAccount(connection), "witness", "regions/active", LEASE)
     for call in (witness.read, lambda: witness.acquire("westeurope"), lambda: witness.renew("westeurope", 1)):
         started = time.monotonic()
         with pytest.raises(WitnessUnreachable):

@@ -110,3 +110,21 @@ def test_a_demoted_region_stays_standby_until_promoted_and_the_lease_goes_to_the
     regions.run(16)
     assert regions.a.active() and regions.a.state().epoch == 3
     assert regions.both_active == []
+
+
+def test_another_instance_of_the_active_region_acts_on_its_own_renewal_and_stops_with_the_region() -> None:
+    regions = Regions()
+    second = RegionRole("A", regions.witness.seen_from("A"), regions.seconds)  # A's other instance: no timer
+    overlaps: list[float] = []
+    for _ in range(4):  # four minutes; A cut off from the witness after the first
+        for _ in range(60):
+            if regions.seconds() % 5 == 0:
+                second.check()  # as its scans do: it beats when its own confirmation is a beat old
+            regions.run(1)
+            if second.active() and regions.b.active():
+                overlaps.append(regions.seconds())
+        if regions.seconds() == 60:
+            assert second.active() and second.state().epoch == 1  # the holding A's timer acquired
+            regions.witness.cut.add("A")
+    assert overlaps == [] and regions.both_active == []
+    assert not second.active() and regions.b.active() and regions.b.state().epoch == 2

@@ -41,6 +41,7 @@ SUBSTITUTIONS = {
     "SchedulerHistoryStorage": "SchedulerHistoryStorage__tableServiceUri",
     "SchedulerExecutionStorage": "SchedulerExecutionStorage__queueServiceUri",
     "SchedulerHistoryStream": "SchedulerHistoryStream__queueServiceUri",
+    "SchedulerWitness": "SchedulerWitness__blobServiceUri",
 }
 #: Settings whose Bicep value is computed at deployment (so not compared with the code's default).
 COMPUTED = {"AzureWebJobsStorage__accountName", "SCHEDULER_API_KEYS"}
@@ -120,7 +121,12 @@ def test_every_declared_setting_is_set_by_the_bicep(main: Template, app_settings
 def test_the_storage_connection_is_identity_based(main: Template, app_settings_module: Template) -> None:
     in_bicep = _bicep_setting_names(main, app_settings_module)
     assert "AzureWebJobsStorage" not in in_bicep, "a connection string needs a key; use __accountName"
-    for connection_string in ("SchedulerHistoryStorage", "SchedulerExecutionStorage", "SchedulerHistoryStream"):
+    for connection_string in (
+        "SchedulerHistoryStorage",
+        "SchedulerExecutionStorage",
+        "SchedulerHistoryStream",
+        "SchedulerWitness",
+    ):
         assert connection_string not in in_bicep, f"{connection_string}: a connection string needs a key"
     assert "AzureWebJobsStorage__accountName" in in_bicep
     assert main.variable("schedulerSettings")["AzureWebJobsStorage__accountName"] == "storageAccountName"

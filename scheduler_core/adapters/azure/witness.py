@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
 from scheduler_core.regions.witness import LEASE, WitnessState, WitnessUnreachable
+from scheduler_core.settings import StorageAccount
 
 if TYPE_CHECKING:
     from azure.storage.blob import ContainerClient
@@ -127,17 +128,23 @@ class BlobWitness:
                 self.container.create_container()
 
 
-def blob_witness(connection_string: str, container: str, name: str, lease: timedelta = LEASE) -> BlobWitness:
-    """The witness on the blob ``container``/``name`` of the account of ``connection_string``, each call bounded
-    (no retry: the next beat is one; :data:`CONNECT_TIMEOUT_SECONDS` and :data:`READ_TIMEOUT_SECONDS`)."""
+def blob_witness(account: StorageAccount, container: str, name: str, lease: timedelta = LEASE) -> BlobWitness:
+    """The witness on the blob ``container``/``name`` of ``account`` (a connection string, or the blob endpoint
+    reached with the app's identity), each call bounded (no retry: the next beat is one;
+    :data:`CONNECT_TIMEOUT_SECONDS` and :data:`READ_TIMEOUT_SECONDS`)."""
     from azure.storage.blob import BlobServiceClient
 
-    service = BlobServiceClient.from_connection_string(
-        connection_string,
-        retry_total=RETRIES,
-        connection_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-    )
+    options: dict[str, Any] = {
+        "retry_total": RETRIES,
+        "connection_timeout": CONNECT_TIMEOUT_SECONDS,
+        "read_timeout": READ_TIMEOUT_SECONDS,
+    }
+    if account.connection_string:
+        service = BlobServiceClient.from_connection_string(account.connection_string, **options)
+    else:
+        from scheduler_core.adapters.azure.clients import _default_credential
+
+        service = BlobServiceClient(account.endpoint, credential=_default_credential(), **options)
     return BlobWitness(service.get_container_client(container), name, lease)
 
 

@@ -1,0 +1,86 @@
+"""The regions' settings (docs/regions.md): a witness needs the region's name, names and the witness's blob are
+checked, and the region's 15-s timer is declared only when a witness is set (a deployment without one pays for
+no timer that wakes it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import uuid
+
+import azure.functions as func
+import pytest
+
+from local_host.app_index import index_app
+from scheduler_core import settings
+from scheduler_core.errors import ConfigurationError
+from tests.conftest import ROOT
+
+BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
+WITNESS = "DefaultEndpointsProtocol=https;AccountName=witness;AccountKey=a2V5;EndpointSuffix=core.windows.net"
+
+
+def test_without_a_witness_the_app_is_active_alone() -> None:
+    loaded = settings.load(BASE)
+    assert loaded.witness is None and loaded.region_name == ""
+    assert loaded.witness_blob == ("scheduler-witness", "active")
+
+
+def test_a_witness_with_the_regions_name_and_blob() -> None:
+    loaded = settings.load(
+        {
+            **BASE,
+            "SchedulerWitness": WITNESS,
+            "SCHEDULER_REGION_NAME": "westeurope",
+            "SCHEDULER_WITNESS_BLOB": "wit/x/y",
+        }
+    )
+    assert loaded.witness is not None and loaded.witness.connection_string == WITNESS
+    assert (loaded.region_name, loaded.witness_blob) == ("westeurope", ("wit", "x/y"))
+    by_identity = settings.load(
+        {
+            **BASE,
+            "SchedulerWitness__blobServiceUri": "https://witness.blob.core.windows.net",
+            "SCHEDULER_REGION_NAME": "northeurope",
+        }
+    )
+    assert by_identity.witness is not None and by_identity.witness.endpoint == "https://witness.blob.core.windows.net"
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"SchedulerWitness": WITNESS}, "SCHEDULER_REGION_NAME"),  # a witness needs the region's name
+        ({"SCHEDULER_REGION_NAME": "West Europe"}, "SCHEDULER_REGION_NAME"),
+        ({"SCHEDULER_REGION_NAME": "-westeurope"}, "SCHEDULER_REGION_NAME"),
+        ({"SCHEDULER_REGION_NAME": "w" * 41}, "SCHEDULER_REGION_NAME"),
+        ({"SCHEDULER_WITNESS_BLOB": "noblob"}, "SCHEDULER_WITNESS_BLOB"),
+        ({"SCHEDULER_WITNESS_BLOB": "UPPER/active"}, "SCHEDULER_WITNESS_BLOB"),
+        ({"SCHEDULER_WITNESS_BLOB": "ab/active"}, "SCHEDULER_WITNESS_BLOB"),
+        ({"SchedulerWitness__blobServiceUri": "http://witness.blob.core.windows.net"}, "SchedulerWitness"),
+    ],
+)
+def test_a_bad_region_setting_is_a_clear_error(environ: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigurationError, match=named):
+        settings.load({**BASE, **environ})
+
+
+def load_function_app(monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]) -> func.FunctionApp:
+    """function_app.py imported afresh with ``environ`` set, as the Functions worker imports it."""
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    spec = importlib.util.spec_from_file_location(f"function_app_{uuid.uuid4().hex}", ROOT / "function_app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app: func.FunctionApp = module.app
+    return app
+
+
+def test_the_regions_timer_is_declared_only_with_a_witness(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SchedulerWitness", raising=False)
+    monkeypatch.delenv("SchedulerWitness__blobServiceUri", raising=False)
+    alone = index_app(load_function_app(monkeypatch, {}))
+    assert "region_beat" not in {timer.name for timer in alone.timers}
+    paired = index_app(load_function_app(monkeypatch, {"SchedulerWitness": WITNESS}))
+    [beat] = [timer for timer in paired.timers if timer.name == "region_beat"]
+    assert beat.schedule == "*/15 * * * * *" and beat.run_on_startup
