@@ -4,9 +4,7 @@ same file as Microsoft's worker indexes it is in test_worker_indexing.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,21 +21,17 @@ from scheduler_core.pipeline.messages import Cause, ExecutionMessage
 from scheduler_core.queue_router import BEHIND_FOR, ExecutionRouter, queue_index, queue_index_of_message
 from scheduler_core.storage.keys import CollectionRef, JobRef, shard_of
 from scheduler_core.storage.names import queue_names
+from tests.support.function_apps import fresh_function_app
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
 
 
 def load_function_app(monkeypatch: pytest.MonkeyPatch, count: int | str) -> func.FunctionApp:
-    """function_app.py imported afresh (as a module of its own) with SCHEDULER_EXECUTION_QUEUE_COUNT set, as
-    the Functions worker imports it in a deployment with that app setting."""
+    """function_app.py imported afresh with SCHEDULER_EXECUTION_QUEUE_COUNT set, as the Functions worker imports it
+    in a deployment with that app setting."""
     monkeypatch.setenv("SCHEDULER_EXECUTION_QUEUE_COUNT", str(count))
-    spec = importlib.util.spec_from_file_location(f"function_app_{uuid.uuid4().hex}", ROOT / "function_app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: func.FunctionApp = module.app
-    return app
+    return fresh_function_app()
 
 
 def message(job: JobRef, attempt: int = 0, cause: Cause = Cause.SCHEDULE, action: str = "main") -> str:

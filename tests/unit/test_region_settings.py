@@ -4,16 +4,13 @@ no timer that wakes it)."""
 
 from __future__ import annotations
 
-import importlib.util
-import uuid
-
 import azure.functions as func
 import pytest
 
 from local_host.app_index import index_app
 from scheduler_core import settings
 from scheduler_core.errors import ConfigurationError
-from tests.conftest import ROOT
+from tests.support.function_apps import fresh_function_app
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
 WITNESS = "DefaultEndpointsProtocol=https;AccountName=witness;AccountKey=a2V5;EndpointSuffix=core.windows.net"
@@ -68,12 +65,7 @@ def load_function_app(monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]) 
     """function_app.py imported afresh with ``environ`` set, as the Functions worker imports it."""
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    spec = importlib.util.spec_from_file_location(f"function_app_{uuid.uuid4().hex}", ROOT / "function_app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    app: func.FunctionApp = module.app
-    return app
+    return fresh_function_app()
 
 
 def test_the_regions_timer_is_declared_only_with_a_witness(monkeypatch: pytest.MonkeyPatch) -> None:

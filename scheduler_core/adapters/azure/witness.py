@@ -88,28 +88,26 @@ class BlobWitness:
         return epoch
 
     def renew(self, region: str, epoch: int) -> bool:
+        return self._on_holding(region, epoch, "renew")
+
+    def release(self, region: str, epoch: int) -> None:
+        self._on_holding(region, epoch, "release")
+
+    def _on_holding(self, region: str, epoch: int, operation: str) -> bool:
+        """Renew or release ``region``'s holding of ``epoch``: False when it is not that region's (the lease is
+        another holding's, or none, or the blob is gone)."""
         from azure.storage.blob import BlobLeaseClient
 
+        lease = BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch))
         try:
-            BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch)).renew()
+            lease.renew() if operation == "renew" else lease.release()
         except HttpResponseError as error:
-            if error.status_code in (404, 409, 412):  # taken by another holding, or the blob is gone
+            if error.status_code in (404, 409, 412):
                 return False
             raise WitnessUnreachable(_reason(error)) from error
         except AzureError as error:
             raise WitnessUnreachable(_reason(error)) from error
         return True
-
-    def release(self, region: str, epoch: int) -> None:
-        from azure.storage.blob import BlobLeaseClient
-
-        try:
-            BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch)).release()
-        except HttpResponseError as error:
-            if error.status_code not in (404, 409, 412):
-                raise WitnessUnreachable(_reason(error)) from error
-        except AzureError as error:
-            raise WitnessUnreachable(_reason(error)) from error
 
     def _create(self) -> None:
         """The witness blob (empty), and its container, when missing; a leased or existing blob is left alone."""
