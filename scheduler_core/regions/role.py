@@ -11,8 +11,9 @@ before another region can take the lease, whatever the two regions' wall clocks 
 instance of a region keeps its own role: the timer that beats runs on one instance, and another instance's
 :meth:`RegionRole.check` beats itself when its own confirmation is older than a beat (the holding is the region's,
 so any instance renews it, and its own renewal that landed is what lets it act). An operator's
-:meth:`RegionRole.demote` releases the lease and keeps the region standby until :meth:`RegionRole.promote`;
-``promote`` takes the lease at once when it is free (the other region demoted, or its lease ran out).
+:meth:`RegionRole.demote` keeps the region standby until :meth:`RegionRole.promote`, in every instance (the witness
+keeps the demotion): its holding is no longer renewed, so another region takes the lease once it has run out, never
+while an instance of the demoted region may still act. ``promote`` takes the lease at once when it is free.
 """
 
 from __future__ import annotations
@@ -84,24 +85,30 @@ class RegionRole:
         return self.beat() if due else self.active()
 
     def beat(self) -> bool:
-        """Renew the holding; else (unless demoted) adopt the region's running holding that another instance
-        acquired, or try to acquire the lease. Whether this region is active after. A witness out of reach
-        changes nothing: the fence ends the holding in time."""
+        """Read the witness, then: a demoted region gives its holding up (it stops renewing: its instances stop
+        acting by the fence, and the lease runs out before another region can take it); else renew the holding
+        (this instance's, or the region's that another instance acquired), or try to acquire the lease. Whether
+        this region is active after. A witness out of reach changes nothing: the fence ends the holding in time."""
         with self._lock:
-            epoch, demoted = self._epoch, self._demoted
+            epoch = self._epoch
             self._beaten_at = self.monotonic()
         sent = self.monotonic()
         try:
-            if epoch is None and not demoted:
-                state = self.witness.read()
-                if state.held_by(self.region):
-                    epoch = state.epoch  # another instance of this region holds it: renewing it is this one's too
-            if epoch is not None:
+            state = self.witness.read()
+            demoted = self.region in state.demoted
+            with self._lock:
+                self._demoted = demoted
+            if state.held_by(self.region):
+                epoch = state.epoch  # another instance of this region may hold it: renewing it is this one's too
+            if demoted:
+                if epoch is not None:
+                    self._lose(epoch, "demoted: the lease runs out without renewals")
+            elif epoch is not None:
                 if self.witness.renew(self.region, epoch):
                     self._confirm(epoch, sent)
                 else:
                     self._lose(epoch, "the witness gave the lease to another region")
-            elif not demoted:
+            else:
                 acquired = self.witness.acquire(self.region)
                 if acquired is not None:
                     self._confirm(acquired, sent)
@@ -111,19 +118,19 @@ class RegionRole:
         return self.active()
 
     def demote(self) -> None:
-        """Stop being active now and stay standby until :meth:`promote` (the lease is released when the witness
-        can be reached; else it runs out)."""
+        """Keep this region standby until :meth:`promote`, in every instance of it (the witness keeps the
+        demotion). This instance stops acting now; the others at their next beat, and the lease is not renewed, so
+        another region takes it only once it has run out (never two regions active at once). Raises
+        :class:`WitnessUnreachable` when the witness could not be told (nothing changed then)."""
+        self.witness.set_demoted(self.region, True)
         with self._lock:
             epoch, self._epoch, self._confirmed_at, self._demoted = self._epoch, None, None, True
-        if epoch is not None:
-            try:
-                self.witness.release(self.region, epoch)
-            except WitnessUnreachable as error:
-                log.warning("region %s: lease not released (%s); it runs out on its own", self.region, error)
-        log.warning("region %s: demoted (standby until promoted)", self.region)
+        log.warning("region %s: demoted (standby until promoted; epoch %s not renewed)", self.region, epoch)
 
     def promote(self) -> bool:
-        """Let this region be active again, and try to acquire the lease now; whether it is active."""
+        """Let this region be active again (in every instance), and try to acquire the lease now; whether it is
+        active. Raises :class:`WitnessUnreachable` when the witness could not be told."""
+        self.witness.set_demoted(self.region, False)
         with self._lock:
             self._demoted = False
         return self.beat()

@@ -10,6 +10,8 @@ Contract of a :class:`Witness` (every implementation passes ``tests/contract/tes
 - A holding is a (region, epoch) pair: every instance of a region renews or releases it by those two alone.
   :meth:`Witness.renew` of a holding whose lease ran out succeeds while no other region has acquired it since;
   it fails (False) once another has, or for an epoch that is not the witness's.
+- An operator's demotion of a region is kept by the witness (:meth:`Witness.set_demoted`): a demoted region never
+  acquires the lease, whichever of its instances asks, until it is promoted again.
 - A witness that cannot be reached raises :class:`WitnessUnreachable`; nothing else escapes.
 """
 
@@ -32,12 +34,13 @@ class WitnessUnreachable(Exception):
 
 @dataclass(frozen=True)
 class WitnessState:
-    """What the witness says: the region that last acquired the lease (None: none ever did), its epoch (0: none)
-    and whether its lease runs now."""
+    """What the witness says: the region that last acquired the lease (None: none ever did), its epoch (0: none),
+    whether its lease runs now, and the regions an operator demoted."""
 
     holder: str | None
     epoch: int
     leased: bool
+    demoted: frozenset[str] = frozenset()
 
     def held_by(self, region: str) -> bool:
         """Whether ``region`` holds the lease now."""
@@ -54,8 +57,13 @@ class Witness(Protocol):
         ...
 
     def acquire(self, region: str) -> int | None:
-        """Take the lease for ``region`` when it does not run: the new epoch; None when another holding runs
-        (or another region took it first)."""
+        """Take the lease for ``region`` when it does not run and ``region`` is not demoted: the new epoch; None
+        otherwise (or when another region took it first)."""
+        ...
+
+    def set_demoted(self, region: str, demoted: bool) -> None:
+        """Keep ``region`` from acquiring the lease (``demoted``), or let it again. Its running holding, if any,
+        is not ended here (:meth:`release` does that)."""
         ...
 
     def renew(self, region: str, epoch: int) -> bool:

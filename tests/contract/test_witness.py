@@ -114,3 +114,19 @@ def test_a_blob_witness_out_of_reach_is_told_so_within_seconds() -> None:
         with pytest.raises(WitnessUnreachable):
             call()
         assert time.monotonic() - started < 10
+
+
+def test_a_demoted_region_never_acquires_until_promoted_whoever_holds_the_lease(backend: WitnessBackend) -> None:
+    witness = backend.witness
+    witness.set_demoted("westeurope", True)
+    assert witness.read() == WitnessState(None, 0, False, frozenset({"westeurope"}))
+    assert witness.acquire("westeurope") is None
+    assert witness.acquire("northeurope") == 1
+    witness.set_demoted("northeurope", True)  # written under the running lease; the holding goes on
+    assert witness.read() == WitnessState("northeurope", 1, True, frozenset({"westeurope", "northeurope"}))
+    assert witness.renew("northeurope", 1)
+    witness.release("northeurope", 1)
+    assert witness.acquire("northeurope") is None and witness.acquire("westeurope") is None  # both demoted
+    witness.set_demoted("westeurope", False)
+    assert witness.acquire("westeurope") == 2
+    assert witness.read() == WitnessState("westeurope", 2, True, frozenset({"northeurope"}))

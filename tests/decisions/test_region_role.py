@@ -96,18 +96,20 @@ def test_a_holder_that_reaches_the_witness_again_before_anyone_took_over_keeps_i
     assert regions.both_active == []
 
 
-def test_a_demoted_region_stays_standby_until_promoted_and_the_lease_goes_to_the_other_at_its_next_beat() -> None:
+def test_a_demoted_region_stays_standby_until_promoted_and_the_other_takes_over_once_the_lease_ran_out() -> None:
     regions = Regions()
-    regions.run(20)
+    regions.run(20)  # A renewed at 15
     regions.a.demote()
-    assert not regions.a.active() and not regions.witness.read().leased
-    regions.run(60)
+    assert not regions.a.active() and regions.witness.read().demoted == frozenset({"A"})
+    regions.run(100)
+    took_over = regions.first("B", True, 20)
+    assert 15 + LEASE.total_seconds() <= took_over <= 15 + LEASE.total_seconds() + BEAT  # not before the lease ran out
     assert regions.b.active() and regions.b.state().epoch == 2
     assert not regions.a.active() and regions.a.state().demoted  # it does not take the lease back
 
     assert not regions.a.promote()  # B holds it: A waits as standby
     regions.b.demote()
-    regions.run(16)
+    regions.run(100)
     assert regions.a.active() and regions.a.state().epoch == 3
     assert regions.both_active == []
 
@@ -128,3 +130,22 @@ def test_another_instance_of_the_active_region_acts_on_its_own_renewal_and_stops
             regions.witness.cut.add("A")
     assert overlaps == [] and regions.both_active == []
     assert not second.active() and regions.b.active() and regions.b.state().epoch == 2
+
+
+def test_a_demotion_holds_for_every_instance_of_the_region_until_one_promotes_it() -> None:
+    regions = Regions()
+    other = RegionRole("A", regions.witness.seen_from("A"), regions.seconds)  # A's instance without the timer
+    regions.run(20)
+    assert other.check() and other.state().epoch == 1  # it adopted A's holding (and renewed it at 20)
+    other.demote()  # as an operator's command would, from any instance: A's timer instance stops at its next beat
+    overlaps: list[float] = []
+    for _ in range(150):
+        regions.run(1)
+        if regions.b.active() and (regions.a.active() or other.active()):
+            overlaps.append(regions.seconds())
+    assert overlaps == [] and regions.both_active == []
+    assert not regions.a.active() and not other.check() and regions.b.active()
+    regions.b.demote()
+    regions.run(100)
+    assert not regions.a.active() and not regions.b.active()  # both demoted: no region dispatches
+    assert regions.a.promote() and regions.a.state().epoch == 3

@@ -52,26 +52,36 @@ class BlobWitness:
         self.lease = lease
 
     def read(self) -> WitnessState:
+        return self._read()[0]
+
+    def _read(self) -> tuple[WitnessState, str | None]:
+        """What the blob says, and its ETag (None: no blob)."""
         try:
             properties = self.blob.get_blob_properties()
         except ResourceNotFoundError:
-            return WitnessState(None, 0, False)
+            return WitnessState(None, 0, False), None
         except AzureError as error:
             raise WitnessUnreachable(_reason(error)) from error
         metadata = properties.metadata or {}
-        epoch = int(metadata.get("epoch", "0") or 0)
-        return WitnessState(metadata.get("holder") or None, epoch, properties.lease.state == "leased")
+        state = WitnessState(
+            metadata.get("holder") or None,
+            int(metadata.get("epoch", "0") or 0),
+            properties.lease.state == "leased",
+            frozenset(name for name in metadata.get("demoted", "").split(",") if name),
+        )
+        return state, properties.etag
 
     def acquire(self, region: str) -> int | None:
         from azure.storage.blob import BlobLeaseClient
 
-        state = self.read()
-        if state.leased:
+        state, etag = self._read()
+        if state.leased or region in state.demoted:
             return None
         epoch = state.epoch + 1
         lease = BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch))
         try:
-            self._create()
+            if etag is None:
+                self._create()
             lease.acquire(lease_duration=int(self.lease.total_seconds()))
         except HttpResponseError as error:
             if error.status_code == 409:  # another region took it first
@@ -79,13 +89,39 @@ class BlobWitness:
             raise WitnessUnreachable(_reason(error)) from error
         except AzureError as error:
             raise WitnessUnreachable(_reason(error)) from error
+        # written only over what was read: a demotion (or another acquisition) since then wins
         try:
-            self.blob.set_blob_metadata({"holder": region, "epoch": str(epoch)}, lease=lease)
+            self.blob.set_blob_metadata(_metadata(region, epoch, state.demoted), lease=lease, **_unchanged_since(etag))
         except AzureError as error:
             with contextlib.suppress(AzureError):
                 lease.release()
+            if isinstance(error, HttpResponseError) and error.status_code == 412:
+                return None
             raise WitnessUnreachable(_reason(error)) from error
         return epoch
+
+    def set_demoted(self, region: str, demoted: bool) -> None:
+        from azure.storage.blob import BlobLeaseClient
+
+        for _ in range(5):  # a write that lost a race with another reads again
+            state, etag = self._read()
+            names = state.demoted | {region} if demoted else state.demoted - {region}
+            holding = state.holder if state.leased else None  # a leased blob is written under its lease
+            lease = BlobLeaseClient(self.blob, lease_id=lease_id(holding, state.epoch)) if holding else None
+            try:
+                if etag is None:
+                    self._create()
+                    continue
+                self.blob.set_blob_metadata(
+                    _metadata(state.holder, state.epoch, names), lease=lease, **_unchanged_since(etag)
+                )
+                return
+            except HttpResponseError as error:
+                if error.status_code not in (409, 412):
+                    raise WitnessUnreachable(_reason(error)) from error
+            except AzureError as error:
+                raise WitnessUnreachable(_reason(error)) from error
+        raise WitnessUnreachable("the witness's blob kept changing while the demotion was written")
 
     def renew(self, region: str, epoch: int) -> bool:
         return self._on_holding(region, epoch, "renew")
@@ -144,6 +180,20 @@ def blob_witness(account: StorageAccount, container: str, name: str, lease: time
 
         service = BlobServiceClient(account.endpoint, credential=_default_credential(), **options)
     return BlobWitness(service.get_container_client(container), name, lease)
+
+
+def _metadata(holder: str | None, epoch: int, demoted: frozenset[str]) -> dict[str, str]:
+    metadata = {"epoch": str(epoch), "demoted": ",".join(sorted(demoted))}
+    if holder is not None:
+        metadata["holder"] = holder
+    return metadata
+
+
+def _unchanged_since(etag: str | None) -> dict[str, Any]:
+    """The conditions of a write over the blob as read with ``etag``."""
+    from azure.core import MatchConditions
+
+    return {"etag": etag, "match_condition": MatchConditions.IfNotModified} if etag is not None else {}
 
 
 def _reason(error: AzureError) -> str:

@@ -23,6 +23,7 @@ class MemoryWitness:
         self._holder: str | None = None
         self._epoch = 0
         self._until: datetime | None = None
+        self._demoted: set[str] = set()
         self._lock = threading.Lock()
 
     def seen_from(self, region: str) -> SeenFrom:
@@ -38,15 +39,23 @@ class MemoryWitness:
 
     def read(self) -> WitnessState:
         with self._lock:
-            return WitnessState(self._holder, self._epoch, self._runs())
+            return WitnessState(self._holder, self._epoch, self._runs(), frozenset(self._demoted))
 
     def acquire(self, region: str) -> int | None:
         self._reach(region)
         with self._lock:
-            if self._runs():
+            if self._runs() or region in self._demoted:
                 return None
             self._holder, self._epoch, self._until = region, self._epoch + 1, self.clock() + self.lease
             return self._epoch
+
+    def set_demoted(self, region: str, demoted: bool) -> None:
+        self._reach(region)
+        with self._lock:
+            if demoted:
+                self._demoted.add(region)
+            else:
+                self._demoted.discard(region)
 
     def renew(self, region: str, epoch: int) -> bool:
         self._reach(region)
@@ -80,6 +89,9 @@ class SeenFrom:
 
     def renew(self, region: str, epoch: int) -> bool:
         return self.witness.renew(region, epoch)
+
+    def set_demoted(self, region: str, demoted: bool) -> None:
+        self.witness.set_demoted(region, demoted)
 
     def release(self, region: str, epoch: int) -> None:
         self.witness.release(region, epoch)
