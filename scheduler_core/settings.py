@@ -633,7 +633,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         execution_storage=_storage_account(EXECUTION_CONNECTION, "queue", environ),
         history_stream=_storage_account(HISTORY_STREAM_CONNECTION, "queue", environ),
         history_stream_queue=_stream_queue(environ),
-        **_region(environ),
+        **region_settings(environ),
     )
 
 
@@ -643,8 +643,9 @@ _REGION = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
 _CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
 
 
-def _region(environ: Mapping[str, str] | None) -> dict[str, Any]:
-    """``witness``, ``region_name`` and ``witness_blob``: a witness needs the region's name."""
+def region_settings(environ: Mapping[str, str] | None = None, *, require_region: bool = True) -> dict[str, Any]:
+    """``witness``, ``region_name`` and ``witness_blob`` (the :class:`Settings` fields): a deployment with a witness
+    needs its region's name (``require_region``; the command line's ``region`` commands may be given it instead)."""
     witness = _storage_account(WITNESS_CONNECTION, "blob", environ)
     name = (raw("SCHEDULER_REGION_NAME", environ) or "").strip()
     if name and not _REGION.match(name):
@@ -652,7 +653,7 @@ def _region(environ: Mapping[str, str] | None) -> dict[str, Any]:
             "setting SCHEDULER_REGION_NAME must be lower-case letters, digits and hyphens (at most 40, not starting "
             f"or ending with a hyphen), got {name[:80]!r}"
         )
-    if witness is not None and not name:
+    if require_region and witness is not None and not name:
         raise ConfigurationError(
             f"setting SCHEDULER_REGION_NAME must name this region when {WITNESS_CONNECTION} sets a witness"
         )

@@ -3,7 +3,8 @@
 - ``preview JOB.json``: the next occurrences of a job definition (no connection; :mod:`.preview`);
 - ``collections list|show|create|delete|enable|disable`` and ``jobs list|show|create|update|delete|pause|
   resume|run|rerun|history|preview``: the management API of a deployment (:mod:`.resources`);
-- ``export FILE`` and ``import FILE``: every collection and job to a file and back (:mod:`.transfer`).
+- ``export FILE`` and ``import FILE``: every collection and job to a file and back (:mod:`.transfer`);
+- ``region status|demote|promote``: which of two deployments is active, from the witness (:mod:`.regions`).
 
 The commands that call the API use ``requests`` against its REST paths (:mod:`.client`); endpoint, API
 key, subscription and resource group come from flags or environment variables (:mod:`.common`). Tables
@@ -21,6 +22,7 @@ from scheduler_core.cli.calendars import add_calendar_commands
 from scheduler_core.cli.common import EXIT_INVALID, CliError
 from scheduler_core.cli.output import write_error
 from scheduler_core.cli.preview import add_preview_command
+from scheduler_core.cli.regions import add_region_commands
 from scheduler_core.cli.resources import add_resource_commands
 from scheduler_core.cli.transfer import add_transfer_commands
 from scheduler_core.cli.verify import add_verify_command
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_calendar_commands(commands)
     add_transfer_commands(commands)
     add_verify_command(commands)
+    add_region_commands(commands)
     return parser
 
 
