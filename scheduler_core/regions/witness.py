@@ -7,7 +7,8 @@ Contract of a :class:`Witness` (every implementation passes ``tests/contract/tes
   region's clock. Once it has run out, any region may acquire it.
 - Each acquisition starts an **epoch**, one more than the last one the witness recorded, and records the holder
   (a region's name) with it. :meth:`Witness.read` says who holds it, in which epoch, and whether the lease runs.
-- A holding is a (region, epoch) pair: every instance of a region renews or releases it by those two alone.
+- A holding is a (region, epoch) pair: every instance of a region renews or releases it by those two alone, and
+  instances of one region that acquire at the same moment may all be answered with the same holding.
   :meth:`Witness.renew` of a holding whose lease ran out succeeds while no other region has acquired it since;
   it fails (False) once another has, or for an epoch that is not the witness's.
 - An operator's demotion of a region is kept by the witness (:meth:`Witness.set_demoted`): a demoted region never

@@ -130,3 +130,26 @@ def test_a_demoted_region_never_acquires_until_promoted_whoever_holds_the_lease(
     witness.set_demoted("westeurope", False)
     assert witness.acquire("westeurope") == 2
     assert witness.read() == WitnessState("westeurope", 2, True, frozenset({"northeurope"}))
+
+
+def test_regions_racing_for_a_free_lease_leave_one_holder(backend: WitnessBackend) -> None:
+    """Eight acquisitions at once, four per region, as every instance of two regions beating together: one
+    region holds epoch 1 (its racing instances may each be answered with it), and the witness names it."""
+    import threading
+
+    witness, results = backend.witness, []
+    start = threading.Barrier(8)
+
+    def race(region: str) -> None:
+        start.wait()
+        results.append((region, witness.acquire(region)))
+
+    threads = [threading.Thread(target=race, args=(region,)) for region in ("westeurope", "northeurope") * 4]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    won = {(region, epoch) for region, epoch in results if epoch is not None}
+    assert len(results) == 8 and len(won) == 1, results
+    [(region, epoch)] = won
+    assert epoch == 1 and witness.read() == WitnessState(region, 1, True)

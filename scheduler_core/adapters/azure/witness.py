@@ -89,14 +89,16 @@ class BlobWitness:
             raise WitnessUnreachable(_reason(error)) from error
         except AzureError as error:
             raise WitnessUnreachable(_reason(error)) from error
-        # written only over what was read: a demotion (or another acquisition) since then wins
+        # written only over what was read: a demotion (or another acquisition) since then wins. The lease is
+        # never released here: its id is the region's, and another instance of the region may hold it and act.
         try:
             self.blob.set_blob_metadata(_metadata(region, epoch, state.demoted), lease=lease, **_unchanged_since(etag))
+        except HttpResponseError as error:
+            if error.status_code != 412:
+                raise WitnessUnreachable(_reason(error)) from error
+            now = self.read()  # another instance of this region wrote the same holding, or a demotion came first
+            return epoch if (now.holder, now.epoch) == (region, epoch) and region not in now.demoted else None
         except AzureError as error:
-            with contextlib.suppress(AzureError):
-                lease.release()
-            if isinstance(error, HttpResponseError) and error.status_code == 412:
-                return None
             raise WitnessUnreachable(_reason(error)) from error
         return epoch
 
