@@ -2,8 +2,6 @@
 host: its timers, among them ``region_beat``, and its queue triggers): region ``a`` starts first and is active
 (it ticks), region ``b`` is standby (it never ticks); ``a``'s host is killed (SIGKILL), and ``b`` takes the
 witness's lease within the lease, a beat and 5 s of the kill, then ticks and fires its job at its due second.
-And ``a`` cut off from the witness alone (a partition at the fault proxy between ``a`` and the witness's blob
-endpoint, ``a`` still up): ``a`` stops ticking by the fence, and ``b``'s first tick comes after ``a``'s last.
 
 What is simulated: the two regions' storage are tables and queues of their own (their own prefix and names) on
 one Azurite, and the witness is a blob there too (three Azurites are the issue's end state); replication is not
@@ -11,53 +9,30 @@ built, so ``b``'s job is written to ``b`` directly."""
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from local_host.azurite import DEV_ACCOUNT, DEV_KEY, Azurite
+from local_host.azurite import Azurite
 from scheduler_core import settings, wiring
 from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.witness import blob_witness
 from scheduler_core.model import CLAIM_LEASE
 from scheduler_core.pipeline.ticks import last_tick
-from scheduler_core.regions import BEAT, FENCE, LEASE
+from scheduler_core.regions import BEAT, LEASE
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.conftest import sample_settings
 from tests.e2e import fault_host
-from tests.support.fault_proxy import fault_proxy
 from tests.support.http_target import http_target
 from tests.support.jobs import http_action, job_body
+from tests.support.regions import region_environ
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 COLLECTION = CollectionRef("sub-regions", "rg", "jc")
-
-
-def region_environ(azurite: Azurite, region: str, witness_blob: str, witness: str = "") -> dict[str, str]:
-    """The environment of region ``region``'s deployment: tables and queues of its own, the shared witness (the
-    connection string ``witness``, by default Azurite's)."""
-    suffix = f"{region}{uuid.uuid4().hex[:6]}"
-    return {
-        **os.environ,
-        **sample_settings(),
-        "AzureWebJobsStorage": azurite.connection_string,
-        "AzureFunctionsJobHost__id": f"region-{suffix}",  # each region's timers are singletons of their own
-        "SCHEDULER_TABLE_PREFIX": f"t{suffix}",
-        "SCHEDULER_SCAN_QUEUE": f"scan-{suffix}",
-        "SCHEDULER_EXECUTION_QUEUE": f"exec-{suffix}",
-        "SCHEDULER_CLEANUP_QUEUE": f"cleanup-{suffix}",
-        "SCHEDULER_DISPATCH_SCHEDULE": "*/5 * * * * *",
-        "SchedulerWitness": witness or azurite.connection_string,
-        "SCHEDULER_REGION_NAME": region,
-        "SCHEDULER_WITNESS_BLOB": witness_blob,
-    }
 
 
 def test_the_standby_takes_over_within_the_lease_and_a_beat_of_the_active_regions_loss_and_fires_on_time(
@@ -113,63 +88,5 @@ def test_the_standby_takes_over_within_the_lease_and_a_beat_of_the_active_region
                 print(fault_host.log_tail(tmp_path / f"{region}.log", 60))
             raise
         finally:
-            for host in hosts.values():
-                fault_host.stop(host)
-
-
-def ticks(stores: Any, seen: list[datetime]) -> None:
-    """Note the region's last tick when it moved."""
-    tick = last_tick(stores)
-    if tick is not None and (not seen or tick > seen[-1]):
-        seen.append(tick)
-
-
-def test_a_region_cut_off_from_the_witness_stops_ticking_before_the_other_starts(
-    azurite: Azurite, tmp_path: Path
-) -> None:
-    witness_blob = f"witness-{uuid.uuid4().hex[:8]}/active"
-    with fault_proxy(("127.0.0.1", azurite.ports.blob)) as proxy:
-        through_proxy = (
-            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
-            f"BlobEndpoint=http://127.0.0.1:{proxy.port}/{DEV_ACCOUNT};"
-        )
-        environs = {
-            "a": region_environ(azurite, "a", witness_blob, through_proxy),
-            "b": region_environ(azurite, "b", witness_blob),
-        }
-        configs = {region: settings.load(environ) for region, environ in environs.items()}
-        for config in configs.values():
-            provision(config)
-        stores = {region: wiring.build(config).stores for region, config in configs.items()}
-        witness = blob_witness(settings.StorageAccount(azurite.connection_string), *configs["a"].witness_blob)
-        hosts = {}
-        seen: dict[str, list[datetime]] = {"a": [], "b": []}
-        try:
-            hosts["a"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["a"], tmp_path / "a.log")
-            wait_until(lambda: witness.read().held_by("a"), timeout=30, what="region a holding the witness")
-            hosts["b"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["b"], tmp_path / "b.log")
-            wait_until(lambda: last_tick(stores["a"]) is not None, timeout=30, what="region a's first tick")
-            proxy.set_mode("blackhole")  # a partition between region a and the witness; a itself runs on
-            cut = datetime.now(UTC)
-            deadline = time.monotonic() + LEASE.total_seconds() + BEAT + 40
-            while time.monotonic() < deadline and not (seen["b"] and len(seen["b"]) >= 3):
-                for region in ("a", "b"):
-                    ticks(stores[region], seen[region])
-                time.sleep(0.5)
-            assert witness.read().held_by("b") and witness.read().epoch == 2
-            assert seen["b"], "region b never ticked"
-            last_a, first_b = seen["a"][-1], seen["b"][0]
-            assert last_a < first_b, (seen["a"][-3:], seen["b"][:3])  # never both dispatching
-            assert (last_a - cut).total_seconds() <= FENCE + 5, (cut, last_a)  # a stopped by its fence (5 s: ticks)
-            print(
-                f"region a's last tick {(last_a - cut).total_seconds():.1f} s after the cut, region b's first "
-                f"{(first_b - cut).total_seconds():.1f} s after it"
-            )
-        except BaseException:
-            for region in ("a", "b"):
-                print(fault_host.log_tail(tmp_path / f"{region}.log", 60))
-            raise
-        finally:
-            proxy.set_mode("pass")
             for host in hosts.values():
                 fault_host.stop(host)
