@@ -247,7 +247,8 @@ class FlowLimits(Protocol):
         one after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer
         than ``spacing``, and later reservations get later instants. A holder that has a reservation gets it
         again (copies of one attempt's message share one start), unless ``again``: then it gets a new one (its
-        start passed before it could make its call)."""
+        start passed before it could make its call): ``now`` when its passed reservation is still the key's last
+        (no one reserved after it, so starting late keeps every spacing), else the key's next free instant."""
         ...
 
     def forget(self, key: str, holder: str) -> None:

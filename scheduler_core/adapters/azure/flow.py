@@ -54,7 +54,10 @@ class TableFlowLimits:
 
     def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
         mine = _RESERVED + escape_key(holder)
+        passed: datetime | None = None
         if again:  # its start passed: the reservation goes, and a new one is made below
+            with contextlib.suppress(ResourceNotFoundError):
+                passed = _aware(self.table.get_entity(key, mine)["At"])
             self.forget(key, holder)
 
         def attempt() -> datetime:
@@ -62,7 +65,8 @@ class TableFlowLimits:
                 row = self.table.get_entity(key, _RATE)
             except ResourceNotFoundError:
                 row = None
-            start = now if row is None or _aware(row["Next"]) < now else _aware(row["Next"])
+            last = row is not None and passed is not None and _aware(row["Next"]) == passed + spacing
+            start = now if row is None or last or _aware(row["Next"]) < now else _aware(row["Next"])
             rate = {"PartitionKey": key, "RowKey": _RATE, "Next": start + spacing}
             move: tuple[Any, ...] = ("create", rate)
             if row is not None:

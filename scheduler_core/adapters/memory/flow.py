@@ -36,6 +36,9 @@ class MemoryFlowLimits(FaultSeam):
             state = self._key(key)
             if holder in state.reserved and not again:
                 return state.reserved[holder]
+            passed = state.reserved.get(holder)
+            if passed is not None and state.next_free == passed + spacing:  # the key's last: it moves to now
+                state.next_free = None
             start = now if state.next_free is None or state.next_free < now else state.next_free
             state.next_free = start + spacing
             state.reserved[holder] = start
