@@ -242,13 +242,16 @@ class FlowLimits(Protocol):
     """Flow control's shared state (``action.flowControl``), by key (a subscription and a target: whoever names
     the same key shares its limits, on every instance). A key nobody uses has no state."""
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
+    def reserve(
+        self, key: str, spacing: timedelta, now: datetime, holder: str, *, passed: datetime | None = None
+    ) -> datetime:
         """Reserve a start for ``holder``'s call: the key's next free instant, or ``now`` when that is past; the
         one after it becomes the reserved instant plus ``spacing``. Two reservations never get instants closer
         than ``spacing``, and later reservations get later instants. A holder that has a reservation gets it
-        again (copies of one attempt's message share one start), unless ``again``: then it gets a new one (its
-        start passed before it could make its call): ``now`` when its passed reservation is still the key's last
-        (no one reserved after it, so starting late keeps every spacing), else the key's next free instant."""
+        again (copies of one attempt's message share one start), unless ``passed`` (its reserved start, which
+        passed before it could make its call): then it gets a new one, ``now`` when ``passed`` is still the key's
+        last reservation (no one reserved after it, so starting late keeps every spacing), else the key's next
+        free instant."""
         ...
 
     def forget(self, key: str, holder: str) -> None:

@@ -91,7 +91,7 @@ class Permit:
         alongside the one that has the next start. Called right before the call."""
         if self.flow is None or self.start is None or self.spacing is None or now - self.start <= late_by(self.spacing):
             return self.start
-        self.start = self.flow.reserve(self.key, self.spacing, now, self.reservation, again=True)
+        self.start = self.flow.reserve(self.key, self.spacing, now, self.reservation, passed=self.start)
         return self.start
 
     def renew(self, now: datetime, lease: timedelta) -> None:
@@ -166,8 +166,7 @@ class FlowGate:
             permit.reservation = f"{identity}|{message.claim_row}"
             permit.spacing = timedelta(seconds=1 / limits.rate_per_second)
             if permit.start is None or now - permit.start > late_by(permit.spacing):  # none yet, or it passed
-                again = permit.start is not None
-                permit.start = self.flow.reserve(key, permit.spacing, earliest, permit.reservation, again=again)
+                permit.start = self.flow.reserve(key, permit.spacing, earliest, permit.reservation, passed=permit.start)
         first = self.flow.first_waiting(key, identity, now)
         if first is not None and first < place:  # an earlier attempt of its job waits: this one after it
             return self._later(job, message, since, permit.start, recheck_after(now - since), key_name, limit)

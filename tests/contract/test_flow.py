@@ -35,12 +35,14 @@ def test_a_late_attempt_whose_reservation_is_the_keys_last_starts_now_else_after
     assert flow.reserve(KEY, SPACING, T0, "a") == T0
     assert flow.reserve(KEY, SPACING, T0, "b") == T0 + SPACING
     late = T0 + SPACING + timedelta(milliseconds=100)  # b arrives after its start: no one reserved after it
-    assert flow.reserve(KEY, SPACING, late, "b", again=True) == late  # not the key's next instant, T0 + 2 spacings
+    assert (
+        flow.reserve(KEY, SPACING, late, "b", passed=T0 + SPACING) == late
+    )  # not the key's next instant, T0 + 2 spacings
     assert flow.reserve(KEY, SPACING, late, "c") == late + SPACING  # the spacing holds after it
     assert flow.reserve(KEY, SPACING, late, "d") == late + 2 * SPACING
     # c arrives late too, but d reserved after it: c takes the instant after d's
     again = late + SPACING + timedelta(milliseconds=100)
-    assert flow.reserve(KEY, SPACING, again, "c", again=True) == late + 3 * SPACING
+    assert flow.reserve(KEY, SPACING, again, "c", passed=late + SPACING) == late + 3 * SPACING
 
 
 def test_concurrent_reservations_never_share_an_instant(flow: FlowLimits) -> None:

@@ -52,12 +52,11 @@ class TableFlowLimits:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
+    def reserve(
+        self, key: str, spacing: timedelta, now: datetime, holder: str, *, passed: datetime | None = None
+    ) -> datetime:
         mine = _RESERVED + escape_key(holder)
-        passed: datetime | None = None
-        if again:  # its start passed: the reservation goes, and a new one is made below
-            with contextlib.suppress(ResourceNotFoundError):
-                passed = _aware(self.table.get_entity(key, mine)["At"])
+        if passed is not None:  # its start passed: the reservation goes, and a new one is made below
             self.forget(key, holder)
 
         def attempt() -> datetime:

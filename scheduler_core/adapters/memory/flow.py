@@ -30,14 +30,15 @@ class MemoryFlowLimits(FaultSeam):
         return self._keys.setdefault(key, _Key())
 
     @faultable
-    def reserve(self, key: str, spacing: timedelta, now: datetime, holder: str, *, again: bool = False) -> datetime:
+    def reserve(
+        self, key: str, spacing: timedelta, now: datetime, holder: str, *, passed: datetime | None = None
+    ) -> datetime:
         now = utc(now)
         with self._lock:
             state = self._key(key)
-            if holder in state.reserved and not again:
+            if holder in state.reserved and passed is None:
                 return state.reserved[holder]
-            passed = state.reserved.get(holder)
-            if passed is not None and state.next_free == passed + spacing:  # the key's last: it moves to now
+            if passed is not None and state.next_free == utc(passed) + spacing:  # the key's last: it moves to now
                 state.next_free = None
             start = now if state.next_free is None or state.next_free < now else state.next_free
             state.next_free = start + spacing
