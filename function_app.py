@@ -86,6 +86,16 @@ if triggers.regions_configured():
         triggers.on_region_beat()
 
 
+if triggers.replication_configured():
+
+    @app.function_name("region_replicate")
+    @app.timer_trigger(schedule="*/10 * * * * *", arg_name="timer", run_on_startup=False, use_monitor=False)
+    def region_replicate(timer: func.TimerRequest) -> None:
+        """Every 10 s, with a witness and a peer only (SchedulerPeer): while this region is the standby, it copies
+        the job collections and jobs the active region wrote (docs/regions.md)."""
+        triggers.on_region_replicate()
+
+
 @app.function_name("cleanup")
 @app.timer_trigger(schedule="%SCHEDULER_CLEANUP_SCHEDULE%", arg_name="timer", run_on_startup=False, use_monitor=True)
 def cleanup(timer: func.TimerRequest) -> None:

@@ -209,6 +209,9 @@ param regionName string = ''
 @description('SCHEDULER_WITNESS_BLOB: the witness\'s <container>/<blob name> in that account.')
 param witnessBlob string = 'scheduler-witness/active'
 
+@description('SchedulerPeer__tableServiceUri: the table endpoint (https://<account>.table.core.windows.net) of the other region\'s storage account, which this region copies job collections and jobs from while it is the standby (docs/regions.md); grant the app\'s identity Storage Table Data Contributor there. Empty: nothing is copied. Only with a witness.')
+param peerTableServiceUri string = ''
+
 @description('SCHEDULER_SERVICE_BUS_ENDPOINT: DNS suffix (or URL template with {namespace}) of Service Bus actions.')
 param serviceBusEndpoint string = 'servicebus.windows.net'
 
@@ -263,6 +266,7 @@ var otherTableNames = [
   'Jobs'
   'DueIndex'
   'FlowControl'
+  'Regions'
 ]
 var tableNames = concat(otherTableNames, historyTableNames)
 // The tables of the main account: all of them, or with splitStorage all but the history tables.
@@ -337,7 +341,8 @@ var workerThreadCount = isElasticPremium ? elasticPremiumThreadCount : pythonThr
 // a key) is replaced by the identity-based AzureWebJobsStorage__accountName, and likewise
 // SchedulerHistoryStorage and SchedulerExecutionStorage by their identity-based __tableServiceUri and
 // __queueServiceUri (the accounts' endpoints with splitStorage, else empty: everything in the main
-// account), and SchedulerHistoryStream and SchedulerWitness by their __queueServiceUri and __blobServiceUri (parameters); the connection strings are left out, not set empty: the Functions host would read an empty
+// account), and SchedulerHistoryStream, SchedulerWitness and SchedulerPeer by their __queueServiceUri, __blobServiceUri and
+// __tableServiceUri (parameters); the connection strings are left out, not set empty: the Functions host would read an empty
 // SchedulerExecutionStorage as a connection string. FUNCTIONS_WORKER_RUNTIME is set by appsettings.bicep
 // (Elastic Premium) or functionAppConfig.runtime (Flex Consumption).
 var schedulerSettings = {
@@ -349,6 +354,7 @@ var schedulerSettings = {
   SchedulerWitness__blobServiceUri: witnessBlobServiceUri
   SCHEDULER_REGION_NAME: regionName
   SCHEDULER_WITNESS_BLOB: witnessBlob
+  SchedulerPeer__tableServiceUri: peerTableServiceUri
   SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName

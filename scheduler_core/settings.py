@@ -121,6 +121,20 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "missing).",
     ),
     SettingSpec(
+        "SchedulerPeer",
+        "",
+        "Connection string of the other region's storage account (docs/regions.md): while this region is the "
+        "standby it copies the other's job collections and jobs from there every 10 s. Empty, with "
+        "SchedulerPeer__tableServiceUri empty too: nothing is copied. Only with a witness.",
+    ),
+    SettingSpec(
+        "SchedulerPeer__tableServiceUri",
+        "",
+        "Identity-based form of SchedulerPeer: the table endpoint of the other region's account, "
+        "https://<account>.table.core.windows.net; the app's identity needs Storage Table Data Contributor there. "
+        "Used when SchedulerPeer is not set.",
+    ),
+    SettingSpec(
         "FUNCTIONS_WORKER_RUNTIME",
         "python",
         "Azure Functions language worker; always 'python'. Read by the Functions host, not by this code.",
@@ -422,6 +436,8 @@ HISTORY_STREAM_CONNECTION = "SchedulerHistoryStream"
 EXECUTION_CONNECTION = "SchedulerExecutionStorage"
 #: The connection of the regions' witness's account (``SchedulerWitness``): no witness when it is not set.
 WITNESS_CONNECTION = "SchedulerWitness"
+#: The connection of the other region's storage account (``SchedulerPeer``): nothing is copied when it is not set.
+PEER_CONNECTION = "SchedulerPeer"
 
 
 @dataclass(frozen=True)
@@ -578,6 +594,9 @@ class Settings:
     region_name: str = ""
     #: The witness's container and blob (``SCHEDULER_WITNESS_BLOB``).
     witness_blob: tuple[str, str] = ("scheduler-witness", "active")
+    #: The other region's storage account (``SchedulerPeer``, or ``SchedulerPeer__tableServiceUri`` with the
+    #: app's identity): the standby copies its catalog from there; None: nothing is copied.
+    peer: StorageAccount | None = None
 
     @property
     def execution_queues(self) -> tuple[str, ...]:
@@ -644,9 +663,16 @@ _CONTAINER = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
 
 
 def region_settings(environ: Mapping[str, str] | None = None, *, require_region: bool = True) -> dict[str, Any]:
-    """``witness``, ``region_name`` and ``witness_blob`` (the :class:`Settings` fields): a deployment with a witness
-    needs its region's name (``require_region``; the command line's ``region`` commands may be given it instead)."""
+    """``witness``, ``region_name``, ``witness_blob`` and ``peer`` (the :class:`Settings` fields): a deployment with
+    a witness needs its region's name (``require_region``; the command line's ``region`` commands may be given it
+    instead); a peer needs a witness (without one, no region is ever the standby that copies)."""
     witness = _storage_account(WITNESS_CONNECTION, "blob", environ)
+    peer = _storage_account(PEER_CONNECTION, "table", environ)
+    if peer is not None and witness is None:
+        raise ConfigurationError(
+            f"setting {PEER_CONNECTION} needs a witness ({WITNESS_CONNECTION}): only a standby region copies from "
+            "its peer, and a region is the standby only under a witness"
+        )
     name = (raw("SCHEDULER_REGION_NAME", environ) or "").strip()
     if name and not _REGION.match(name):
         raise ConfigurationError(
@@ -664,7 +690,7 @@ def region_settings(environ: Mapping[str, str] | None = None, *, require_region:
             "setting SCHEDULER_WITNESS_BLOB must be <container>/<blob name> (a container name of 3 to 63 lower-case "
             f"letters, digits and single hyphens, then a blob name), got {blob[:80]!r}"
         )
-    return {"witness": witness, "region_name": name, "witness_blob": (container, blob_name)}
+    return {"witness": witness, "region_name": name, "witness_blob": (container, blob_name), "peer": peer}
 
 
 def _stream_queue(environ: Mapping[str, str] | None) -> str:

@@ -23,7 +23,7 @@ def on_dispatch_tick(past_due: bool = False) -> int:
     from scheduler_core.wiring import services
 
     s = services()
-    if not s.active():
+    if not s.take_over():
         log.info("dispatch tick: this region is the standby (docs/regions.md); nothing dispatched")
         return 0
     if past_due:
@@ -52,14 +52,40 @@ def on_region_beat() -> bool:
     from scheduler_core.wiring import services
 
     s = services()
-    return s.region.beat() if s.region is not None else True
+    if s.region is None:
+        return True
+    active = s.region.beat()
+    if active and not s.active():  # taken from another region: build the due index and dispatch now, not at the minute
+        on_dispatch_tick()
+    return active
+
+
+def on_region_replicate() -> int | None:
+    """Timer (every 10 s, registered only with a witness and a peer): while this region is the standby, copy what
+    the active region wrote since the last sweep (docs/regions.md). Rows copied; None: active, nothing copied."""
+    from scheduler_core.wiring import services
+
+    s = services()
+    if s.replicator is None or s.region is None or s.region.check():
+        return None
+    report = s.replicator.sweep()
+    if report.copied or report.deleted:
+        log.info("replication: %d rows copied, %d deleted", report.copied, report.deleted)
+    return report.copied
 
 
 def regions_configured() -> bool:
     """Whether the settings name a witness (read when the app is indexed: the region's timer exists only then)."""
-    return bool(
-        settings.raw(settings.WITNESS_CONNECTION) or settings.raw(f"{settings.WITNESS_CONNECTION}__blobServiceUri")
-    )
+    return _configured(settings.WITNESS_CONNECTION, "blob")
+
+
+def replication_configured() -> bool:
+    """Whether the settings name a witness and a peer (the standby's copy's timer exists only then)."""
+    return regions_configured() and _configured(settings.PEER_CONNECTION, "table")
+
+
+def _configured(connection: str, service: str) -> bool:
+    return bool(settings.raw(connection) or settings.raw(f"{connection}__{service}ServiceUri"))
 
 
 def on_execution(body: bytes) -> None:

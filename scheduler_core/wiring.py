@@ -8,6 +8,7 @@ thread-safe and keep their connection pools).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from scheduler_core.pipeline.stream import HistoryStream, StreamedClaims, Stream
 from scheduler_core.ports import Claims, ExecutionQueue, FlowLimits, MessageSender, Storage, Stores
 from scheduler_core.queue_depths import DepthProbe, ExecutionDepths, ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.queue_router import ExecutionRouter
-from scheduler_core.regions import RegionRole, Witness
+from scheduler_core.regions import Bookmarks, RegionRole, Replicator, Takeover, Witness
 from scheduler_core.service import SchedulerService
 from scheduler_core.service.jobs import BackfillSends
 
@@ -64,10 +65,26 @@ class Services:
     claims: Claims | None = None
     #: This region's role (docs/regions.md); None: no witness, the app is active alone.
     region: RegionRole | None = None
+    #: This region's due index at a takeover (with a witness).
+    takeover: Takeover | None = None
+    #: The standby's copy of the peer region's catalog (with a witness and ``SchedulerPeer``).
+    replicator: Replicator | None = None
 
     def active(self) -> bool:
-        """Whether this deployment dispatches now: always without a witness, else while its region is active."""
-        return self.region is None or self.region.check()
+        """Whether this deployment dispatches and accepts writes now: always without a witness, else while its
+        region is active and its due index is built for the epoch (:meth:`take_over`)."""
+        return _active(self.region, self.takeover)
+
+    def take_over(self) -> bool:
+        """Whether this deployment dispatches now, building its due index first when its region has just taken
+        the lease from another region (:meth:`Takeover.prepare`; the dispatch tick calls it)."""
+        if self.region is None:
+            return True
+        if not self.region.check():
+            return False
+        if self.takeover is not None:
+            self.takeover.prepare(self.region.state().epoch)
+        return True
 
 
 def _executor(
@@ -112,6 +129,7 @@ def build(
     cleanup_queue: MessageSender | None = None,
     history_stream: MessageSender | None = None,
     witness: Witness | None = None,
+    bookmarks: Bookmarks | None = None,
 ) -> Services:
     """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
     ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
@@ -127,7 +145,9 @@ def build(
     in-memory queue over another ``storage``). ``history_stream`` is the queue every history record is sent to
     (default: ``config.history_stream_queue`` in ``config.history_stream``'s account when that is set, else
     none). ``witness`` names the active region (default: the blob ``config.witness_blob`` in
-    ``config.witness``'s account when that is set, else none: the app is active alone)."""
+    ``config.witness``'s account when that is set, else none: the app is active alone); ``bookmarks`` keeps the
+    region's records (default: the ``Regions`` table, or memory over another ``storage``)."""
+    azure = storage is None
     wired = _queues(config, storage, clock, depths, execution_queues, cleanup_queue)
     storage, queues = _streamed(config, wired.storage, history_stream), wired.executions
     stores, claims, scans = storage.stores, storage.claims, storage.scans
@@ -140,7 +160,8 @@ def build(
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
     region = _region(config, witness)
-    api = ApiServices(service, gate.keys, gate, region.check if region is not None else (lambda: True))
+    takeover, replicator = _takeover(config, region, stores, clock, bookmarks, azure)
+    api = ApiServices(service, gate.keys, gate, functools.partial(_active, region, takeover))
     return Services(
         config,
         stores,
@@ -158,7 +179,18 @@ def build(
         cleanup_depth=wired.cleanup_depth,
         claims=claims,
         region=region,
+        takeover=takeover,
+        replicator=replicator,
     )
+
+
+def _active(region: RegionRole | None, takeover: Takeover | None) -> bool:
+    """Whether a deployment dispatches and accepts writes (:meth:`Services.active`)."""
+    if region is None:
+        return True
+    if not region.check():
+        return False
+    return takeover is None or takeover.ready(region.state().epoch)
 
 
 def _region(config: settings.Settings, witness: Witness | None) -> RegionRole | None:
@@ -168,6 +200,35 @@ def _region(config: settings.Settings, witness: Witness | None) -> RegionRole | 
 
         witness = blob_witness(config.witness, *config.witness_blob)
     return RegionRole(config.region_name, witness) if witness is not None else None
+
+
+def _takeover(
+    config: settings.Settings,
+    region: RegionRole | None,
+    stores: Stores,
+    clock: Clock,
+    bookmarks: Bookmarks | None,
+    azure: bool,
+) -> tuple[Takeover | None, Replicator | None]:
+    """With a witness: the region's takeover of its due index and, with a peer (``config.peer``; Azure storage
+    only), the standby's replicator."""
+    if region is None:
+        return None, None
+    replicator = None
+    if azure:
+        from scheduler_core.adapters.azure.clients import table_service
+        from scheduler_core.adapters.azure.replica import TableBookmarks, TableReplica, peer_tables
+
+        own = table_service(config)
+        bookmarks = bookmarks or TableBookmarks(own, config)
+        if config.peer is not None:
+            peer = TableReplica(peer_tables(config.peer), config)
+            replicator = Replicator(peer, TableReplica(own, config), bookmarks, clock)
+    elif bookmarks is None:
+        from scheduler_core.adapters.memory.bookmarks import MemoryBookmarks
+
+        bookmarks = MemoryBookmarks()
+    return Takeover(stores, bookmarks, config.due_shards, clock, replicator), replicator
 
 
 def _dispatcher(

@@ -1,7 +1,23 @@
-"""Regions: which of two deployments dispatches (docs/regions.md). Built so far: the witness's lease and a
-region's role; replication, the takeover's due-index rebuild and the hand-back are not built yet."""
+"""Regions: which of two deployments dispatches, the standby's copy of the active one's catalog, and the due
+index of a region that takes over (docs/regions.md)."""
 
+from scheduler_core.regions.replication import Bookmarks, ReplicationState, Replicator, SweepReport
 from scheduler_core.regions.role import BEAT, FENCE, RegionRole, RoleState
+from scheduler_core.regions.takeover import Takeover
 from scheduler_core.regions.witness import LEASE, Witness, WitnessState, WitnessUnreachable
 
-__all__ = ["BEAT", "FENCE", "LEASE", "RegionRole", "RoleState", "Witness", "WitnessState", "WitnessUnreachable"]
+__all__ = [
+    "BEAT",
+    "FENCE",
+    "LEASE",
+    "Bookmarks",
+    "RegionRole",
+    "ReplicationState",
+    "Replicator",
+    "RoleState",
+    "SweepReport",
+    "Takeover",
+    "Witness",
+    "WitnessState",
+    "WitnessUnreachable",
+]

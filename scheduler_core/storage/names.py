@@ -20,7 +20,19 @@ CLAIMS_TABLE = "Executions"
 #: slot or waiting attempt (``adapters/azure/flow.py``).
 FLOW_TABLE = "FlowControl"
 
-TABLES: tuple[str, ...] = (COLLECTIONS_TABLE, JOBS_TABLE, DUE_INDEX_TABLE, HISTORY_TABLE, CLAIMS_TABLE, FLOW_TABLE)
+#: A region's own records (docs/regions.md): PartitionKey = "region", RowKey = "replication" (the standby's copy)
+#: or "due-index" (the epoch its due index was built for).
+REGIONS_TABLE = "Regions"
+
+TABLES: tuple[str, ...] = (
+    COLLECTIONS_TABLE,
+    JOBS_TABLE,
+    DUE_INDEX_TABLE,
+    HISTORY_TABLE,
+    CLAIMS_TABLE,
+    FLOW_TABLE,
+    REGIONS_TABLE,
+)
 #: The tables kept in the history tables' own account when it has one (``SchedulerHistoryStorage``).
 HISTORY_TABLES: tuple[str, ...] = (HISTORY_TABLE, CLAIMS_TABLE)
 

@@ -42,6 +42,7 @@ SUBSTITUTIONS = {
     "SchedulerExecutionStorage": "SchedulerExecutionStorage__queueServiceUri",
     "SchedulerHistoryStream": "SchedulerHistoryStream__queueServiceUri",
     "SchedulerWitness": "SchedulerWitness__blobServiceUri",
+    "SchedulerPeer": "SchedulerPeer__tableServiceUri",
 }
 #: Settings whose Bicep value is computed at deployment (so not compared with the code's default).
 COMPUTED = {"AzureWebJobsStorage__accountName", "SCHEDULER_API_KEYS"}

@@ -54,6 +54,11 @@ def test_a_witness_with_the_regions_name_and_blob() -> None:
         ({"SCHEDULER_WITNESS_BLOB": "UPPER/active"}, "SCHEDULER_WITNESS_BLOB"),
         ({"SCHEDULER_WITNESS_BLOB": "ab/active"}, "SCHEDULER_WITNESS_BLOB"),
         ({"SchedulerWitness__blobServiceUri": "http://witness.blob.core.windows.net"}, "SchedulerWitness"),
+        ({"SchedulerPeer": WITNESS}, "SchedulerPeer needs a witness"),  # only a standby copies
+        (
+            {"SchedulerWitness": WITNESS, "SCHEDULER_REGION_NAME": "a", "SchedulerPeer__tableServiceUri": "x"},
+            "SchedulerPeer__tableServiceUri",
+        ),
     ],
 )
 def test_a_bad_region_setting_is_a_clear_error(environ: dict[str, str], named: str) -> None:
@@ -66,6 +71,31 @@ def load_function_app(monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]) 
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     return fresh_function_app()
+
+
+def test_a_peer_by_connection_string_or_by_its_table_endpoint() -> None:
+    paired = {**BASE, "SchedulerWitness": WITNESS, "SCHEDULER_REGION_NAME": "westeurope"}
+    assert settings.load(paired).peer is None
+    loaded = settings.load({**paired, "SchedulerPeer": WITNESS})
+    assert loaded.peer is not None and loaded.peer.connection_string == WITNESS
+    endpoint = "https://peer.table.core.windows.net"
+    by_identity = settings.load({**paired, "SchedulerPeer__tableServiceUri": endpoint})
+    assert by_identity.peer is not None and by_identity.peer.endpoint == endpoint
+
+
+def test_the_copys_timer_is_declared_only_with_a_witness_and_a_peer(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "SchedulerWitness",
+        "SchedulerWitness__blobServiceUri",
+        "SchedulerPeer",
+        "SchedulerPeer__tableServiceUri",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    witness_only = index_app(load_function_app(monkeypatch, {"SchedulerWitness": WITNESS}))
+    assert "region_replicate" not in {timer.name for timer in witness_only.timers}
+    paired = index_app(load_function_app(monkeypatch, {"SchedulerWitness": WITNESS, "SchedulerPeer": WITNESS}))
+    [copy] = [timer for timer in paired.timers if timer.name == "region_replicate"]
+    assert copy.schedule == "*/10 * * * * *" and not copy.run_on_startup
 
 
 def test_the_regions_timer_is_declared_only_with_a_witness(monkeypatch: pytest.MonkeyPatch) -> None:
