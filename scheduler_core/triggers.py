@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -56,8 +57,32 @@ def on_region_beat() -> bool:
         return True
     active = s.region.beat()
     if active and not s.active():  # taken from another region: build the due index and dispatch now, not at the minute
-        on_dispatch_tick()
+        _take_over_aside()
     return active
+
+
+_takeover_thread: threading.Thread | None = None
+
+
+def _take_over_aside() -> None:
+    """Run a dispatch tick (which builds the due index first) on a thread of its own, one at a time: the beat must
+    not wait for it, or the holding it renews every 15 s could outlast its fence while the index is built."""
+    global _takeover_thread  # noqa: PLW0603 - one takeover thread per process
+    with _takeover_lock:
+        if _takeover_thread is not None and _takeover_thread.is_alive():
+            return
+        _takeover_thread = threading.Thread(target=_tick_quietly, name="region-takeover", daemon=True)
+        _takeover_thread.start()
+
+
+_takeover_lock = threading.Lock()
+
+
+def _tick_quietly() -> None:
+    try:
+        on_dispatch_tick()
+    except Exception:
+        log.exception("region takeover: the tick failed; the dispatch timer's next tick tries again")
 
 
 def on_region_replicate() -> int | None:

@@ -76,15 +76,17 @@ class Services:
         return _active(self.region, self.takeover)
 
     def take_over(self) -> bool:
-        """Whether this deployment dispatches now, building its due index first when its region has just taken
-        the lease from another region (:meth:`Takeover.prepare`; the dispatch tick calls it)."""
+        """Whether this deployment dispatches now, building its due index first when its region has taken the
+        lease from another region (:meth:`Takeover.prepare`; the dispatch tick and the region's beat call it)."""
         if self.region is None:
             return True
         if not self.region.check():
             return False
-        if self.takeover is not None:
-            self.takeover.prepare(self.region.state().epoch)
-        return True
+        if self.takeover is None:
+            return True
+        epoch = self.region.state().epoch
+        self.takeover.prepare(epoch)
+        return self.takeover.ready(epoch)  # not yet while it waits for the other region's last runs
 
 
 def _executor(
@@ -228,7 +230,8 @@ def _takeover(
         from scheduler_core.adapters.memory.bookmarks import MemoryBookmarks
 
         bookmarks = MemoryBookmarks()
-    return Takeover(stores, bookmarks, config.due_shards, clock, replicator), replicator
+    lookahead = timedelta(seconds=config.lookahead_seconds)
+    return Takeover(stores, bookmarks, config.due_shards, clock, replicator, lookahead), replicator
 
 
 def _dispatcher(

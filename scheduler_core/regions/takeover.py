@@ -16,6 +16,11 @@ The rules it protects:
 - **Nothing the other region had not run is lost**, up to what was copied: an occurrence whose run was not counted
   in a copied job, within :data:`MARGIN` of the newest copy, fires; it may have run in the other region, with the
   same execution id and expected time (at most once per region).
+- **A hand-back runs nothing twice**: when the other region still answers (it was demoted, or the link came back),
+  it may still run what its last scans dispatched, up to :meth:`Takeover.handover` after this region took the
+  lease (its fence ends its scans 20 s before its lease can be taken, and a scan dispatches a lookahead ahead); so
+  the index is built only after that, from a copy made then, in which those runs are counted. Occurrences due
+  meanwhile that the other region did not dispatch fire late by at most that wait.
 - **A region that re-acquires its own lapsed lease keeps its index** (the epoch before this one was its own), and
   so does a deployment that never copied from a peer (a witness added to a running deployment).
 """
@@ -30,6 +35,8 @@ from scheduler_core.model import JobState, OccurrenceEntry
 from scheduler_core.pipeline import ticks
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.regions.replication import Bookmarks, ReplicationState, Replicator
+from scheduler_core.regions.role import FENCE
+from scheduler_core.regions.witness import LEASE
 from scheduler_core.schedules import definition_schedule
 from scheduler_core.storage.keys import due_row_key, shard_of
 from scheduler_core.storage.names import JOBS_TABLE
@@ -41,6 +48,8 @@ log = logging.getLogger("scheduler_core.regions")
 #: How long before the newest copied stamp an unrun occurrence still fires at a takeover: an attempt's counters
 #: land within seconds of its run, so an occurrence older than this was run, or missed, by the other region.
 MARGIN = timedelta(minutes=2)
+#: How long after its run an occurrence's counters are taken as written in the other region's jobs.
+COUNTED = timedelta(seconds=5)
 #: A row key after every due-index row key (they begin with a sortable UTC instant).
 _LAST = "~"
 
@@ -50,8 +59,16 @@ class Takeover:
     ``replicator``: the final copy before building, None without a peer)."""
 
     def __init__(
-        self, stores: Stores, bookmarks: Bookmarks, shards: int, clock: Clock, replicator: Replicator | None = None
+        self,
+        stores: Stores,
+        bookmarks: Bookmarks,
+        shards: int,
+        clock: Clock,
+        replicator: Replicator | None = None,
+        lookahead: timedelta = timedelta(seconds=60),
     ) -> None:
+        self.lookahead = lookahead
+        self._building_at: dict[int, datetime] = {}
         self.stores = stores
         self.bookmarks = bookmarks
         self.shards = shards
@@ -71,8 +88,9 @@ class Takeover:
 
     def prepare(self, epoch: int | None) -> bool:
         """Make the due index this region's for ``epoch`` before it dispatches: kept when the epoch before was
-        this region's, or when it never copied from a peer; else built again (:meth:`rebuild`). Whether it was
-        built. Once per epoch: the dispatch timer's tick calls it (one instance at a time)."""
+        this region's, or when it never copied from a peer; else built again (:meth:`rebuild`), :attr:`handover`
+        after the first call when the other region still answers. Whether it was built. The dispatch timer's tick
+        calls it, and the region's beat while the index is not built (one instance at a time)."""
         if epoch is None or self.ready(epoch):
             return False
         with self._lock:
@@ -81,15 +99,25 @@ class Takeover:
             if recorded == epoch - 1 or (recorded is None and copied.swept_at is None):
                 self._own(epoch, copied)
                 return False
-            if self.replicator is not None:
+            if self.replicator is not None and _answered(copied):
                 report = self.replicator.sweep()  # the last writes of the other region, when it still answers
-                log.warning("region takeover: a last copy (%d rows, %s)", report.copied, report.error or "complete")
+                log.warning("region takeover: a copy (%d rows, %s)", report.copied, report.error or "complete")
+                build_at = self._building_at.setdefault(epoch, self.clock() + self.handover)
+                if not report.error and self.clock() < build_at:
+                    return False  # the other region may still run what it dispatched: build from a later copy
                 copied = self.bookmarks.replication()
             since = self._since(copied.cursors.get(JOBS_TABLE))
             built = self.rebuild(since)
             self._own(epoch, copied)
             log.warning("region takeover: epoch %d, due index built for %d jobs from %s", epoch, built, since)
             return True
+
+    @property
+    def handover(self) -> timedelta:
+        """How long after this region took the lease the other region may still run occurrences its scans
+        dispatched, and have counted them: its fence ends (at the latest) :data:`FENCE` after its last renewal,
+        which the lease outlasted; a scan dispatches a lookahead ahead; :data:`COUNTED` for the counters."""
+        return timedelta(seconds=FENCE) - LEASE + self.lookahead + COUNTED
 
     def _own(self, epoch: int, copied: ReplicationState) -> None:
         """Record the index as this region's for ``epoch``; the copy starts over at the next standby sweep (this
@@ -130,3 +158,9 @@ class Takeover:
                     self.stores.due.put(entry.entry())
                     built += 1
         return built
+
+
+def _answered(copied: ReplicationState) -> bool:
+    """Whether the other region answered the last sweep (not when the last one failed: it is taken as lost, and the
+    index is built at once from the copy there is, rather than after another sweep's timeouts)."""
+    return copied.failed_at is None or (copied.swept_at is not None and copied.swept_at > copied.failed_at)

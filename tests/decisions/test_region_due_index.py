@@ -6,6 +6,7 @@ region neither dispatches nor takes writes; re-acquiring its own lapsed lease, o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -13,8 +14,10 @@ from scheduler_core import triggers, wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
 from scheduler_core.adapters.memory.bookmarks import MemoryBookmarks
 from scheduler_core.adapters.memory.witness import MemoryWitness
+from scheduler_core.errors import StorageError
 from scheduler_core.model import DueEntry, JobState
-from scheduler_core.regions import LEASE, ReplicationState
+from scheduler_core.regions import LEASE, ReplicationState, Replicator, Takeover
+from scheduler_core.regions.replication import Row
 from scheduler_core.regions.takeover import MARGIN
 from scheduler_core.settings import Settings
 from scheduler_core.storage.keys import CollectionRef, JobRef
@@ -22,6 +25,7 @@ from scheduler_core.storage.names import JOBS_TABLE
 from tests.decisions.test_region_standby import KEY, call
 from tests.support.harness import STANDARD, START
 from tests.support.jobs import every, http_job
+from tests.support.waiting import wait_until
 
 COLLECTION = CollectionRef("sub", "rg", "jc")
 MINUTELY = JobRef(COLLECTION, "minutely")
@@ -140,9 +144,10 @@ def test_an_epoch_of_another_region_in_between_makes_the_index_stale(memory_env:
     witness.release("b", 2)
 
     assert services.region is not None and services.region.beat() and services.region.state().epoch == 3
-    assert triggers.on_region_beat()  # the beat that finds the index not built builds it and ticks
+    assert triggers.on_region_beat()  # the beat that finds the index not built has it built, aside
+    wait_until(services.active, timeout=10, what="the index built on the takeover's thread")
     assert MINUTELY.row_key not in entries(services)  # disabled in the copy: its stale entry went
-    assert services.active() and bookmarks.due_epoch() == 3
+    assert bookmarks.due_epoch() == 3
 
 
 def _first_after(start: datetime, step: timedelta, instant: datetime) -> datetime:
@@ -150,3 +155,73 @@ def _first_after(start: datetime, step: timedelta, instant: datetime) -> datetim
     while when <= instant:
         when += step
     return when
+
+
+class EmptyReplica:
+    """Test double of a region's replicated tables (``Replica``): empty, answering (``gone``: out of reach)."""
+
+    def __init__(self, gone: bool = False) -> None:
+        self.gone = gone
+
+    def _reach(self) -> None:
+        if self.gone:
+            raise StorageError("the other region's storage is out of reach")
+
+    def changed(self, table: str, since: datetime | None) -> Iterator[Row]:
+        self._reach()
+        return iter(())
+
+    def keys(self, table: str) -> set[tuple[str, str]]:
+        self._reach()
+        return set()
+
+    def put(self, table: str, rows: Iterable[Row]) -> None:
+        self._reach()
+
+    def delete(self, table: str, keys: Iterable[tuple[str, str]]) -> None:
+        self._reach()
+
+
+def handing_back(settings: Settings, peer: EmptyReplica) -> tuple[wiring.Services, SimulatedClock, MemoryWitness]:
+    """Region ``a`` (active in epoch 1, its index stale after b's epoch 2) about to take epoch 3, its standby copy
+    made by a replicator over ``peer``; the takeover's wait measured on the simulated clock."""
+    clock = SimulatedClock(START - timedelta(minutes=1))
+    witness = MemoryWitness(clock)
+    services, bookmarks = deployment(settings, clock, witness)
+    write_jobs(services)
+    bookmarks.set_due_epoch(1)
+    bookmarks.set_replication(ReplicationState({JOBS_TABLE: clock()}, swept_at=clock(), sweeps=3))
+    assert services.takeover is not None
+    replicator = Replicator(peer, EmptyReplica(), bookmarks, clock)
+    services = dataclasses.replace(
+        services,
+        replicator=replicator,
+        takeover=Takeover(services.stores, bookmarks, services.settings.due_shards, clock, replicator),
+    )
+    wiring.install(services)
+    for _ in range(2):
+        epoch = witness.acquire("b")
+        assert epoch is not None
+        witness.release("b", epoch)
+    assert services.region is not None and services.region.beat() and services.region.state().epoch == 3
+    return services, clock, witness
+
+
+def test_a_hand_back_builds_the_index_only_once_the_other_region_has_run_what_it_dispatched(
+    memory_env: Settings,
+) -> None:
+    services, clock, _ = handing_back(memory_env, EmptyReplica())
+    assert services.takeover is not None
+    wait = services.takeover.handover
+    assert wait == timedelta(seconds=45)  # fence 40 s - lease 60 s + lookahead 60 s + 5 s for the counters
+    assert triggers.on_dispatch_tick() == 0 and not services.active()  # the other region answers: wait
+    clock.advance(wait.total_seconds() - 1)
+    assert triggers.on_dispatch_tick() == 0 and not services.active()
+    clock.advance(1)
+    assert triggers.on_dispatch_tick() > 0 and services.active()  # built from the copy made now
+    assert MINUTELY.row_key in entries(services)
+
+
+def test_a_takeover_from_a_region_out_of_reach_builds_the_index_at_once(memory_env: Settings) -> None:
+    services, _, _ = handing_back(memory_env, EmptyReplica(gone=True))
+    assert triggers.on_dispatch_tick() == services.settings.due_shards and services.active()

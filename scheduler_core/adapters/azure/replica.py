@@ -28,10 +28,11 @@ __all__ = ["TableBookmarks", "TableReplica", "peer_tables"]
 
 #: Operations in one batch (Table Storage's limit).
 BATCH = 100
-#: The peer's calls: tries after the first, and seconds to connect and to read (it may be gone).
-PEER_RETRIES = 1
+#: The peer's calls: tries after the first, and seconds to connect and to read (it may be gone: a sweep against a
+#: peer that accepts connections and never answers fails within the read timeout; the next sweep is the retry).
+PEER_RETRIES = 0
 PEER_CONNECT_TIMEOUT = 5
-PEER_READ_TIMEOUT = 20
+PEER_READ_TIMEOUT = 10
 _PARTITION = "region"
 
 
