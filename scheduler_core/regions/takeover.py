@@ -117,7 +117,7 @@ class Takeover:
         """How long after this region took the lease the other region may still run occurrences its scans
         dispatched, and have counted them: its fence ends (at the latest) :data:`FENCE` after its last renewal,
         which the lease outlasted; a scan dispatches a lookahead ahead; :data:`COUNTED` for the counters."""
-        return timedelta(seconds=FENCE) - LEASE + self.lookahead + COUNTED
+        return max(timedelta(seconds=FENCE) - LEASE + self.lookahead, timedelta(0)) + COUNTED
 
     def _own(self, epoch: int, copied: ReplicationState) -> None:
         """Record the index as this region's for ``epoch``; the copy starts over at the next standby sweep (this

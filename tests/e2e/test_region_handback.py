@@ -1,0 +1,163 @@
+"""The hand-back (docs/regions.md, "Hand-back"): region ``a`` back after an outage that ``b`` took over, three
+Azurites (``a``'s storage, ``b``'s, the witness's) and two host processes.
+
+The outage is set up as it ends: ``a`` was active in epoch 1 (its jobs and due index in its storage), ``b`` copied
+its jobs and, with ``a`` out of reach (the fault proxy refuses ``b``'s reads of ``a``'s tables), took the lease in
+epoch 2 and built its index from its copy. During the outage ``b`` takes a new job and an edit. Then ``a``'s host
+starts: it is the standby, and its copy brings the outage's writes from ``b``. An operator demotes ``b``: ``a`` takes
+the lease once it has run out, waits the hand-over (what ``b`` dispatched has run), builds its index from a copy
+made then, and dispatches. One-shot jobs due every few seconds across the hand-back each fire exactly once; the job
+written in ``b`` fires from ``a``; each region's history of what it ran is readable in it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from local_host.azurite import Azurite
+from scheduler_core import settings, wiring
+from scheduler_core.adapters.azure.clients import table_service
+from scheduler_core.adapters.azure.provision import provision
+from scheduler_core.adapters.azure.replica import TableBookmarks, TableReplica
+from scheduler_core.adapters.azure.witness import blob_witness
+from scheduler_core.model import CLAIM_LEASE, JobState
+from scheduler_core.regions import BEAT, LEASE, Replicator
+from scheduler_core.storage.keys import CollectionRef, JobRef
+from tests.conftest import private_azurite
+from tests.e2e import fault_host
+from tests.support.fault_proxy import fault_proxy
+from tests.support.harness import STANDARD_PLAN
+from tests.support.http_target import http_target
+from tests.support.jobs import every, http_action, job_body
+from tests.support.regions import header, region_environ, tables_at
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+
+COLLECTION = CollectionRef("sub-regions", "rg", "jc")
+#: Jobs due this many seconds after the demotion: ``b`` fires the first, ``a`` the others (late while it takes over).
+OFFSETS = (-5, 5, 15, 30, 45, 60, 75, 90)
+
+
+def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azurite, tmp_path: Path) -> None:
+    witness_blob = f"witness-{uuid.uuid4().hex[:8]}/active"
+    with (
+        private_azurite() as storage_a,
+        private_azurite() as storage_b,
+        fault_proxy(("127.0.0.1", storage_a.ports.table)) as link,
+        http_target() as target,
+    ):
+        tables = f"t{uuid.uuid4().hex[:8]}"
+        common = {"SCHEDULER_TABLE_PREFIX": tables, "SCHEDULER_LOOKAHEAD_SECONDS": "10"}
+        environs = {
+            "a": {
+                **region_environ(storage_a, "a", witness_blob, azurite.connection_string),
+                "SchedulerPeer": storage_b.connection_string,
+                **common,
+            },
+            "b": {
+                **region_environ(storage_b, "b", witness_blob, azurite.connection_string),
+                "SchedulerPeer": tables_at(link.port),
+                **common,
+            },
+        }
+        configs = {region: settings.load(environ) for region, environ in environs.items()}
+        for config in configs.values():
+            provision(config)
+        witness = blob_witness(settings.StorageAccount(azurite.connection_string), *configs["a"].witness_blob)
+        services = {region: wiring.build(config) for region, config in configs.items()}
+        a, b = services["a"], services["b"]
+
+        # Before the outage: a active in epoch 1 with its jobs; b's copy of them.
+        assert witness.acquire("a") == 1
+        witness.release("a", 1)
+        TableBookmarks(table_service(configs["a"]), configs["a"]).set_due_epoch(1)
+        demote_at = (datetime.now(UTC) + timedelta(seconds=35)).replace(microsecond=0)
+        due = {f"job{index}": demote_at + timedelta(seconds=offset) for index, offset in enumerate(OFFSETS)}
+        a.service.put_collection(COLLECTION, STANDARD_PLAN)
+        for name, when in due.items():
+            a.service.put_job(JobRef(COLLECTION, name), job_body(when, http_action(f"{target.base_url}/{name}")))
+        tomorrow = demote_at + timedelta(days=1)
+        a.service.put_job(
+            JobRef(COLLECTION, "edited"), job_body(tomorrow, http_action(f"{target.base_url}/e"), every("Hour"))
+        )
+        own_b = table_service(configs["b"])
+        copy = Replicator(
+            TableReplica(table_service(configs["a"]), configs["a"]),
+            TableReplica(own_b, configs["b"]),
+            TableBookmarks(own_b, configs["b"]),
+            lambda: datetime.now(UTC),
+        )
+        assert copy.sweep().error == ""
+
+        hosts = {}
+        try:
+            link.set_mode("refuse")  # a is out of reach: b takes the free lease and builds its index at once
+            hosts["b"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["b"], tmp_path / "b.log")
+            wait_until(lambda: witness.read().held_by("b"), timeout=30, what="region b taking the lease")
+            wait_until(b.active, timeout=30, what="region b's due index built")
+            assert witness.read().epoch == 2
+
+            # The outage's writes, in b
+            written = demote_at + timedelta(seconds=95)  # a's, after the hand-back
+            b.service.put_job(
+                JobRef(COLLECTION, "written-in-b"), job_body(written, http_action(f"{target.base_url}/w"))
+            )
+            b.service.patch_job(JobRef(COLLECTION, "edited"), {"properties": {"state": "Disabled"}})
+
+            # a back: the standby, copying from b
+            link.set_mode("pass")
+            hosts["a"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["a"], tmp_path / "a.log")
+            wait_until(
+                lambda: a.stores.jobs.get(JobRef(COLLECTION, "written-in-b")) is not None,
+                timeout=30,
+                what="a's copy of the outage's writes",
+            )
+            edited = a.stores.jobs.get(JobRef(COLLECTION, "edited"))
+            assert edited is not None and edited.state is JobState.DISABLED
+            assert witness.read().held_by("b")
+
+            time.sleep(max(0.0, (demote_at - datetime.now(UTC)).total_seconds()))
+            witness.set_demoted("b", True)  # the operator hands back
+            demoted = time.monotonic()
+            wait_until(
+                lambda: witness.read().held_by("a"), timeout=LEASE.total_seconds() + 2 * BEAT + 5, what="a's lease"
+            )
+            handed_back = time.monotonic() - demoted
+            assert witness.read().epoch == 3
+
+            target.wait_for(len(due) + 1, timeout=(written - datetime.now(UTC)).total_seconds() + 60)
+            time.sleep(3)  # a second call of any job would come now
+            calls: dict[str, list[float]] = {}
+            for call in target.received:
+                calls.setdefault(call.path.lstrip("/"), []).append(call.at)
+                assert header(call, "x-ms-scheduler-expected-execution-time")
+            assert sorted(calls) == sorted([*due, "w"]), sorted(calls)
+            assert all(len(times) == 1 for times in calls.values()), calls  # nothing twice, nothing lost
+            lateness = {name: calls[name][0] - when.timestamp() for name, when in due.items()}
+            by_b = {name for name in due if ran(b, name)}
+            by_a = {name for name in due if ran(a, name)}
+            assert by_a and by_b and by_a | by_b == set(due), (by_a, by_b)  # each region's history, in it
+            assert not by_a & by_b
+            assert ran(a, "written-in-b")  # the outage's write ran in a
+            print(
+                f"a took the lease {handed_back:.1f} s after b's demotion; "
+                f"fired by b: {sorted(by_b)}; by a: {sorted(by_a)}; "
+                f"lateness: {', '.join(f'{n} {lateness[n]:+.1f} s' for n in due)}"
+            )
+        except BaseException:
+            for region in ("a", "b"):
+                print(fault_host.log_tail(tmp_path / f"{region}.log", 80))
+            raise
+        finally:
+            for host in hosts.values():
+                fault_host.stop(host)
+
+
+def ran(services: wiring.Services, name: str) -> bool:
+    """Whether the region's own history records a run of job ``name``."""
+    return any(True for _ in services.stores.history.list(JobRef(COLLECTION, name)))
