@@ -15,9 +15,10 @@ queue, ``SCHEDULER_EXECUTION_QUEUE_COUNT``), ``execution_queues`` (each queue's 
 ``history_storage`` (only when the history tables have an account of their own, ``SchedulerHistoryStorage``: one
 query there, and 503 when it fails, as for ``storage``; likewise 503 with ``execution_storage`` "unreachable" when
 the execution queues have an account of their own and a queue's depth cannot be read there), ``region`` (only with
-a witness, docs/regions.md: its name, ``active``, ``epoch``; a standby's late tick is no warning: the active region
-ticks), ``warnings``, ``reason`` (503 only). No secret, no connection string, no exception text. Any method but GET
-and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and ``nosniff`` come with every
+a witness, docs/regions.md: its name, ``active``, ``epoch``, and a standby's ``replication``, with a warning when its
+copy is behind; a standby's late tick is no warning: the active region ticks), ``warnings``, ``reason`` (503 only).
+No secret, no connection string, no foreign exception text (a standby's replication error is the service's own
+message). Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and ``nosniff`` come with every
 answer of the app (:func:`scheduler_core.triggers.http_answer`).
 """
 
@@ -35,6 +36,7 @@ from scheduler_core import __version__
 from scheduler_core.api.messages import READ_METHODS, ApiResponse, MethodNotAllowed
 from scheduler_core.queue_depths import ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.recurrence import format_instant
+from scheduler_core.regions.replication import ReplicationState
 from scheduler_core.storage.keys import CollectionRef, JobRef
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ log = logging.getLogger("scheduler_core.health")
 #: The dispatch timer ticks every minute; a heartbeat older than this is a warning (the tick alert fires
 #: after 3 minutes as well).
 TICK_LATE_AFTER = timedelta(minutes=3)
+#: A standby's copy older than this is reported behind (it sweeps every 10 s).
+REPLICATION_BEHIND_AFTER = timedelta(seconds=60)
 #: How long (seconds) a check waits for its storage probes. Storage clients retry for much longer (a hung
 #: storage account kept a check waiting 86 s); App Service's health check and a person at ``/health`` need an
 #: answer within a few seconds, and an instance whose storage hangs cannot work either.
@@ -118,7 +122,7 @@ def _probe_storage(s: Services, now: datetime) -> tuple[int, dict[str, Any]]:
     body["storage"] = "reachable"
     if not _history_reachable(s, body):
         return 503, body
-    _report_tick(tick, now, body, warn=_report_region(s, body))
+    _report_tick(tick, now, body, warn=_report_region(s, body, now))
     if not _report_queues(s, body):
         return 503, body
     return 200, body
@@ -144,15 +148,33 @@ def _history_reachable(s: Services, body: dict[str, Any]) -> bool:
     return True
 
 
-def _report_region(s: Services, body: dict[str, Any]) -> bool:
+def _report_region(s: Services, body: dict[str, Any], now: datetime) -> bool:
     """``region`` in ``body`` when a witness is set (docs/regions.md): its name, whether it is active and its
     epoch. Whether this deployment dispatches (always without a witness)."""
     if s.region is None:
         return True
-    active = s.region.check()
+    active = s.active()
     state = s.region.state()
     body["region"] = {"name": state.region, "active": active, "epoch": state.epoch}
+    if s.replicator is not None and not active:
+        _report_replication(s.replicator.bookmarks.replication(), now, body)
     return active
+
+
+def _report_replication(copied: ReplicationState, now: datetime, body: dict[str, Any]) -> None:
+    """The standby's copy under ``region.replication``: when its last sweep finished, how old that is, and the
+    last sweep's failure; a warning when it is older than :data:`REPLICATION_BEHIND_AFTER` (the link to the active
+    region's storage is down, or the copy's timer does not run)."""
+    age = (now - copied.swept_at).total_seconds() if copied.swept_at is not None else None
+    body["region"]["replication"] = {
+        "swept_at": format_instant(copied.swept_at) if copied.swept_at is not None else None,
+        "age_seconds": round(age, 1) if age is not None else None,
+        "error": copied.error,
+    }
+    if age is None or age > REPLICATION_BEHIND_AFTER.total_seconds():
+        since = "never copied" if age is None else f"last copied {age:.0f} s ago"
+        why = f": {copied.error}" if copied.error else ""
+        body["warnings"].append(f"replication: behind, {since} from the active region{why}")
 
 
 def _report_tick(tick: datetime | None, now: datetime, body: dict[str, Any], warn: bool = True) -> None:

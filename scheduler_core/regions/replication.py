@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from scheduler_core.errors import SchedulerError
 from scheduler_core.storage.names import COLLECTIONS_TABLE, JOBS_TABLE
 
 __all__ = [
@@ -165,7 +166,7 @@ class Replicator:
                 done.append(copy)
                 self.bookmarks.set_replication(replace(state, cursors=dict(cursors)))
         except Exception as error:  # any failure is recorded; the next sweep tries again
-            why = f"{type(error).__name__}: {str(error)[:200]}"
+            why = _reason(error)
             log.warning("replication: the sweep failed (%s); the next one goes on", why)
             self._quietly(replace(state, cursors=dict(cursors), failed_at=self.clock(), error=why))
             return SweepReport(tuple(done), why)
@@ -190,3 +191,11 @@ class Replicator:
             self.bookmarks.set_replication(state)
         except Exception:  # own storage out of reach too: the next sweep records it
             log.warning("replication: the failure could not be recorded", exc_info=True)
+
+
+def _reason(error: Exception) -> str:
+    """What a failed sweep records and ``/health`` shows: the service's own message for its errors (they name no
+    secret), the class alone for any other (its text could quote a row or a connection)."""
+    if isinstance(error, SchedulerError):
+        return f"{type(error).__name__}: {str(error)[:200]}"
+    return type(error).__name__
