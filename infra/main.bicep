@@ -209,6 +209,14 @@ param regionName string = ''
 @description('SCHEDULER_WITNESS_BLOB: the witness\'s <container>/<blob name> in that account.')
 param witnessBlob string = 'scheduler-witness/active'
 
+@description('SCHEDULER_REGION_PRIMARY: the preferred region\'s name, the same in both regions (empty: no automatic hand-back).')
+param primaryRegion string = ''
+
+@description('SCHEDULER_REGION_HANDBACK_SECONDS: how long the primary region\'s copy must be current before the other region hands the lease back to it (0: only by an operator).')
+@minValue(0)
+@maxValue(86400)
+param handbackSeconds int = 600
+
 @description('SchedulerPeer__tableServiceUri: the table endpoint (https://<account>.table.core.windows.net) of the other region\'s storage account, which this region copies job collections and jobs from while it is the standby (docs/regions.md); grant the app\'s identity Storage Table Data Contributor there. Empty: nothing is copied. Only with a witness.')
 param peerTableServiceUri string = ''
 
@@ -355,6 +363,8 @@ var schedulerSettings = {
   SCHEDULER_REGION_NAME: regionName
   SCHEDULER_WITNESS_BLOB: witnessBlob
   SchedulerPeer__tableServiceUri: peerTableServiceUri
+  SCHEDULER_REGION_PRIMARY: primaryRegion
+  SCHEDULER_REGION_HANDBACK_SECONDS: string(handbackSeconds)
   SCHEDULER_API_KEYS: '@Microsoft.KeyVault(VaultName=${keyVaultName};SecretName=${apiKeysSecretName})'
   SCHEDULER_TABLE_PREFIX: tablePrefix
   SCHEDULER_SCAN_QUEUE: scanQueueName

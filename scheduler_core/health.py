@@ -18,8 +18,8 @@ the execution queues have an account of their own and a queue's depth cannot be 
 a witness, docs/regions.md: its name, ``active``, ``epoch``, and a standby's ``replication``, with a warning when its
 copy is behind; a standby's late tick is no warning: the active region ticks), ``warnings``, ``reason`` (503 only).
 No secret, no connection string, no foreign exception text (a standby's replication error is the service's own
-message). Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and ``nosniff`` come with every
-answer of the app (:func:`scheduler_core.triggers.http_answer`).
+message). Any method but GET and HEAD is an ARM 405 with ``Allow: GET, HEAD``; ``Cache-Control: no-store`` and
+``nosniff`` come with every answer of the app (:func:`scheduler_core.triggers.http_answer`).
 """
 
 from __future__ import annotations

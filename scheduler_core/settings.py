@@ -15,6 +15,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from scheduler_core.errors import ConfigurationError
@@ -119,6 +120,19 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "scheduler-witness/active",
         "The witness's blob, <container>/<name>, in SchedulerWitness's account (the container is created when "
         "missing).",
+    ),
+    SettingSpec(
+        "SCHEDULER_REGION_PRIMARY",
+        "",
+        "The preferred region's name (the same in both regions' settings): while the other region is active and "
+        "this one's copy has been current for SCHEDULER_REGION_HANDBACK_SECONDS, the other hands the lease back. "
+        "Empty: no preference, no automatic hand-back.",
+    ),
+    SettingSpec(
+        "SCHEDULER_REGION_HANDBACK_SECONDS",
+        "600",
+        "How long the primary region's copy must be current before the other region hands the lease back to it "
+        "(0 to 86400; 0: never automatically, an operator runs 'region demote' and 'region promote').",
     ),
     SettingSpec(
         "SchedulerPeer",
@@ -594,6 +608,11 @@ class Settings:
     region_name: str = ""
     #: The witness's container and blob (``SCHEDULER_WITNESS_BLOB``).
     witness_blob: tuple[str, str] = ("scheduler-witness", "active")
+    #: The preferred region (``SCHEDULER_REGION_PRIMARY``; empty: none).
+    primary_region: str = ""
+    #: How long the primary's copy must be current before the lease is handed back to it (None: only by an
+    #: operator; ``SCHEDULER_REGION_HANDBACK_SECONDS``).
+    handback_after: timedelta | None = timedelta(minutes=10)
     #: The other region's storage account (``SchedulerPeer``, or ``SchedulerPeer__tableServiceUri`` with the
     #: app's identity): the standby copies its catalog from there; None: nothing is copied.
     peer: StorageAccount | None = None
@@ -690,7 +709,21 @@ def region_settings(environ: Mapping[str, str] | None = None, *, require_region:
             "setting SCHEDULER_WITNESS_BLOB must be <container>/<blob name> (a container name of 3 to 63 lower-case "
             f"letters, digits and single hyphens, then a blob name), got {blob[:80]!r}"
         )
-    return {"witness": witness, "region_name": name, "witness_blob": (container, blob_name), "peer": peer}
+    primary = (raw("SCHEDULER_REGION_PRIMARY", environ) or "").strip()
+    if primary and not _REGION.match(primary):
+        raise ConfigurationError(
+            "setting SCHEDULER_REGION_PRIMARY must be a region's name as SCHEDULER_REGION_NAME spells it (lower-case "
+            f"letters, digits and hyphens), got {primary[:80]!r}"
+        )
+    seconds = _int("SCHEDULER_REGION_HANDBACK_SECONDS", environ, 0, 86400)
+    return {
+        "witness": witness,
+        "region_name": name,
+        "witness_blob": (container, blob_name),
+        "peer": peer,
+        "primary_region": primary,
+        "handback_after": timedelta(seconds=seconds) if seconds else None,
+    }
 
 
 def _stream_queue(environ: Mapping[str, str] | None) -> str:

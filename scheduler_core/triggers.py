@@ -87,11 +87,18 @@ def _tick_quietly() -> None:
 
 def on_region_replicate() -> int | None:
     """Timer (every 10 s, registered only with a witness and a peer): while this region is the standby, copy what
-    the active region wrote since the last sweep (docs/regions.md). Rows copied; None: active, nothing copied."""
+    the active region wrote since the last sweep; while it is active, hand the lease back to the primary region when
+    its copy has been current long enough (docs/regions.md). Rows copied; None: active, nothing copied."""
     from scheduler_core.wiring import services
 
     s = services()
-    if s.replicator is None or s.region is None or s.region.check():
+    if s.region is None:
+        return None
+    if s.region.check():  # active: nothing to copy; hand the lease back to the primary region when it is time
+        if s.handback is not None:
+            s.handback.check()
+        return None
+    if s.replicator is None:
         return None
     report = s.replicator.sweep()
     if report.copied or report.deleted:

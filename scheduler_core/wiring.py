@@ -27,7 +27,7 @@ from scheduler_core.pipeline.stream import HistoryStream, StreamedClaims, Stream
 from scheduler_core.ports import Claims, ExecutionQueue, FlowLimits, MessageSender, Storage, Stores
 from scheduler_core.queue_depths import DepthProbe, ExecutionDepths, ExecutionQueueDepth, QueueDepths, total_depths
 from scheduler_core.queue_router import ExecutionRouter
-from scheduler_core.regions import Bookmarks, RegionRole, Replicator, Takeover, Witness
+from scheduler_core.regions import Bookmarks, HandBack, RegionRole, Replicator, Takeover, Witness
 from scheduler_core.service import SchedulerService
 from scheduler_core.service.jobs import BackfillSends
 
@@ -69,6 +69,8 @@ class Services:
     takeover: Takeover | None = None
     #: The standby's copy of the peer region's catalog (with a witness and ``SchedulerPeer``).
     replicator: Replicator | None = None
+    #: The automatic hand-back to the primary region (with a peer and ``SCHEDULER_REGION_PRIMARY``).
+    handback: HandBack | None = None
 
     def active(self) -> bool:
         """Whether this deployment dispatches and accepts writes now: always without a witness, else while its
@@ -162,7 +164,7 @@ def build(
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
     region = _region(config, witness)
-    takeover, replicator = _takeover(config, region, stores, clock, bookmarks, azure)
+    takeover, replicator, handback = _takeover(config, region, stores, clock, bookmarks, azure)
     api = ApiServices(service, gate.keys, gate, functools.partial(_active, region, takeover))
     return Services(
         config,
@@ -183,6 +185,7 @@ def build(
         region=region,
         takeover=takeover,
         replicator=replicator,
+        handback=handback,
     )
 
 
@@ -211,12 +214,12 @@ def _takeover(
     clock: Clock,
     bookmarks: Bookmarks | None,
     azure: bool,
-) -> tuple[Takeover | None, Replicator | None]:
+) -> tuple[Takeover | None, Replicator | None, HandBack | None]:
     """With a witness: the region's takeover of its due index and, with a peer (``config.peer``; Azure storage
-    only), the standby's replicator."""
+    only), the standby's replicator and the automatic hand-back to the primary region (when one is named)."""
     if region is None:
-        return None, None
-    replicator = None
+        return None, None, None
+    replicator = handback = None
     if azure:
         from scheduler_core.adapters.azure.clients import table_service
         from scheduler_core.adapters.azure.replica import TableBookmarks, TableReplica, peer_tables
@@ -224,14 +227,16 @@ def _takeover(
         own = table_service(config)
         bookmarks = bookmarks or TableBookmarks(own, config)
         if config.peer is not None:
-            peer = TableReplica(peer_tables(config.peer), config)
-            replicator = Replicator(peer, TableReplica(own, config), bookmarks, clock)
+            peer_service = peer_tables(config.peer)
+            replicator = Replicator(TableReplica(peer_service, config), TableReplica(own, config), bookmarks, clock)
+            primary_copy = TableBookmarks(peer_service, config).replication  # the primary's record, in its storage
+            handback = HandBack(region, config.primary_region, config.handback_after, primary_copy, clock)
     elif bookmarks is None:
         from scheduler_core.adapters.memory.bookmarks import MemoryBookmarks
 
         bookmarks = MemoryBookmarks()
     lookahead = timedelta(seconds=config.lookahead_seconds)
-    return Takeover(stores, bookmarks, config.due_shards, clock, replicator, lookahead), replicator
+    return Takeover(stores, bookmarks, config.due_shards, clock, replicator, lookahead), replicator, handback
 
 
 def _dispatcher(

@@ -85,10 +85,11 @@ class RegionRole:
         return self.beat() if due else self.active()
 
     def beat(self) -> bool:
-        """Read the witness, then: a demoted region gives its holding up (it stops renewing: its instances stop
-        acting by the fence, and the lease runs out before another region can take it); else renew the holding
-        (this instance's, or the region's that another instance acquired), or try to acquire the lease. Whether
-        this region is active after. A witness out of reach changes nothing: the fence ends the holding in time."""
+        """Read the witness, then: a demoted region, or one handing its holding back, gives it up (it stops renewing:
+        its instances stop acting by the fence, and the lease runs out before another region can take it); else renew
+        the holding (this instance's, or the region's that another instance acquired), or try to acquire the lease.
+        Whether this region is active after. A witness out of reach changes nothing: the fence ends the holding in
+        time."""
         with self._lock:
             epoch = self._epoch
             self._beaten_at = self.monotonic()
@@ -98,6 +99,10 @@ class RegionRole:
             demoted = self.region in state.demoted
             with self._lock:
                 self._demoted = demoted
+            if state.handing_back == self.region:  # no instance renews or adopts it, none acquires meanwhile
+                if epoch is not None:
+                    self._lose(epoch, "handed back: the lease runs out without renewals")
+                return self.active()
             if state.held_by(self.region):
                 epoch = state.epoch  # another instance of this region may hold it: renewing it is this one's too
             if demoted:
@@ -126,6 +131,17 @@ class RegionRole:
         with self._lock:
             epoch, self._epoch, self._confirmed_at, self._demoted = self._epoch, None, None, True
         log.warning("region %s: demoted (standby until promoted; epoch %s not renewed)", self.region, epoch)
+
+    def hand_back(self) -> bool:
+        """Hand this region's holding back (to whichever region acquires next; docs/regions.md, "Hand-back"): the
+        witness keeps it, so no instance renews it, and the region does not take the lease again until another
+        region has, or the witness's hold is over. This instance stops acting now. Whether this region held it."""
+        with self._lock:
+            epoch = self._epoch
+        if epoch is None or not self.witness.hand_back(self.region, epoch):
+            return False
+        self._lose(epoch, "handed back: the lease runs out without renewals")
+        return True
 
     def promote(self) -> bool:
         """Let this region be active again (in every instance), and try to acquire the lease now; whether it is

@@ -13,6 +13,9 @@ Contract of a :class:`Witness` (every implementation passes ``tests/contract/tes
   it fails (False) once another has, or for an epoch that is not the witness's.
 - An operator's demotion of a region is kept by the witness (:meth:`Witness.set_demoted`): a demoted region never
   acquires the lease, whichever of its instances asks, until it is promoted again.
+- A region's hand-back of its holding is kept by the witness too (:meth:`Witness.hand_back`): the region renews it no
+  more and does not acquire the lease again until another region has acquired it, or :data:`HANDBACK_HOLD` has
+  passed (the region it was handed to did not take it: the region may take it back).
 - A witness that cannot be reached raises :class:`WitnessUnreachable`; nothing else escapes.
 """
 
@@ -22,11 +25,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-__all__ = ["LEASE", "Witness", "WitnessState", "WitnessUnreachable"]
+__all__ = ["HANDBACK_HOLD", "LEASE", "Witness", "WitnessState", "WitnessUnreachable"]
 
 #: The lease of a blob's longest finite lease: the witness ends a lost region's holding at most this long
 #: after its last renewal.
 LEASE = timedelta(seconds=60)
+#: How long a hand-back keeps its region from acquiring the lease again: the lease running out, and two beats of the
+#: region it is handed to.
+HANDBACK_HOLD = timedelta(seconds=120)
 
 
 class WitnessUnreachable(Exception):
@@ -36,12 +42,14 @@ class WitnessUnreachable(Exception):
 @dataclass(frozen=True)
 class WitnessState:
     """What the witness says: the region that last acquired the lease (None: none ever did), its epoch (0: none),
-    whether its lease runs now, and the regions an operator demoted."""
+    whether its lease runs now, the regions an operator demoted, and the region handing its holding back (None:
+    none, or its hand-back is over)."""
 
     holder: str | None
     epoch: int
     leased: bool
     demoted: frozenset[str] = frozenset()
+    handing_back: str | None = None
 
     def held_by(self, region: str) -> bool:
         """Whether ``region`` holds the lease now."""
@@ -69,6 +77,11 @@ class Witness(Protocol):
 
     def renew(self, region: str, epoch: int) -> bool:
         """Renew ``region``'s holding of ``epoch``: whether it is still that region's."""
+        ...
+
+    def hand_back(self, region: str, epoch: int) -> bool:
+        """Record that ``region`` hands its holding of ``epoch`` back (it lets the lease run out and stays out of
+        it for a while, see the module): whether the holding was still that region's."""
         ...
 
     def release(self, region: str, epoch: int) -> None:

@@ -17,6 +17,8 @@ from scheduler_core.adapters.memory.witness import MemoryWitness
 from scheduler_core.regions.witness import Witness, WitnessState, WitnessUnreachable
 
 LEASE = timedelta(seconds=15)
+#: A hand-back's hold in these tests (the product's is 120 s).
+HOLD = LEASE + timedelta(seconds=5)  # the blob's write time has whole seconds
 
 
 @dataclass
@@ -29,7 +31,7 @@ class WitnessBackend:
 def backend(request: pytest.FixtureRequest) -> Iterator[WitnessBackend]:
     if request.param == "memory":
         clock = SimulatedClock(datetime(2030, 1, 1, tzinfo=UTC))
-        yield WitnessBackend(MemoryWitness(clock, LEASE), clock.advance)
+        yield WitnessBackend(MemoryWitness(clock, LEASE, HOLD), clock.advance)
         return
     from azure.storage.blob import BlobServiceClient
 
@@ -38,7 +40,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[WitnessBackend]:
     azurite: Azurite = request.getfixturevalue("azurite")
     service = BlobServiceClient.from_connection_string(azurite.connection_string)
     container = service.get_container_client(f"witness-{uuid.uuid4().hex[:8]}")  # created by the witness
-    yield WitnessBackend(BlobWitness(container, "regions/active", LEASE), lambda span: time.sleep(span.total_seconds()))
+    witness = BlobWitness(container, "regions/active", LEASE, HOLD)
+    yield WitnessBackend(witness, lambda span: time.sleep(span.total_seconds()))
 
 
 def test_a_witness_never_held_names_no_one(backend: WitnessBackend) -> None:
@@ -130,6 +133,22 @@ def test_a_demoted_region_never_acquires_until_promoted_whoever_holds_the_lease(
     witness.set_demoted("westeurope", False)
     assert witness.acquire("westeurope") == 2
     assert witness.read() == WitnessState("westeurope", 2, True, frozenset({"northeurope"}))
+
+
+def test_a_handed_back_holding_goes_to_another_region_and_its_region_waits_the_hold(backend: WitnessBackend) -> None:
+    witness = backend.witness
+    assert witness.acquire("westeurope") == 1
+    assert not witness.hand_back("northeurope", 1) and not witness.hand_back("westeurope", 2)  # not theirs
+    assert witness.hand_back("westeurope", 1)
+    assert witness.read() == WitnessState("westeurope", 1, True, handing_back="westeurope")  # its lease runs on
+    backend.wait(LEASE + timedelta(seconds=1))
+    assert witness.acquire("westeurope") is None  # it handed the lease back: it does not take it again
+    assert witness.acquire("northeurope") == 2
+    assert witness.read() == WitnessState("northeurope", 2, True)  # the hand-back is over once another took it
+    assert witness.hand_back("northeurope", 2)
+    backend.wait(HOLD + timedelta(seconds=2))  # no one took it within the hold: its region may take it back
+    assert witness.read().handing_back is None
+    assert witness.acquire("northeurope") == 3
 
 
 def test_regions_racing_for_a_free_lease_leave_one_holder(backend: WitnessBackend) -> None:

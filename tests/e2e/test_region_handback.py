@@ -4,10 +4,12 @@ Azurites (``a``'s storage, ``b``'s, the witness's) and two host processes.
 The outage is set up as it ends: ``a`` was active in epoch 1 (its jobs and due index in its storage), ``b`` copied
 its jobs and, with ``a`` out of reach (the fault proxy refuses ``b``'s reads of ``a``'s tables), took the lease in
 epoch 2 and built its index from its copy. During the outage ``b`` takes a new job and an edit. Then ``a``'s host
-starts: it is the standby, and its copy brings the outage's writes from ``b``. An operator demotes ``b``: ``a`` takes
-the lease once it has run out, waits the hand-over (what ``b`` dispatched has run), builds its index from a copy
-made then, and dispatches. One-shot jobs due every few seconds across the hand-back each fire exactly once; the job
-written in ``b`` fires from ``a``; each region's history of what it ran is readable in it."""
+starts: it is the standby, and its copy brings the outage's writes from ``b``. ``a`` is the primary
+(``SCHEDULER_REGION_PRIMARY``), so once its copy has been current for the wait (10 s here, 10 minutes by default)
+``b`` hands the lease back by itself: ``a`` takes it once it has run out, waits the hand-over (what ``b`` dispatched
+has run), builds its index from a copy made then, and dispatches; ``b`` does not take it again. One-shot jobs due
+every few seconds across the hand-back each fire exactly once; the job written in ``b`` fires from ``a``; each
+region's history of what it ran is readable in it."""
 
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
 COLLECTION = CollectionRef("sub-regions", "rg", "jc")
-#: Jobs due this many seconds after the demotion: ``b`` fires the first, ``a`` the others (late while it takes over).
-OFFSETS = (-5, 5, 15, 30, 45, 60, 75, 90)
+#: Jobs due this many seconds after ``a``'s host starts: ``b`` fires the first, ``a`` the others (late while it takes
+#: over).
+OFFSETS = tuple(range(10, 131, 8))
 
 
 def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azurite, tmp_path: Path) -> None:
@@ -52,7 +55,12 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
         http_target() as target,
     ):
         tables = f"t{uuid.uuid4().hex[:8]}"
-        common = {"SCHEDULER_TABLE_PREFIX": tables, "SCHEDULER_LOOKAHEAD_SECONDS": "10"}
+        common = {
+            "SCHEDULER_TABLE_PREFIX": tables,
+            "SCHEDULER_LOOKAHEAD_SECONDS": "10",
+            "SCHEDULER_REGION_PRIMARY": "a",
+            "SCHEDULER_REGION_HANDBACK_SECONDS": "10",
+        }
         environs = {
             "a": {
                 **region_environ(storage_a, "a", witness_blob, azurite.connection_string),
@@ -76,12 +84,12 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
         assert witness.acquire("a") == 1
         witness.release("a", 1)
         TableBookmarks(table_service(configs["a"]), configs["a"]).set_due_epoch(1)
-        demote_at = (datetime.now(UTC) + timedelta(seconds=35)).replace(microsecond=0)
-        due = {f"job{index}": demote_at + timedelta(seconds=offset) for index, offset in enumerate(OFFSETS)}
+        a_starts = (datetime.now(UTC) + timedelta(seconds=25)).replace(microsecond=0)
+        due = {f"job{index}": a_starts + timedelta(seconds=offset) for index, offset in enumerate(OFFSETS)}
         a.service.put_collection(COLLECTION, STANDARD_PLAN)
         for name, when in due.items():
             a.service.put_job(JobRef(COLLECTION, name), job_body(when, http_action(f"{target.base_url}/{name}")))
-        tomorrow = demote_at + timedelta(days=1)
+        tomorrow = a_starts + timedelta(days=1)
         a.service.put_job(
             JobRef(COLLECTION, "edited"), job_body(tomorrow, http_action(f"{target.base_url}/e"), every("Hour"))
         )
@@ -103,13 +111,14 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
             assert witness.read().epoch == 2
 
             # The outage's writes, in b
-            written = demote_at + timedelta(seconds=95)  # a's, after the hand-back
+            written = a_starts + timedelta(seconds=135)  # a's, after the hand-back
             b.service.put_job(
                 JobRef(COLLECTION, "written-in-b"), job_body(written, http_action(f"{target.base_url}/w"))
             )
             b.service.patch_job(JobRef(COLLECTION, "edited"), {"properties": {"state": "Disabled"}})
 
             # a back: the standby, copying from b
+            time.sleep(max(0.0, (a_starts - datetime.now(UTC)).total_seconds()))
             link.set_mode("pass")
             hosts["a"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["a"], tmp_path / "a.log")
             wait_until(
@@ -117,18 +126,16 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
                 timeout=30,
                 what="a's copy of the outage's writes",
             )
+            current = time.monotonic()
             edited = a.stores.jobs.get(JobRef(COLLECTION, "edited"))
             assert edited is not None and edited.state is JobState.DISABLED
             assert witness.read().held_by("b")
 
-            time.sleep(max(0.0, (demote_at - datetime.now(UTC)).total_seconds()))
-            witness.set_demoted("b", True)  # the operator hands back
-            demoted = time.monotonic()
-            wait_until(
-                lambda: witness.read().held_by("a"), timeout=LEASE.total_seconds() + 2 * BEAT + 5, what="a's lease"
-            )
-            handed_back = time.monotonic() - demoted
-            assert witness.read().epoch == 3
+            # b hands back by itself: its wait (10 s), its lease running out, a's beat
+            bound = 10 + 10 + LEASE.total_seconds() + BEAT + 10
+            wait_until(lambda: witness.read().held_by("a"), timeout=bound, what="the hand-back to a")
+            handed_back = time.monotonic() - current
+            assert witness.read().epoch == 3 and not witness.read().demoted
 
             target.wait_for(len(due) + 1, timeout=(written - datetime.now(UTC)).total_seconds() + 60)
             time.sleep(3)  # a second call of any job would come now
@@ -144,8 +151,9 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
             assert by_a and by_b and by_a | by_b == set(due), (by_a, by_b)  # each region's history, in it
             assert not by_a & by_b
             assert ran(a, "written-in-b")  # the outage's write ran in a
+            assert witness.read().held_by("a") and witness.read().epoch == 3  # once: b did not take it again
             print(
-                f"a took the lease {handed_back:.1f} s after b's demotion; "
+                f"a took the lease {handed_back:.1f} s after its copy was current; "
                 f"fired by b: {sorted(by_b)}; by a: {sorted(by_a)}; "
                 f"lateness: {', '.join(f'{n} {lateness[n]:+.1f} s' for n in due)}"
             )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from scheduler_core.regions.witness import LEASE, WitnessState, WitnessUnreachable
+from scheduler_core.regions.witness import HANDBACK_HOLD, LEASE, WitnessState, WitnessUnreachable
 from scheduler_core.settings import StorageAccount
 
 if TYPE_CHECKING:
@@ -41,15 +41,19 @@ def lease_id(region: str, epoch: int) -> str:
 
 class BlobWitness:
     """A :class:`~scheduler_core.regions.witness.Witness` on the blob ``name`` of ``container`` (both created when
-    missing). ``lease``: 15 to 60 s, as the Blob service allows."""
+    missing). ``lease``: 15 to 60 s, as the Blob service allows; ``hold``: a hand-back's
+    (:data:`~scheduler_core.regions.witness.HANDBACK_HOLD`)."""
 
-    def __init__(self, container: ContainerClient, name: str, lease: timedelta = LEASE) -> None:
+    def __init__(
+        self, container: ContainerClient, name: str, lease: timedelta = LEASE, hold: timedelta = HANDBACK_HOLD
+    ) -> None:
         seconds = lease.total_seconds()
         if not 15 <= seconds <= 60 or seconds != int(seconds):
             raise ValueError("a blob lease lasts a whole number of seconds from 15 to 60")
         self.container = container
         self.blob = container.get_blob_client(name)
         self.lease = lease
+        self.hold = hold
 
     def read(self) -> WitnessState:
         return self._read()[0]
@@ -63,11 +67,15 @@ class BlobWitness:
         except AzureError as error:
             raise WitnessUnreachable(_reason(error)) from error
         metadata = properties.metadata or {}
+        handing_back = metadata.get("handback") or None
+        if handing_back is not None and datetime.now(UTC) - properties.last_modified >= self.hold:
+            handing_back = None  # its hold is over (timed by the blob's last write, the storage service's clock)
         state = WitnessState(
             metadata.get("holder") or None,
             int(metadata.get("epoch", "0") or 0),
             properties.lease.state == "leased",
             frozenset(name for name in metadata.get("demoted", "").split(",") if name),
+            handing_back,
         )
         return state, properties.etag
 
@@ -75,7 +83,7 @@ class BlobWitness:
         from azure.storage.blob import BlobLeaseClient
 
         state, etag = self._read()
-        if state.leased or region in state.demoted:
+        if state.leased or region in state.demoted or state.handing_back == region:
             return None
         epoch = state.epoch + 1
         lease = BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch))
@@ -127,6 +135,24 @@ class BlobWitness:
 
     def renew(self, region: str, epoch: int) -> bool:
         return self._on_holding(region, epoch, "renew")
+
+    def hand_back(self, region: str, epoch: int) -> bool:
+        from azure.storage.blob import BlobLeaseClient
+
+        state, etag = self._read()
+        if not state.held_by(region) or state.epoch != epoch:
+            return False
+        lease = BlobLeaseClient(self.blob, lease_id=lease_id(region, epoch))
+        metadata = {**_metadata(region, epoch, state.demoted), "handback": region}
+        try:
+            self.blob.set_blob_metadata(metadata, lease=lease, **_unchanged_since(etag))
+        except HttpResponseError as error:
+            if error.status_code in (409, 412):  # no longer its lease, or the blob changed: told to try again
+                return False
+            raise WitnessUnreachable(_reason(error)) from error
+        except AzureError as error:
+            raise WitnessUnreachable(_reason(error)) from error
+        return True
 
     def release(self, region: str, epoch: int) -> None:
         self._on_holding(region, epoch, "release")

@@ -7,7 +7,7 @@ import threading
 from datetime import datetime, timedelta
 
 from scheduler_core.ports import Clock
-from scheduler_core.regions.witness import LEASE, WitnessState, WitnessUnreachable
+from scheduler_core.regions.witness import HANDBACK_HOLD, LEASE, WitnessState, WitnessUnreachable
 
 __all__ = ["MemoryWitness", "SeenFrom"]
 
@@ -16,14 +16,16 @@ class MemoryWitness:
     """A :class:`~scheduler_core.regions.witness.Witness` in memory. ``cut`` holds the regions that cannot
     reach it: their calls, and every call through :meth:`seen_from` them, raise :class:`WitnessUnreachable`."""
 
-    def __init__(self, clock: Clock, lease: timedelta = LEASE) -> None:
+    def __init__(self, clock: Clock, lease: timedelta = LEASE, hold: timedelta = HANDBACK_HOLD) -> None:
         self.clock = clock
         self.lease = lease
+        self.hold = hold
         self.cut: set[str] = set()
         self._holder: str | None = None
         self._epoch = 0
         self._until: datetime | None = None
         self._demoted: set[str] = set()
+        self._handback: tuple[str, datetime] | None = None
         self._lock = threading.Lock()
 
     def seen_from(self, region: str) -> SeenFrom:
@@ -39,15 +41,29 @@ class MemoryWitness:
 
     def read(self) -> WitnessState:
         with self._lock:
-            return WitnessState(self._holder, self._epoch, self._runs(), frozenset(self._demoted))
+            return WitnessState(self._holder, self._epoch, self._runs(), frozenset(self._demoted), self._handing_back())
+
+    def _handing_back(self) -> str | None:
+        if self._handback is None or self.clock() - self._handback[1] >= self.hold:
+            return None
+        return self._handback[0]
 
     def acquire(self, region: str) -> int | None:
         self._reach(region)
         with self._lock:
-            if self._runs() or region in self._demoted:
+            if self._runs() or region in self._demoted or self._handing_back() == region:
                 return None
             self._holder, self._epoch, self._until = region, self._epoch + 1, self.clock() + self.lease
+            self._handback = None
             return self._epoch
+
+    def hand_back(self, region: str, epoch: int) -> bool:
+        self._reach(region)
+        with self._lock:
+            if (self._holder, self._epoch) != (region, epoch) or not self._runs():
+                return False
+            self._handback = (region, self.clock())
+            return True
 
     def set_demoted(self, region: str, demoted: bool) -> None:
         self._reach(region)
@@ -89,6 +105,9 @@ class SeenFrom:
 
     def renew(self, region: str, epoch: int) -> bool:
         return self.witness.renew(region, epoch)
+
+    def hand_back(self, region: str, epoch: int) -> bool:
+        return self.witness.hand_back(region, epoch)
 
     def set_demoted(self, region: str, demoted: bool) -> None:
         self.witness.set_demoted(region, demoted)
