@@ -552,6 +552,7 @@ output AZURE_LOCATION string = location
 output AZURE_TENANT_ID string = tenant().tenantId
 output AZURE_RESOURCE_GROUP string = rg.name
 output SCHEDULER_FUNCTION_APP_NAME string = functionApp.outputs.name
+output SCHEDULER_PRINCIPAL_ID string = functionApp.outputs.principalId
 output SCHEDULER_ENDPOINT string = 'https://${functionApp.outputs.defaultHostName}'
 output SCHEDULER_STORAGE_ACCOUNT string = storage.outputs.name
 output SCHEDULER_HISTORY_STORAGE_ACCOUNT string = splitStorage ? historyStorageAccountName : ''

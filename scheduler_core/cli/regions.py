@@ -72,6 +72,8 @@ def region_command(action: str, args: argparse.Namespace) -> int:
     else:
         write_line("active region: none (the witness was never held)")
     write_line("demoted: " + (", ".join(document["demoted"]) or "none"))
+    if document["handingBack"] is not None:
+        write_line(f"handing back: {document['handingBack']} (it stays out of the lease until another region takes it)")
     return EXIT_OK
 
 
@@ -81,6 +83,7 @@ def _document(state: WitnessState) -> dict[str, Any]:
         "epoch": state.epoch,
         "lastHolder": state.holder,
         "demoted": sorted(state.demoted),
+        "handingBack": state.handing_back,
     }
 
 

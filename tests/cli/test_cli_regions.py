@@ -37,11 +37,17 @@ def status(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
 
 def test_status_demote_and_promote(witness_env: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     connection, blob = witness_env
-    assert status(capsys) == {"active": None, "epoch": 0, "lastHolder": None, "demoted": []}
+    assert status(capsys) == {"active": None, "epoch": 0, "lastHolder": None, "demoted": [], "handingBack": None}
     container, name = blob.split("/", 1)
     region_a = RegionRole("westeurope", blob_witness(StorageAccount(connection), container, name))
     assert region_a.beat()
-    assert status(capsys) == {"active": "westeurope", "epoch": 1, "lastHolder": "westeurope", "demoted": []}
+    assert status(capsys) == {
+        "active": "westeurope",
+        "epoch": 1,
+        "lastHolder": "westeurope",
+        "demoted": [],
+        "handingBack": None,
+    }
 
     assert main(["region", "demote", "--region", "westeurope"]) == 0
     shown = capsys.readouterr().out
@@ -52,7 +58,18 @@ def test_status_demote_and_promote(witness_env: tuple[str, str], capsys: pytest.
     assert main(["region", "promote", "--region", "westeurope"]) == 0
     shown = capsys.readouterr().out
     assert "region westeurope promoted" in shown and "active region: westeurope (epoch 1)" in shown
-    assert status(capsys) == {"active": "westeurope", "epoch": 1, "lastHolder": "westeurope", "demoted": []}
+    assert status(capsys) == {
+        "active": "westeurope",
+        "epoch": 1,
+        "lastHolder": "westeurope",
+        "demoted": [],
+        "handingBack": None,
+    }
+
+    assert region_a.beat() and region_a.hand_back()  # the automatic hand-back, as status shows it
+    assert status(capsys)["handingBack"] == "westeurope"
+    assert main(["region", "status"]) == 0
+    assert "handing back: westeurope" in capsys.readouterr().out
 
 
 def test_errors_say_what_is_missing(

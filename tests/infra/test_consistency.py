@@ -57,6 +57,7 @@ ROLE_IDS = {
     "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
     "Azure Service Bus Data Sender": "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39",
     "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+    "Storage Table Data Reader": "76199698-9eea-4c19-bc75-cec21354c6b6",
 }
 REQUIRED_ROLES = {
     "Storage Table Data Contributor",

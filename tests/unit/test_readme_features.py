@@ -62,6 +62,7 @@ ROWS = {
     "CLI with import and export": "import",
     "Import from other schedulers": "crontab",
     "Self-hosted in your own subscription": "bicep",
+    "Survives the loss of a region": "takeover",
 }
 VERDICT = re.compile(r"^(yes|no|partial|n/a)\b")
 NOTE_REF = re.compile(r"\[(\d+)\]")
