@@ -56,6 +56,8 @@ SWEEP = 10.0
 OVERLAP = timedelta(seconds=30)
 #: Every this many sweeps, the keys are compared and what the active region deleted is deleted.
 KEYS_EVERY = 6
+#: Rows written to the own tables at a time, as they are read from the peer's.
+BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -175,11 +177,20 @@ class Replicator:
         return SweepReport(tuple(done))
 
     def _copy(self, table: str, cursor: datetime | None) -> tuple[Copy, datetime | None]:
+        """Copy ``table``'s rows written since ``cursor`` (less the overlap), :data:`BATCH` at a time as they are
+        read (a first copy of a large catalog is never held whole). The newest stamp copied."""
         since = cursor - OVERLAP if cursor is not None else None
-        rows = list(self.peer.changed(table, since))
-        self.own.put(table, rows)
-        newest = max((row.written for row in rows), default=cursor)
-        return Copy(table, copied=len(rows)), newest
+        copied, newest, batch = 0, cursor, list[Row]()
+        for row in self.peer.changed(table, since):
+            batch.append(row)
+            newest = row.written if newest is None or row.written > newest else newest
+            if len(batch) == BATCH:
+                self.own.put(table, batch)
+                copied, batch = copied + len(batch), []
+        if batch:
+            self.own.put(table, batch)
+            copied += len(batch)
+        return Copy(table, copied=copied), newest
 
     def _prune(self, table: str) -> int:
         gone = self.own.keys(table) - self.peer.keys(table)

@@ -142,3 +142,17 @@ def test_a_peer_out_of_reach_fails_the_sweep_quickly_and_the_next_goes_on_from_i
     assert regions.replicator.sweep().error == ""  # the link is back
     assert regions.standby.stores.jobs.get(JobRef(COLLECTION, "second")) is not None
     assert bookmarks.replication().error == "" and bookmarks.replication().cursors[JOBS_TABLE] > place
+
+
+def test_a_catalog_larger_than_a_batch_is_copied_whole_in_batches_of_one_partition(
+    regions: Regions, storage_env: Settings
+) -> None:
+    peer = table_service(storage_env).get_table_client(storage_env.table_name(JOBS_TABLE))
+    for partition in ("p1", "p2"):
+        rows = [{"PartitionKey": partition, "RowKey": f"j{index:04d}", "Body": "x" * 100} for index in range(130)]
+        for start in range(0, len(rows), 100):
+            peer.submit_transaction([("upsert", row) for row in rows[start : start + 100]])
+    report = regions.replicator.sweep()
+    assert report.error == "" and report.copied == 260
+    own = TableReplica(table_service(regions.standby_settings), regions.standby_settings)
+    assert own.keys(JOBS_TABLE) == {(partition, f"j{index:04d}") for partition in ("p1", "p2") for index in range(130)}
