@@ -14,28 +14,22 @@ region's history of what it ran is readable in it."""
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from local_host.azurite import Azurite
-from scheduler_core import settings, wiring
+from scheduler_core import wiring
 from scheduler_core.adapters.azure.clients import table_service
-from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.adapters.azure.replica import TableBookmarks, TableReplica
-from scheduler_core.adapters.azure.witness import blob_witness
-from scheduler_core.model import CLAIM_LEASE, JobState
+from scheduler_core.model import JobState
 from scheduler_core.regions import BEAT, LEASE, Replicator
 from scheduler_core.storage.keys import CollectionRef, JobRef
-from tests.conftest import private_azurite
-from tests.e2e import fault_host
-from tests.support.fault_proxy import fault_proxy
 from tests.support.harness import STANDARD_PLAN
 from tests.support.http_target import http_target
 from tests.support.jobs import every, http_action, job_body
-from tests.support.regions import header, region_environ, tables_at
+from tests.support.regions import header, two_regions, wait_for_jobs
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -47,38 +41,14 @@ OFFSETS = tuple(range(10, 131, 8))
 
 
 def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azurite, tmp_path: Path) -> None:
-    witness_blob = f"witness-{uuid.uuid4().hex[:8]}/active"
-    with (
-        private_azurite() as storage_a,
-        private_azurite() as storage_b,
-        fault_proxy(("127.0.0.1", storage_a.ports.table)) as link,
-        http_target() as target,
-    ):
-        tables = f"t{uuid.uuid4().hex[:8]}"
-        common = {
-            "SCHEDULER_TABLE_PREFIX": tables,
-            "SCHEDULER_LOOKAHEAD_SECONDS": "10",
-            "SCHEDULER_REGION_PRIMARY": "a",
-            "SCHEDULER_REGION_HANDBACK_SECONDS": "10",
-        }
-        environs = {
-            "a": {
-                **region_environ(storage_a, "a", witness_blob, azurite.connection_string),
-                "SchedulerPeer": storage_b.connection_string,
-                **common,
-            },
-            "b": {
-                **region_environ(storage_b, "b", witness_blob, azurite.connection_string),
-                "SchedulerPeer": tables_at(link.port),
-                **common,
-            },
-        }
-        configs = {region: settings.load(environ) for region, environ in environs.items()}
-        for config in configs.values():
-            provision(config)
-        witness = blob_witness(settings.StorageAccount(azurite.connection_string), *configs["a"].witness_blob)
-        services = {region: wiring.build(config) for region, config in configs.items()}
-        a, b = services["a"], services["b"]
+    handback = {
+        "SCHEDULER_LOOKAHEAD_SECONDS": "10",
+        "SCHEDULER_REGION_PRIMARY": "a",
+        "SCHEDULER_REGION_HANDBACK_SECONDS": "10",
+    }
+    with two_regions(azurite, tmp_path, **handback) as regions, http_target() as target:
+        witness, configs, link = regions.witness, regions.configs, regions.link
+        a, b = regions.services["a"], regions.services["b"]
 
         # Before the outage: a active in epoch 1 with its jobs; b's copy of them.
         assert witness.acquire("a") == 1
@@ -102,68 +72,57 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
         )
         assert copy.sweep().error == ""
 
-        hosts = {}
-        try:
-            link.set_mode("refuse")  # a is out of reach: b takes the free lease and builds its index at once
-            hosts["b"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["b"], tmp_path / "b.log")
-            wait_until(lambda: witness.read().held_by("b"), timeout=30, what="region b taking the lease")
-            wait_until(b.active, timeout=30, what="region b's due index built")
-            assert witness.read().epoch == 2
+        link.set_mode("refuse")  # a is out of reach: b takes the free lease and builds its index at once
+        regions.start("b")
+        wait_until(lambda: witness.read().held_by("b"), timeout=30, what="region b taking the lease")
+        wait_until(b.active, timeout=30, what="region b's due index built")
+        assert witness.read().epoch == 2
 
-            # The outage's writes, in b
-            written = a_starts + timedelta(seconds=135)  # a's, after the hand-back
-            b.service.put_job(
-                JobRef(COLLECTION, "written-in-b"), job_body(written, http_action(f"{target.base_url}/w"))
-            )
-            b.service.patch_job(JobRef(COLLECTION, "edited"), {"properties": {"state": "Disabled"}})
+        # The outage's writes, in b
+        written = a_starts + timedelta(seconds=135)  # a's, after the hand-back
+        b.service.put_job(JobRef(COLLECTION, "written-in-b"), job_body(written, http_action(f"{target.base_url}/w")))
+        b.service.patch_job(JobRef(COLLECTION, "edited"), {"properties": {"state": "Disabled"}})
 
-            # a back: the standby, copying from b
-            time.sleep(max(0.0, (a_starts - datetime.now(UTC)).total_seconds()))
-            link.set_mode("pass")
-            hosts["a"] = fault_host.spawn(CLAIM_LEASE.total_seconds(), environs["a"], tmp_path / "a.log")
-            wait_until(
-                lambda: a.stores.jobs.get(JobRef(COLLECTION, "written-in-b")) is not None,
-                timeout=30,
-                what="a's copy of the outage's writes",
-            )
-            current = time.monotonic()
-            edited = a.stores.jobs.get(JobRef(COLLECTION, "edited"))
-            assert edited is not None and edited.state is JobState.DISABLED
-            assert witness.read().held_by("b")
+        # a back: the standby, copying from b
+        time.sleep(max(0.0, (a_starts - datetime.now(UTC)).total_seconds()))
+        link.set_mode("pass")
+        regions.start("a")
+        wait_until(
+            lambda: a.stores.jobs.get(JobRef(COLLECTION, "written-in-b")) is not None,
+            timeout=30,
+            what="a's copy of the outage's writes",
+        )
+        current = time.monotonic()
+        edited = a.stores.jobs.get(JobRef(COLLECTION, "edited"))
+        assert edited is not None and edited.state is JobState.DISABLED
+        assert witness.read().held_by("b")
 
-            # b hands back by itself: its wait (10 s), its lease running out, a's beat
-            bound = 10 + 10 + LEASE.total_seconds() + BEAT + 10
-            wait_until(lambda: witness.read().held_by("a"), timeout=bound, what="the hand-back to a")
-            handed_back = time.monotonic() - current
-            assert witness.read().epoch == 3 and not witness.read().demoted
+        # b hands back by itself: its wait (10 s), its lease running out, a's beat
+        bound = 10 + 10 + LEASE.total_seconds() + BEAT + 10
+        wait_until(lambda: witness.read().held_by("a"), timeout=bound, what="the hand-back to a")
+        handed_back = time.monotonic() - current
+        assert witness.read().epoch == 3 and not witness.read().demoted
 
-            target.wait_for(len(due) + 1, timeout=(written - datetime.now(UTC)).total_seconds() + 60)
-            time.sleep(3)  # a second call of any job would come now
-            calls: dict[str, list[float]] = {}
-            for call in target.received:
-                calls.setdefault(call.path.lstrip("/"), []).append(call.at)
-                assert header(call, "x-ms-scheduler-expected-execution-time")
-            assert sorted(calls) == sorted([*due, "w"]), sorted(calls)
-            assert all(len(times) == 1 for times in calls.values()), calls  # nothing twice, nothing lost
-            lateness = {name: calls[name][0] - when.timestamp() for name, when in due.items()}
-            by_b = {name for name in due if ran(b, name)}
-            by_a = {name for name in due if ran(a, name)}
-            assert by_a and by_b and by_a | by_b == set(due), (by_a, by_b)  # each region's history, in it
-            assert not by_a & by_b
-            assert ran(a, "written-in-b")  # the outage's write ran in a
-            assert witness.read().held_by("a") and witness.read().epoch == 3  # once: b did not take it again
-            print(
-                f"a took the lease {handed_back:.1f} s after its copy was current; "
-                f"fired by b: {sorted(by_b)}; by a: {sorted(by_a)}; "
-                f"lateness: {', '.join(f'{n} {lateness[n]:+.1f} s' for n in due)}"
-            )
-        except BaseException:
-            for region in ("a", "b"):
-                print(fault_host.log_tail(tmp_path / f"{region}.log", 80))
-            raise
-        finally:
-            for host in hosts.values():
-                fault_host.stop(host)
+        wait_for_jobs(target, {*due, "w"}, written, 60)
+        time.sleep(3)  # a second call of any job would come now
+        calls: dict[str, list[float]] = {}
+        for call in target.received:
+            calls.setdefault(call.path.lstrip("/"), []).append(call.at)
+            assert header(call, "x-ms-scheduler-expected-execution-time")
+        assert sorted(calls) == sorted([*due, "w"]), sorted(calls)
+        assert all(len(times) == 1 for times in calls.values()), calls  # nothing twice, nothing lost
+        lateness = {name: calls[name][0] - when.timestamp() for name, when in due.items()}
+        by_b = {name for name in due if ran(b, name)}
+        by_a = {name for name in due if ran(a, name)}
+        assert by_a and by_b and by_a | by_b == set(due), (by_a, by_b)  # each region's history, in it
+        assert not by_a & by_b
+        assert ran(a, "written-in-b")  # the outage's write ran in a
+        assert witness.read().held_by("a") and witness.read().epoch == 3  # once: b did not take it again
+        print(
+            f"a took the lease {handed_back:.1f} s after its copy was current; "
+            f"fired by b: {sorted(by_b)}; by a: {sorted(by_a)}; "
+            f"lateness: {', '.join(f'{n} {lateness[n]:+.1f} s' for n in due)}"
+        )
 
 
 def ran(services: wiring.Services, name: str) -> bool:
