@@ -86,9 +86,11 @@ def _tick_quietly() -> None:
 
 
 def on_region_replicate() -> int | None:
-    """Timer (every 10 s, registered only with a witness and a peer): while this region is the standby, copy what
-    the active region wrote since the last sweep; while it is active, hand the lease back to the primary region when
-    its copy has been current long enough (docs/regions.md). Rows copied; None: active, nothing copied."""
+    """Timer (every 10 s, registered only with a witness and a peer): while this region is the standby and the other
+    holds the lease, copy what the other wrote since the last sweep (while neither holds it, as during a hand-back,
+    neither copies: the region that handed back may still be counting its last runs); while this region is active,
+    hand the lease back to the primary region when its copy has been current long enough (docs/regions.md). Rows
+    copied; None: nothing copied."""
     from scheduler_core.wiring import services
 
     s = services()
@@ -98,8 +100,8 @@ def on_region_replicate() -> int | None:
         if s.handback is not None:
             s.handback.check()
         return None
-    if s.replicator is None:
-        return None
+    if s.replicator is None or not s.region.state().other_holds:
+        return None  # the other region is not active either (a hand-back under way): it is no source to copy
     report = s.replicator.sweep()
     if report.copied or report.deleted:
         log.info("replication: %d rows copied, %d deleted", report.copied, report.deleted)

@@ -40,13 +40,15 @@ FENCE = 40.0
 @dataclass(frozen=True)
 class RoleState:
     """What a region knows of its role: active or not, the epoch it holds (None: none), whether an operator
-    demoted it, and when its holding was last confirmed (monotonic seconds; None: never)."""
+    demoted it, when its holding was last confirmed (monotonic seconds; None: never), and whether another region
+    held the lease when this one last read the witness."""
 
     region: str
     active: bool
     epoch: int | None
     demoted: bool
     confirmed_at: float | None
+    other_holds: bool = False
 
 
 class RegionRole:
@@ -59,6 +61,7 @@ class RegionRole:
         self._epoch: int | None = None
         self._confirmed_at: float | None = None  # when the last renewal (or the acquisition) that landed was sent
         self._demoted = False
+        self._other_holds = False  # another region held the lease at the last read of the witness
         self._beaten_at: float | None = None  # when this instance last beat
         self._lock = threading.Lock()
 
@@ -73,7 +76,9 @@ class RegionRole:
     def state(self) -> RoleState:
         with self._lock:
             now = self.monotonic()
-            return RoleState(self.region, self._active(now), self._epoch, self._demoted, self._confirmed_at)
+            return RoleState(
+                self.region, self._active(now), self._epoch, self._demoted, self._confirmed_at, self._other_holds
+            )
 
     def check(self) -> bool:
         """Whether this region acts as active, beating first when this instance has not beaten for a beat."""
@@ -99,6 +104,7 @@ class RegionRole:
             demoted = self.region in state.demoted
             with self._lock:
                 self._demoted = demoted
+                self._other_holds = state.leased and state.holder not in (None, self.region)
             if state.handing_back == self.region:  # no instance renews or adopts it, none acquires meanwhile
                 if epoch is not None:
                     self._lose(epoch, "handed back: the lease runs out without renewals")

@@ -95,6 +95,9 @@ class Takeover:
             return False
         with self._lock:
             recorded = self.bookmarks.due_epoch()
+            if epoch in (self._ready, recorded):  # built meanwhile by the call this one waited for
+                self._ready = epoch
+                return False
             copied = self.bookmarks.replication()
             if recorded == epoch - 1 or (recorded is None and copied.swept_at is None):
                 self._own(epoch, copied)

@@ -6,6 +6,8 @@ region neither dispatches nor takes writes; re-acquiring its own lapsed lease, o
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -225,3 +227,48 @@ def test_a_hand_back_builds_the_index_only_once_the_other_region_has_run_what_it
 def test_a_takeover_from_a_region_out_of_reach_builds_the_index_at_once(memory_env: Settings) -> None:
     services, _, _ = handing_back(memory_env, EmptyReplica(gone=True))
     assert triggers.on_dispatch_tick() == services.settings.due_shards and services.active()
+
+
+def test_two_takeovers_at_once_build_the_index_once(memory_env: Settings) -> None:
+    services, _, _ = handing_back(memory_env, EmptyReplica(gone=True))
+    takeover = services.takeover
+    assert takeover is not None and services.region is not None
+    epoch = services.region.state().epoch
+    builds: list[datetime] = []
+    both_checked = threading.Barrier(2)
+    real_rebuild, real_ready = takeover.rebuild, takeover.ready
+
+    def slow_rebuild(since: datetime) -> int:
+        builds.append(since)
+        time.sleep(0.2)  # the other caller waits on the lock meanwhile
+        return real_rebuild(since)
+
+    def ready_then_wait(epoch: int | None) -> bool:
+        found = real_ready(epoch)
+        both_checked.wait(timeout=5)  # both callers found it not built before either takes the lock
+        return found
+
+    takeover.rebuild = slow_rebuild  # type: ignore[method-assign]
+    takeover.ready = ready_then_wait  # type: ignore[method-assign]
+    callers = [threading.Thread(target=takeover.prepare, args=(epoch,)) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(timeout=10)
+    assert len(builds) == 1  # the tick and the beat's thread: one build, never one clearing what the other built
+
+
+def test_a_standby_copies_only_while_the_other_region_holds_the_lease(memory_env: Settings) -> None:
+    clock = SimulatedClock(START)
+    witness = MemoryWitness(clock)
+    services, bookmarks = deployment(memory_env, clock, witness)
+    services = dataclasses.replace(services, replicator=Replicator(EmptyReplica(), EmptyReplica(), bookmarks, clock))
+    wiring.install(services)
+    assert witness.acquire("b") == 1
+    witness.release("b", 1)
+    witness.set_demoted("a", True)  # a stays standby; no one holds the lease (b handing back, say)
+    assert services.region is not None and not services.region.beat()
+    assert triggers.on_region_replicate() is None and bookmarks.replication().sweeps == 0  # no source to copy
+    assert witness.acquire("b") == 2
+    services.region.beat()
+    assert triggers.on_region_replicate() == 0 and bookmarks.replication().sweeps == 1  # b holds it: a copies

@@ -97,8 +97,8 @@ def test_the_hand_back_happens_once_and_runs_every_occurrence_once(azurite: Azur
         assert edited is not None and edited.state is JobState.DISABLED
         assert witness.read().held_by("b")
 
-        # b hands back by itself: its wait (10 s), its lease running out, a's beat
-        bound = 10 + 10 + LEASE.total_seconds() + BEAT + 10
+        # b hands back by itself: its wait (10 s, checked every 10 s), its lease running out, a's beat
+        bound = 10 + 2 * 10 + LEASE.total_seconds() + BEAT + 20  # checks every 10 s; a loaded machine
         wait_until(lambda: witness.read().held_by("a"), timeout=bound, what="the hand-back to a")
         handed_back = time.monotonic() - current
         assert witness.read().epoch == 3 and not witness.read().demoted
