@@ -50,7 +50,8 @@ def test_with_the_link_cut_the_lease_holder_alone_dispatches_and_the_standby_say
             a.service.put_job(JobRef(COLLECTION, name), job_body(when, http_action(f"{target.base_url}/{name}")))
         time.sleep(max(0.0, (cut + CUT - datetime.now(UTC)).total_seconds()))
 
-        assert witness.read().held_by("a") and witness.read().epoch == 1  # b never took the lease
+        state = witness.read()
+        assert state.holder == "a" and state.epoch == 1, state  # b never took the lease
         assert last_tick(b.stores) is None  # and never ticked
         status, report = health.check(lambda: b)
         assert status == 200 and report["region"]["active"] is False, report
