@@ -75,7 +75,9 @@ def _runs_infra(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a pytest-xdist worker, the end-to-end modules first, those with fewest tests first among them.
+    """On a pytest-xdist worker, the modules marked ``long(seconds)`` first, longest first (a real-time scenario of a
+    minute or more: started late, it would end the suite alone), then the other end-to-end modules, those with fewest
+    tests first among them.
 
     With ``--dist loadfile --no-loadscope-reorder`` modules are handed out in this order. A real-time
     scenario (restart catch-up, storage and worker faults: 30-40 s each) is a single test in a module of its
@@ -94,10 +96,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     per_module = Counter(item.nodeid.split("::", 1)[0] for item in items)
 
-    def rank(item: pytest.Item) -> tuple[int, int]:
+    def rank(item: pytest.Item) -> tuple[int, float]:
+        long = item.get_closest_marker("long")
+        if long is not None:
+            return (0, -float(long.args[0]))
         if item.get_closest_marker("e2e") is None:
-            return (1, 0)
-        return (0, per_module[item.nodeid.split("::", 1)[0]])
+            return (2, 0)
+        return (1, per_module[item.nodeid.split("::", 1)[0]])
 
     items.sort(key=rank)
 

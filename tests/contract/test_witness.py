@@ -16,6 +16,8 @@ from scheduler_core.adapters.memory import SimulatedClock
 from scheduler_core.adapters.memory.witness import MemoryWitness
 from scheduler_core.regions.witness import Witness, WitnessState, WitnessUnreachable
 
+pytestmark = pytest.mark.long(75)  # the blob witness's real leases: 15-s waits
+
 LEASE = timedelta(seconds=15)
 #: A hand-back's hold in these tests (the product's is 120 s).
 HOLD = LEASE + timedelta(seconds=5)  # the blob's write time has whole seconds

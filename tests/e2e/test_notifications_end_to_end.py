@@ -19,7 +19,7 @@ from scheduler_core.recurrence import format_instant
 from tests.e2e.preview_host import COLLECTION, JC, Host, running_host  # noqa: F401 (the fixture)
 from tests.support.http_target import http_target
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(65)]
 
 
 def test_on_failure_deadline_and_on_recovery_reach_their_receiver(host: Host) -> None:

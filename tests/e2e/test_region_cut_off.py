@@ -24,7 +24,7 @@ from tests.support.fault_proxy import fault_proxy
 from tests.support.regions import region_environ, ticks
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(75)]
 
 
 def test_a_region_cut_off_from_the_witness_stops_ticking_before_the_other_starts(

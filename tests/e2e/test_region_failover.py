@@ -33,7 +33,7 @@ from tests.support.jobs import http_action, job_body
 from tests.support.regions import header, two_regions, wait_for_jobs
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(135)]
 
 COLLECTION = CollectionRef("sub-regions", "rg", "jc")
 KEY = "f" * 40

@@ -32,7 +32,7 @@ from tests.support.jobs import every, http_action, job_body
 from tests.support.regions import header, two_regions, wait_for_jobs
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(165)]
 
 COLLECTION = CollectionRef("sub-regions", "rg", "jc")
 #: Jobs due this many seconds after ``a``'s host starts: ``b`` fires the first, ``a`` the others (late while it takes

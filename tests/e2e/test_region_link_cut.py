@@ -25,7 +25,7 @@ from tests.support.jobs import http_action, job_body
 from tests.support.regions import two_regions, wait_for_jobs
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(95)]
 
 COLLECTION = CollectionRef("sub-regions", "rg", "jc")
 #: How long the link stays cut: past the lease and a beat, when a standby could take a lease that ran out.

@@ -35,7 +35,7 @@ from tests.support.fault_proxy import fault_proxy
 from tests.support.http_target import HttpTarget
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(93)]
 
 EXPECTED = "x-ms-scheduler-expected-execution-time"
 CUT_SECONDS = 10

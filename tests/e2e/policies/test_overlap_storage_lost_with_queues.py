@@ -19,7 +19,7 @@ from scheduler_core.settings import Settings
 from tests.e2e.policies.test_overlap_storage_lost import lose_storage_as_the_one_ahead_ends
 from tests.support.http_target import HttpTarget
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(90)]
 
 
 def test_the_waiting_occurrence_runs_once_when_tables_and_queues_are_lost_as_the_one_ahead_ends(

@@ -26,7 +26,7 @@ from tests.e2e import fault_host
 from tests.support.http_target import HttpTarget
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
+pytestmark = [pytest.mark.azurite, pytest.mark.e2e, pytest.mark.long(95)]
 
 LEASE_SECONDS = CLAIM_LEASE.total_seconds()
 EXPECTED = "x-ms-scheduler-expected-execution-time"
