@@ -135,23 +135,18 @@ def build(
     witness: Witness | None = None,
     bookmarks: Bookmarks | None = None,
 ) -> Services:
-    """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and
-    ``claim_lease`` (how long a worker may hold an attempt before it is taken for dead) are seams for tests;
-    ``storage`` replaces the Azure adapters (``scheduler_core.adapters.memory.memory_storage``); ``depths``
-    reads the execution and poison queues' depths for the tick's gauges and ``/health`` (default: the Azure
-    queues' approximate counts, or the length of an in-memory execution queue).
-
-    Execution messages go through an :class:`~scheduler_core.queue_router.ExecutionRouter` over the
-    deployment's ``SCHEDULER_EXECUTION_QUEUE_COUNT`` queues (``settings.execution_queues``; with the Azure
-    adapters, one Storage queue each), unless ``send_execution`` replaces it. ``execution_queues`` gives the
-    queues' senders (queue 0 first) over another ``storage``; by default that storage's one execution queue.
-    ``cleanup_queue`` is the cleanup's queue (default: the Storage queue ``config.cleanup_queue``, or an
-    in-memory queue over another ``storage``). ``history_stream`` is the queue every history record is sent to
-    (default: ``config.history_stream_queue`` in ``config.history_stream``'s account when that is set, else
-    none). ``witness`` names the active region (default: the blob ``config.witness_blob`` in
-    ``config.witness``'s account when that is set, else none: the app is active alone); ``bookmarks`` keeps the
-    region's records (default: the ``Regions`` table, or memory over another ``storage``)."""
-    azure = storage is None
+    """Wire the services for ``config``. ``clock``, ``sleep``, ``runner``, ``send_execution`` and ``claim_lease``
+    (how long a worker may hold an attempt before it is taken for dead) are seams for tests; ``storage`` replaces
+    the Azure adapters (``scheduler_core.adapters.memory.memory_storage``); ``depths`` reads the execution and poison
+    queues' depths for the tick's gauges and ``/health`` (default: the Azure queues' approximate counts, or the
+    length of an in-memory execution queue). Execution messages go through an
+    :class:`~scheduler_core.queue_router.ExecutionRouter` over the deployment's ``SCHEDULER_EXECUTION_QUEUE_COUNT``
+    queues (``settings.execution_queues``; with the Azure adapters, one Storage queue each), unless
+    ``send_execution`` replaces it; ``execution_queues`` gives the queues' senders (queue 0 first) over another
+    ``storage`` (default: that storage's one execution queue). ``cleanup_queue`` is the cleanup's queue (default: the
+    Storage queue ``config.cleanup_queue``, or an in-memory queue over another ``storage``); ``history_stream`` the
+    queue every history record is sent to (default: ``config.history_stream_queue`` in ``config.history_stream``'s
+    account when that is set, else none); ``witness`` and ``bookmarks``: :func:`_regions`."""
     wired = _queues(config, storage, clock, depths, execution_queues, cleanup_queue)
     storage, queues = _streamed(config, wired.storage, history_stream), wired.executions
     stores, claims, scans = storage.stores, storage.claims, storage.scans
@@ -160,12 +155,10 @@ def build(
     )
     dispatcher = _dispatcher(config, storage, send_execution, wired.depths, claim_lease)
     executor = _executor(config, storage, runner, dispatcher, clock, sleep, claim_lease)
-
     service = _service(config, stores, dispatcher, clock, sleep)
     gate = auth.gate_from_settings(config)  # API keys, Entra ID tokens, roles
-    region = _region(config, witness)
-    takeover, replicator, handback = _takeover(config, region, stores, clock, bookmarks, azure)
-    api = ApiServices(service, gate.keys, gate, functools.partial(_active, region, takeover))
+    regions = _regions(config, witness, stores, clock, bookmarks, wired.azure)
+    api = ApiServices(service, gate.keys, gate, functools.partial(_active, regions.region, regions.takeover))
     return Services(
         config,
         stores,
@@ -182,10 +175,10 @@ def build(
         cleanups=wired.cleanups,
         cleanup_depth=wired.cleanup_depth,
         claims=claims,
-        region=region,
-        takeover=takeover,
-        replicator=replicator,
-        handback=handback,
+        region=regions.region,
+        takeover=regions.takeover,
+        replicator=regions.replicator,
+        handback=regions.handback,
     )
 
 
@@ -198,27 +191,35 @@ def _active(region: RegionRole | None, takeover: Takeover | None) -> bool:
     return takeover is None or takeover.ready(region.state().epoch)
 
 
-def _region(config: settings.Settings, witness: Witness | None) -> RegionRole | None:
-    """This region's role over ``witness`` (default: the one the settings name); None without one."""
-    if witness is None and config.witness is not None:
-        from scheduler_core.adapters.azure.witness import blob_witness  # azure-storage-blob, only with a witness
+@dataclass
+class _Regions:
+    """This deployment's part in two regions (the :class:`Services` fields of the same names)."""
 
-        witness = blob_witness(config.witness, *config.witness_blob)
-    return RegionRole(config.region_name, witness) if witness is not None else None
+    region: RegionRole | None = None
+    takeover: Takeover | None = None
+    replicator: Replicator | None = None
+    handback: HandBack | None = None
 
 
-def _takeover(
+def _regions(
     config: settings.Settings,
-    region: RegionRole | None,
+    witness: Witness | None,
     stores: Stores,
     clock: Clock,
     bookmarks: Bookmarks | None,
     azure: bool,
-) -> tuple[Takeover | None, Replicator | None, HandBack | None]:
-    """With a witness: the region's takeover of its due index and, with a peer (``config.peer``; Azure storage
-    only), the standby's replicator and the automatic hand-back to the primary region (when one is named)."""
-    if region is None:
-        return None, None, None
+) -> _Regions:
+    """With a witness (``witness``, default: the blob ``config.witness_blob`` in ``config.witness``'s account when
+    that is set; else none: the app is active alone), the region's role and its due index's takeover, with its
+    records in ``bookmarks`` (default: the ``Regions`` table, or memory over storage that is not Azure's); with a
+    peer too (``config.peer``; Azure storage only), the standby's replicator and the automatic hand-back."""
+    if witness is None and config.witness is not None:
+        from scheduler_core.adapters.azure.witness import blob_witness  # azure-storage-blob, only with a witness
+
+        witness = blob_witness(config.witness, *config.witness_blob)
+    if witness is None:
+        return _Regions()
+    region = RegionRole(config.region_name, witness)
     replicator = handback = None
     if azure:
         from scheduler_core.adapters.azure.clients import table_service
@@ -236,7 +237,8 @@ def _takeover(
 
         bookmarks = MemoryBookmarks()
     lookahead = timedelta(seconds=config.lookahead_seconds)
-    return Takeover(stores, bookmarks, config.due_shards, clock, replicator, lookahead), replicator, handback
+    takeover = Takeover(stores, bookmarks, config.due_shards, clock, replicator, lookahead)
+    return _Regions(region, takeover, replicator, handback)
 
 
 def _dispatcher(
@@ -295,7 +297,7 @@ def _streamed(config: settings.Settings, storage: Storage, sender: MessageSender
 @dataclass(frozen=True)
 class _Queues:
     """The storage and the queues :func:`build` wires: the execution queues' senders (queue 0 first), the
-    cleanup queue, and the probes of their depths (None: not available)."""
+    cleanup queue, and the probes of their depths (None: not available); ``azure``: the storage is Azure's."""
 
     storage: Storage
     executions: tuple[MessageSender, ...]
@@ -303,6 +305,7 @@ class _Queues:
     depths: DepthProbe | None
     execution_depths: ExecutionDepths | None
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None
+    azure: bool
 
 
 def _queues(
@@ -314,6 +317,7 @@ def _queues(
     cleanup_queue: MessageSender | None,
 ) -> _Queues:
     """The Azure adapters and queues of ``config`` (no ``storage``), or the queues over ``storage``."""
+    azure = storage is None
     execution_depths: ExecutionDepths | None = None
     cleanup_depth: Callable[[], ExecutionQueueDepth] | None = None
     if storage is None:
@@ -344,7 +348,7 @@ def _queues(
     if depths is None and execution_depths is not None:
         probe = execution_depths
         depths = lambda: total_depths(probe())  # noqa: E731
-    return _Queues(storage, queues, cleanup_queue, depths, execution_depths, cleanup_depth)
+    return _Queues(storage, queues, cleanup_queue, depths, execution_depths, cleanup_depth, azure)
 
 
 def _service(

@@ -31,9 +31,9 @@ from scheduler_core.errors import ConfigurationError
 MAX_AUTO_WORKERS = 8
 #: Workers per CPU for ``-n auto``. The suite mostly waits (real time, Azurite, child processes): measured on
 #: 2 CPUs, 4 workers kept the CPUs 52 % busy (6 min 31 s), 6 workers 73 % (5 min 14 s). Eight were no faster
-#: on a fresh clone (6 min 1 s and 6 min 4 s against 6 min 1 s with six, 3,887 tests) and loaded the machine
-#: enough for a 1,000-occurrence backfill request to outlast its client's 30 s.
-WORKERS_PER_CPU = 3
+#: on a fresh clone then (3,887 tests); with the regions' scenarios (1.5 to 3 minutes each, mostly waiting) they
+#: are: 4,388 tests in 5 min 51 s with eight against 7 min 14 s and 7 min 25 s with six, the same machine and day.
+WORKERS_PER_CPU = 4
 
 
 @pytest.hookimpl(optionalhook=True)

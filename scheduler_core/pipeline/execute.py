@@ -158,9 +158,8 @@ def history_entry(
 
 
 class Executor:
-    """Runs attempts (see the module). ``flow`` holds the state of flow control keys (None: no flow control,
-    as in tests that build an executor by hand; :func:`scheduler_core.wiring.build` always gives it);
-    ``stream`` is the history stream (:mod:`scheduler_core.pipeline.stream`; None: off)."""
+    """Runs attempts (see the module). ``flow``: flow control keys' state (None: none, as in tests that build an
+    executor by hand; ``wiring.build`` always gives it); ``stream``: the history stream (None: off)."""
 
     def __init__(
         self,

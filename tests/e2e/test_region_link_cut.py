@@ -41,7 +41,13 @@ def test_with_the_link_cut_the_lease_holder_alone_dispatches_and_the_standby_say
         wait_until(lambda: witness.read().held_by("a"), timeout=30, what="region a holding the witness")
         regions.start("b")
         a.service.put_collection(COLLECTION, STANDARD_PLAN)
-        wait_until(lambda: b.stores.collections.get(COLLECTION) is not None, timeout=30, what="b's first copy")
+        assert b.replicator is not None
+        copied = b.replicator.bookmarks
+        wait_until(
+            lambda: b.stores.collections.get(COLLECTION) is not None and copied.replication().swept_at is not None,
+            timeout=30,
+            what="b's first copy, finished",
+        )
 
         regions.link.set_mode("blackhole")
         cut = datetime.now(UTC).replace(microsecond=0)
