@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from scheduler_core.model import JobState, OccurrenceEntry
+from scheduler_core.model import DueEntry, Job, JobState, OccurrenceEntry
 from scheduler_core.pipeline import ticks
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.regions.replication import Bookmarks, ReplicationState, Replicator
@@ -136,31 +137,51 @@ class Takeover:
 
     def rebuild(self, since: datetime) -> int:
         """Clear the due index's shards and write each enabled job's first unrun occurrence after ``since`` (its
-        last run when later). How many jobs have an entry."""
+        last run when later), in batches of one shard. A job (or a collection's jobs) that cannot be read or
+        scheduled is logged and left out: one bad row does not stop the takeover. How many jobs have an entry."""
         shards = max(self.shards, ticks.recorded_shards(self.stores) or 0)
         for number in range(shards):
             shard = f"{number:04d}"
-            keys = [(shard, entry.row_key) for entry in self.stores.due.due_before(shard, _LAST)]
-            if keys:
-                self.stores.due.delete_many(keys)
-        built = 0
+            stale: list[tuple[str, DueEntry | None]] = [
+                (entry.row_key, None) for entry in self.stores.due.due_before(shard, _LAST)
+            ]
+            if stale:
+                self.stores.due.advance(shard, stale)
+        by_shard: dict[str, list[DueEntry]] = {}
+        for job in self._jobs():
+            try:
+                entry = self._entry(job, since)
+            except Exception:
+                log.exception("region takeover: job %s could not be scheduled; it has no entry", job.ref.identity)
+                continue
+            if entry is not None:
+                by_shard.setdefault(entry.shard, []).append(entry)
+        for shard, entries in by_shard.items():
+            self.stores.due.advance(shard, [], entries)
+        return sum(len(entries) for entries in by_shard.values())
+
+    def _jobs(self) -> Iterator[Job]:
+        """Every enabled job of every collection (a collection whose jobs cannot be read is logged and left out)."""
         for subscription in self.stores.collections.all_partitions():
             for collection in self.stores.collections.list(subscription):
-                for job in self.stores.jobs.list(collection.ref):
-                    if job.state is not JobState.ENABLED:
-                        continue
-                    last = job.last_execution_time
-                    floor = max(last, since) if last is not None else since
-                    schedule = definition_schedule(job.definition, job.defined_at, job.ref.identity)
-                    when = schedule.after(floor)
-                    if when is None:
-                        continue
-                    shard = shard_of(job.ref.identity, self.shards)
-                    key, ref = due_row_key(when, job.ref.identity, job.generation), job.ref
-                    entry = OccurrenceEntry(shard, key, ref.partition_key, ref.row_key, job.generation, when)
-                    self.stores.due.put(entry.entry())
-                    built += 1
-        return built
+                try:
+                    jobs = self.stores.jobs.list(collection.ref)
+                except Exception:
+                    log.exception("region takeover: the jobs of %s could not be read", collection.ref.identity)
+                    continue
+                yield from (job for job in jobs if job.state is JobState.ENABLED)
+
+    def _entry(self, job: Job, since: datetime) -> DueEntry | None:
+        """``job``'s entry: its first occurrence after the later of its last run and ``since`` (None: none)."""
+        last = job.last_execution_time
+        floor = max(last, since) if last is not None else since
+        when = definition_schedule(job.definition, job.defined_at, job.ref.identity).after(floor)
+        if when is None:
+            return None
+        ref = job.ref
+        key = due_row_key(when, ref.identity, job.generation)
+        shard = shard_of(ref.identity, self.shards)
+        return OccurrenceEntry(shard, key, ref.partition_key, ref.row_key, job.generation, when).entry()
 
 
 def _answered(copied: ReplicationState) -> bool:

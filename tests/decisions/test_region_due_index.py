@@ -11,6 +11,9 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
 
 from scheduler_core import triggers, wiring
 from scheduler_core.adapters.memory import SimulatedClock, memory_storage
@@ -19,6 +22,7 @@ from scheduler_core.adapters.memory.witness import MemoryWitness
 from scheduler_core.errors import StorageError
 from scheduler_core.model import DueEntry, JobState
 from scheduler_core.regions import LEASE, ReplicationState, Replicator, Takeover
+from scheduler_core.regions import takeover as takeover_module
 from scheduler_core.regions.replication import Row
 from scheduler_core.regions.takeover import MARGIN
 from scheduler_core.settings import Settings
@@ -272,3 +276,21 @@ def test_a_standby_copies_only_while_the_other_region_holds_the_lease(memory_env
     assert witness.acquire("b") == 2
     services.region.beat()
     assert triggers.on_region_replicate() == 0 and bookmarks.replication().sweeps == 1  # b holds it: a copies
+
+
+def test_a_job_that_cannot_be_scheduled_is_logged_and_does_not_stop_the_takeover(
+    memory_env: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    services, _, _ = handing_back(memory_env, EmptyReplica(gone=True))
+    real = takeover_module.definition_schedule
+
+    def failing_for_fresh(definition: Any, defined_at: datetime, key: str) -> Any:
+        if key == FRESH.identity:
+            raise ValueError("a row this version cannot schedule")
+        return real(definition, defined_at, key)
+
+    monkeypatch.setattr(takeover_module, "definition_schedule", failing_for_fresh)
+    assert triggers.on_dispatch_tick() == services.settings.due_shards and services.active()
+    built = entries(services)
+    assert MINUTELY.row_key in built and FRESH.row_key not in built
+    assert any(FRESH.identity in record.getMessage() for record in caplog.records if record.levelname == "ERROR")
