@@ -29,6 +29,10 @@ def witness_env(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> tuple[str,
     return azurite.connection_string, blob
 
 
+#: ``region status -o json`` while westeurope holds the lease in epoch 1.
+HELD = {"active": "westeurope", "epoch": 1, "lastHolder": "westeurope", "demoted": [], "handingBack": None}
+
+
 def status(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     assert main(["region", "status", "--output", "json"]) == 0
     document: dict[str, object] = json.loads(capsys.readouterr().out)
@@ -41,13 +45,7 @@ def test_status_demote_and_promote(witness_env: tuple[str, str], capsys: pytest.
     container, name = blob.split("/", 1)
     region_a = RegionRole("westeurope", blob_witness(StorageAccount(connection), container, name))
     assert region_a.beat()
-    assert status(capsys) == {
-        "active": "westeurope",
-        "epoch": 1,
-        "lastHolder": "westeurope",
-        "demoted": [],
-        "handingBack": None,
-    }
+    assert status(capsys) == HELD
 
     assert main(["region", "demote", "--region", "westeurope"]) == 0
     shown = capsys.readouterr().out
@@ -58,13 +56,7 @@ def test_status_demote_and_promote(witness_env: tuple[str, str], capsys: pytest.
     assert main(["region", "promote", "--region", "westeurope"]) == 0
     shown = capsys.readouterr().out
     assert "region westeurope promoted" in shown and "active region: westeurope (epoch 1)" in shown
-    assert status(capsys) == {
-        "active": "westeurope",
-        "epoch": 1,
-        "lastHolder": "westeurope",
-        "demoted": [],
-        "handingBack": None,
-    }
+    assert status(capsys) == HELD
 
     assert region_a.beat() and region_a.hand_back()  # the automatic hand-back, as status shows it
     assert status(capsys)["handingBack"] == "westeurope"
