@@ -62,6 +62,7 @@ def on_region_beat() -> bool:
 
 
 _takeover_thread: threading.Thread | None = None
+_takeover_lock = threading.Lock()
 
 
 def _take_over_aside() -> None:
@@ -73,9 +74,6 @@ def _take_over_aside() -> None:
             return
         _takeover_thread = threading.Thread(target=_tick_quietly, name="region-takeover", daemon=True)
         _takeover_thread.start()
-
-
-_takeover_lock = threading.Lock()
 
 
 def _tick_quietly() -> None:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from scheduler_core.storage.keys import JobRef, due_row_key
+
 #: The kind of a due-index entry that watches a dispatched attempt (see ``pipeline/watches.py``).
 WATCH = "watch"
 #: The kind of the dispatch tick's heartbeat entry.
@@ -69,6 +71,11 @@ class _JobEntry:
 @dataclass(frozen=True)
 class OccurrenceEntry(_JobEntry):
     """A job's next occurrence: a scan fires it when it is due and replaces it by the following one."""
+
+    @classmethod
+    def of(cls, shard: str, job: JobRef, generation: int, due: datetime) -> OccurrenceEntry:
+        """The entry of ``job``'s ``generation`` due at ``due`` in ``shard`` (its row key: :func:`due_row_key`)."""
+        return cls(shard, due_row_key(due, job.identity, generation), job.partition_key, job.row_key, generation, due)
 
     def entry(self) -> DueEntry:
         return DueEntry(self.shard, self.row_key, self.job_partition, self.job_row, self.generation, self.due)

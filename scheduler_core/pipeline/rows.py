@@ -31,7 +31,6 @@ from scheduler_core.pipeline.watchdog import Watchdog
 from scheduler_core.ports import Stores
 from scheduler_core.recurrence import OccurrenceSeries, format_instant
 from scheduler_core.schedules import schedule_of
-from scheduler_core.storage.keys import due_row_key
 
 log = logging.getLogger("scheduler_core.dispatch")
 
@@ -194,8 +193,7 @@ class Rows:
         """Replace the fired row by the row of ``following`` (None: the series is over)."""
         new_row = None
         if following is not None:
-            key = due_row_key(following, job.ref.identity, job.generation)
-            new_row = OccurrenceEntry(row.shard, key, job.ref.partition_key, job.ref.row_key, job.generation, following)
+            new_row = OccurrenceEntry.of(row.shard, job.ref, job.generation, following)
         report.moves.append((row.row_key, new_row))
 
     def _catch_up(

@@ -34,9 +34,7 @@ CURRENT = timedelta(seconds=30)
 
 def current(copied: ReplicationState, now: datetime) -> bool:
     """Whether a standby's copy is current at ``now``: a sweep finished within :data:`CURRENT`, none failed since."""
-    if copied.swept_at is None or now - copied.swept_at > CURRENT:
-        return False
-    return copied.failed_at is None or copied.failed_at < copied.swept_at
+    return copied.swept_at is not None and now - copied.swept_at <= CURRENT and not copied.failing
 
 
 class HandBack:

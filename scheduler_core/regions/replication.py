@@ -101,6 +101,11 @@ class ReplicationState:
     failed_at: datetime | None = None
     error: str = ""
 
+    @property
+    def failing(self) -> bool:
+        """Whether the last sweep failed (a sweep that finishes clears the failure)."""
+        return self.failed_at is not None
+
 
 class Bookmarks(Protocol):
     """A region's own record of its replication and of the epoch its due index was built for (its own storage)."""

@@ -39,7 +39,7 @@ from scheduler_core.regions.replication import Bookmarks, ReplicationState, Repl
 from scheduler_core.regions.role import FENCE
 from scheduler_core.regions.witness import LEASE
 from scheduler_core.schedules import definition_schedule
-from scheduler_core.storage.keys import due_row_key, shard_of
+from scheduler_core.storage.keys import shard_of
 from scheduler_core.storage.names import JOBS_TABLE
 
 __all__ = ["MARGIN", "Takeover"]
@@ -103,7 +103,9 @@ class Takeover:
             if recorded == epoch - 1 or (recorded is None and copied.swept_at is None):
                 self._own(epoch, copied)
                 return False
-            if self.replicator is not None and _answered(copied):
+            # the other region answered the last sweep: copy once more (when it did not, it is taken as lost, and
+            # the index is built at once from the copy there is rather than after another sweep's timeouts)
+            if self.replicator is not None and not copied.failing:
                 report = self.replicator.sweep()  # the last writes of the other region, when it still answers
                 log.warning("region takeover: a copy (%d rows, %s)", report.copied, report.error or "complete")
                 build_at = self._building_at.setdefault(epoch, self.clock() + self.handover)
@@ -178,13 +180,4 @@ class Takeover:
         when = definition_schedule(job.definition, job.defined_at, job.ref.identity).after(floor)
         if when is None:
             return None
-        ref = job.ref
-        key = due_row_key(when, ref.identity, job.generation)
-        shard = shard_of(ref.identity, self.shards)
-        return OccurrenceEntry(shard, key, ref.partition_key, ref.row_key, job.generation, when).entry()
-
-
-def _answered(copied: ReplicationState) -> bool:
-    """Whether the other region answered the last sweep (not when the last one failed: it is taken as lost, and the
-    index is built at once from the copy there is, rather than after another sweep's timeouts)."""
-    return copied.failed_at is None or (copied.swept_at is not None and copied.swept_at > copied.failed_at)
+        return OccurrenceEntry.of(shard_of(job.ref.identity, self.shards), job.ref, job.generation, when).entry()

@@ -15,7 +15,7 @@ from scheduler_core.model import DueSlot, Job, JobDefinition, JobState, Occurren
 from scheduler_core.model.job import first_generation
 from scheduler_core.ports import Clock, Stores
 from scheduler_core.schedules import definition_schedule, next_unrun
-from scheduler_core.storage.keys import JobRef, due_row_key, shard_of
+from scheduler_core.storage.keys import JobRef, shard_of
 
 log = logging.getLogger("scheduler_core.service")
 
@@ -134,13 +134,11 @@ class JobWriter:
 
     def _put_due_entry(self, record: Job) -> DueSlot:
         assert record.next_execution_time is not None
-        ref, when = record.ref, record.next_execution_time
-        shard = shard_of(ref.identity, self.shards)
-        row_key = due_row_key(when, ref.identity, record.generation)
-        self.stores.due.put(
-            OccurrenceEntry(shard, row_key, ref.partition_key, ref.row_key, record.generation, when).entry()
+        entry = OccurrenceEntry.of(
+            shard_of(record.ref.identity, self.shards), record.ref, record.generation, record.next_execution_time
         )
-        return DueSlot(shard, row_key)
+        self.stores.due.put(entry.entry())
+        return DueSlot(entry.shard, entry.row_key)
 
     def _landed(self, record: Job) -> bool | None:
         """After a write failed in a way that may have landed: whether the job now holds ``record``'s
