@@ -114,7 +114,9 @@ def _probe_storage(s: Services, now: datetime) -> tuple[int, dict[str, Any]]:
 
     body: dict[str, Any] = {"status": "healthy", "warnings": []}
     try:
-        tick = last_tick(s.stores)  # one query on the due-index table: storage reachable
+        # One query on the due-index table, tried once: the client's retries of refused connections (0, 1.6 and
+        # 3.2 s) would make unreachable storage answer as unresponsive on a loaded instance.
+        tick = last_tick(s.stores, once=True)
     except Exception as exc:
         log.warning("health: storage not reachable: %s", type(exc).__name__)
         body.update(status="unhealthy", storage="unreachable", reason="storage: the tables cannot be reached")

@@ -149,10 +149,13 @@ class DueIndex(Protocol):
         """Delete entries given as ``(shard, row key)`` (missing ones are fine)."""
         ...
 
-    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
+    def due_before(
+        self, shard: str, before: str, after: str = "", limit: int | None = None, *, once: bool = False
+    ) -> Iterator[DueEntry]:
         """Entries of ``shard`` whose row key sorts before ``before`` (a formatted due time) and after
         ``after`` (a row key; "": from the first), oldest first, at most ``limit`` (None: all), each with
-        ``written_at`` (when it was last written, by the store's clock)."""
+        ``written_at`` (when it was last written, by the store's clock). ``once``: each read is tried once, none
+        of the client's retries (a probe reports storage as it is now, within its deadline)."""
         ...
 
 

@@ -36,9 +36,10 @@ def heartbeat_row(now: datetime) -> DueEntry:
     return HeartbeatEntry(HEARTBEAT_SHARD, HEARTBEAT_ROW, now).entry()
 
 
-def last_tick(stores: Stores) -> datetime | None:
-    """When the dispatch timer last ticked (any instance), from its heartbeat row; None: never."""
-    for row in stores.due.due_before(HEARTBEAT_SHARD, "~"):
+def last_tick(stores: Stores, *, once: bool = False) -> datetime | None:
+    """When the dispatch timer last ticked (any instance), from its heartbeat row; None: never. ``once``: one
+    try, none of the client's retries (``DueIndex.due_before``)."""
+    for row in stores.due.due_before(HEARTBEAT_SHARD, "~", once=once):
         if row.row_key == HEARTBEAT_ROW:
             return row.due
     return None

@@ -79,8 +79,8 @@ def test_health_reports_ticks_queues_and_a_storage_outage(
         "cleanup poison queue: 1 message(s): the cleanup of their collections failed",
     ]
 
-    # Storage down: its connections reset, new ones refused (a connection reset after it was accepted is
-    # retried as a read error too, with back-off up to 25.6 s: /health then takes 24-50 s to answer).
+    # Storage down: its connections reset, new ones refused. The probe's one try fails at once: "unreachable",
+    # not "unresponsive" (the client's retries would take 4.8 s of the 5-s deadline, more on a loaded machine).
     for proxy in proxies:
         proxy.set_mode("down")
     down = requests.get(f"{base_url}/health", timeout=120)

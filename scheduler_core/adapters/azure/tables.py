@@ -472,14 +472,18 @@ class TableDueIndex:
         for shard, keys in by_shard.items():
             delete_rows(self.table, shard, keys)
 
-    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
+    def due_before(
+        self, shard: str, before: str, after: str = "", limit: int | None = None, *, once: bool = False
+    ) -> Iterator[DueEntry]:
         """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time) and after ``after``,
-        oldest first, at most ``limit`` (read in pages of at most that many)."""
+        oldest first, at most ``limit`` (read in pages of at most that many); ``once``: ``retry_total=0``."""
         query = "PartitionKey eq @p and RowKey lt @b" + (" and RowKey gt @a" if after else "")
+        options: dict[str, Any] = {"retry_total": 0} if once else {}
         rows = self.table.query_entities(
             query,
             parameters={"p": shard, "b": before, "a": after} if after else {"p": shard, "b": before},
             results_per_page=min(limit, MAX_PAGE) if limit else None,
+            **options,
         )
         for row in itertools.islice(rows, limit):
             yield DueEntry(

@@ -61,7 +61,9 @@ class MemoryDueIndex(FaultSeam):
                 self._rows.pop(key, None)
 
     @faultable
-    def due_before(self, shard: str, before: str, after: str = "", limit: int | None = None) -> Iterator[DueEntry]:
+    def due_before(
+        self, shard: str, before: str, after: str = "", limit: int | None = None, *, once: bool = False
+    ) -> Iterator[DueEntry]:
         with self._lock:
             found = sorted(
                 (key[1], row) for key, row in self._rows.items() if key[0] == shard and after < key[1] < before
