@@ -26,15 +26,13 @@ from local_host.azurite import Azurite
 from scheduler_core import settings
 from scheduler_core.errors import ConfigurationError
 
-#: At most this many workers for ``-n auto``: beyond it the longest modules (one real-time scenario each,
-#: ~40 s) bound the run, and every worker costs an Azurite.
-MAX_AUTO_WORKERS = 8
+#: At most this many workers for ``-n auto``: every worker costs an Azurite and a collection of the suite.
+MAX_AUTO_WORKERS = 10
 #: Workers per CPU for ``-n auto``. The suite mostly waits (real time, Azurite, child processes): measured on
-#: 2 CPUs, 4 workers kept the CPUs 52 % busy (6 min 31 s), 6 workers 73 % (5 min 14 s). Eight are faster with the
-#: regions' scenarios (4,388 tests in 5 min 51 s against 7 min 14 s with six, the same machine and day; ten no
-#: faster), but they saturate the CPUs (load average 7.5 on 2): a health check's storage probe then outlasted its
-#: 5-s deadline in a fresh-clone run (tests/e2e/test_health.py), so three per CPU it stays.
-WORKERS_PER_CPU = 3
+#: 2 CPUs, the same machine and day, 4,389 tests took 6 min 55 s with six workers, 5 min 44 s with eight and
+#: 5 min 15 s with ten (the CPUs 48 %, 65 % and 75 % busy on average). Timing bounds that a loaded machine
+#: could break are the tests' to state with their margin, never a reason for fewer workers.
+WORKERS_PER_CPU = 5
 
 
 @pytest.hookimpl(optionalhook=True)
