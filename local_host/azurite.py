@@ -14,14 +14,17 @@ connections can be exercised locally with a stand-in credential (``local_host/co
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from local_host.ports import PortInUseError, ensure_free
 from scheduler_core.errors import ConfigurationError
@@ -115,11 +118,13 @@ def _executable() -> str:
     raise ConfigurationError("Azurite is not installed: run 'npm ci' in the project root (make does it)")
 
 
-def _port_open(port: int) -> bool:
-    """Whether something answers on ``port`` (Azurite has started listening there)."""
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-        return True
-    return False
+#: The line Azurite prints once a service listens (``dist/src/azurite.js``), with the address it bound.
+_LISTENING = re.compile(r"Azurite (Blob|Queue|Table) service is successfully listening at https?://[^\s]*:(\d+)")
+
+
+def _listening(output: str) -> dict[str, int]:
+    """The ports Azurite says its services listen on, by service name (those that listen so far)."""
+    return {service.lower(): int(port) for service, port in _LISTENING.findall(output)}
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,8 @@ class AzuriteHttps:
 class Azurite:
     """An Azurite child process. Use as a context manager, or call :meth:`start` and :meth:`stop`.
 
+    ``ports``: the three ports to serve on; None (the default): ports the kernel picks as Azurite binds them, known
+    (:attr:`ports`) once :meth:`start` returns, so that no other process can take one between a check and the bind.
     ``https``: serve HTTPS (and accept bearer tokens) as :class:`AzuriteHttps` says; None (the default): plain
     HTTP with the account key, as before."""
 
@@ -150,13 +157,16 @@ class Azurite:
         own_session: bool = False,
         https: AzuriteHttps | None = None,
     ) -> None:
-        self.ports = ports or AzuritePorts.free()
+        #: The ports asked for; None: the kernel picks free ones as Azurite binds them (:attr:`ports` once started).
+        self.requested = ports
+        self.ports = ports or AzuritePorts(0, 0, 0)
         self.location = location
         self.https = https
         #: Start Azurite in a session of its own, so that a Ctrl-C at the terminal reaches the host alone and
         #: the host stops Azurite after it has released its timer leases (``python -m local_host run``).
         self.own_session = own_session
         self._process: subprocess.Popen[bytes] | None = None
+        self._output: IO[bytes] | None = None
 
     @property
     def scheme(self) -> str:
@@ -177,26 +187,15 @@ class Azurite:
         return self._process.pid if self._process is not None else None
 
     def start(self, timeout: float = 30.0) -> None:
-        for service, port in self.ports.by_service().items():
-            ensure_free("127.0.0.1", port, f"Azurite {service}")
-        args = [
-            _executable(),
-            "--silent",
-            "--disableTelemetry",
-            "--skipApiVersionCheck",
-            "--blobHost",
-            "127.0.0.1",
-            "--blobPort",
-            str(self.ports.blob),
-            "--queueHost",
-            "127.0.0.1",
-            "--queuePort",
-            str(self.ports.queue),
-            "--tableHost",
-            "127.0.0.1",
-            "--tablePort",
-            str(self.ports.table),
-        ]
+        """Start Azurite and return once it says each service listens (its own output names the ports it bound: a
+        port that merely answers may be another process's)."""
+        if self.requested is not None:
+            for service, port in self.requested.by_service().items():
+                ensure_free("127.0.0.1", port, f"Azurite {service}")
+        ports = self.requested or AzuritePorts(0, 0, 0)
+        args = [_executable(), "--silent", "--disableTelemetry", "--skipApiVersionCheck"]
+        for service, port in ports.by_service().items():
+            args += [f"--{service}Host", "127.0.0.1", f"--{service}Port", str(port)]
         if self.https is not None:
             args += self.https.arguments()
         if self.location is None:
@@ -204,10 +203,12 @@ class Azurite:
         else:
             self.location.mkdir(parents=True, exist_ok=True)
             args += ["--location", str(self.location)]
+        output = tempfile.TemporaryFile()  # noqa: SIM115 (Azurite writes to it while it runs; closed by stop)
+        self._output = output
         self._process = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=output,
             stderr=subprocess.PIPE,
             start_new_session=self.own_session,
         )
@@ -215,9 +216,11 @@ class Azurite:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
-                self._process = None
+                self.stop()
                 raise self._taken_port(err) or ConfigurationError(f"Azurite exited at start-up: {err.strip()[:500]}")
-            if all(_port_open(p) for p in (self.ports.blob, self.ports.queue, self.ports.table)):
+            bound = _listening(os.pread(output.fileno(), 1 << 16, 0).decode(errors="replace"))
+            if len(bound) == 3:
+                self.ports = AzuritePorts(bound["blob"], bound["queue"], bound["table"])
                 return
             time.sleep(0.1)
         self.stop()
@@ -234,14 +237,16 @@ class Azurite:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        output, self._output = self._output, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        if output is not None:
+            output.close()
 
     def __enter__(self) -> Azurite:
         self.start()

@@ -24,7 +24,6 @@ from _pytest.nodeid import coerce_node_id
 from local_host.app_index import AppIndex, index_app
 from local_host.azurite import Azurite
 from scheduler_core import settings
-from scheduler_core.errors import ConfigurationError
 
 #: At most this many workers for ``-n auto``: every worker costs an Azurite and a collection of the suite.
 MAX_AUTO_WORKERS = 10
@@ -123,30 +122,12 @@ def sample_settings() -> dict[str, str]:
     return values
 
 
-#: Starts of the session's Azurite, each on new free ports, before the session gives up.
-AZURITE_STARTS = 3
-
-
 @contextmanager
 def private_azurite() -> Iterator[Azurite]:
-    """A private Azurite (in memory, free ports): never the user's own instance.
-
-    Free ports are found before Azurite binds them, so another process (a parallel worker starting its own) may
-    take one in between: a start that fails is tried again on new free ports, :data:`AZURITE_STARTS` times in all.
-    """
-    for attempt in range(1, AZURITE_STARTS + 1):
-        instance = Azurite()
-        try:
-            instance.start()
-        except ConfigurationError:
-            if attempt == AZURITE_STARTS:
-                raise
-            continue
-        try:
-            yield instance
-        finally:
-            instance.stop()
-        return
+    """A private Azurite (in memory, on ports the kernel picks as it binds them): never the user's own instance,
+    never another worker's."""
+    with Azurite() as instance:
+        yield instance
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from local_host.azurite import Azurite, AzuriteHttps
-from scheduler_core.errors import ConfigurationError
 from tests.support.tls import TestCa
 
 
@@ -18,16 +17,5 @@ def https_azurite(folder: Path) -> Iterator[tuple[Azurite, Path]]:
     ca = TestCa()
     cert, key = ca.issue("127.0.0.1", server=True).write_pem(folder, "azurite")
     bundle = ca.write_pem(folder)
-    for attempt in range(1, 4):  # free ports may be taken by another worker before Azurite binds them
-        azurite = Azurite(https=AzuriteHttps(cert, key))
-        try:
-            azurite.start()
-        except ConfigurationError:
-            if attempt == 3:
-                raise
-            continue
-        try:
-            yield azurite, bundle
-        finally:
-            azurite.stop()
-        return
+    with Azurite(https=AzuriteHttps(cert, key)) as azurite:  # on ports the kernel picks as it binds them
+        yield azurite, bundle

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from azure.data.tables import TableServiceClient
 
+from local_host import azurite as azurite_module
 from local_host.__main__ import KEY_FILE, check_ports, ensure_local_settings
-from local_host.azurite import AzuritePorts, free_port, free_ports
+from local_host.azurite import Azurite, AzuritePorts, free_port, free_ports
 from local_host.http_server import HttpHost, RequestHead
 from local_host.local_settings import STORAGE_QUEUE_ENDPOINT, follow_azurite, local_http_port
 from local_host.ports import PortInUseError, ensure_free, is_free, suggest_azurite_ports, suggest_port
@@ -200,3 +202,23 @@ def test_free_ports_are_different_ports_each_free() -> None:
     assert all(is_free(port) for port in ports)
     trio = AzuritePorts.free()
     assert len(set(trio.by_service().values())) == 3
+
+
+@pytest.mark.azurite
+def test_azurite_is_ready_only_when_it_listens_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port taken by another process after the check and before Azurite binds it (another worker's Azurite)
+    answers connections: Azurite's start must fail there, not return as if ready over the other's service. Without
+    ports, the kernel picks them as Azurite binds them, and every one is Azurite's own."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        blob, queue = free_ports(2)
+        taken = AzuritePorts(blob, queue, other.getsockname()[1])
+        monkeypatch.setattr(azurite_module, "ensure_free", lambda *args: None)  # taken after the check
+        with pytest.raises(PortInUseError, match=str(taken.table)):
+            Azurite(taken).start()
+    with Azurite() as own:
+        assert own.requested is None and len(set(own.ports.by_service().values())) == 3
+        assert all(not is_free(port) for port in own.ports.by_service().values())
+        tables = TableServiceClient.from_connection_string(own.connection_string)
+        assert [table.name for table in tables.list_tables()] == []
