@@ -1,7 +1,7 @@
 """``GET /health`` (anonymous): is this instance able to work, and how is the fleet doing.
 
 - **503** only for a problem of *this instance*: its settings do not load, or its storage cannot be reached
-  (one cheap table query: the dispatch heartbeat row) or does not answer within :data:`HEALTH_DEADLINE`. App
+  (one cheap table query, tried once: the dispatch heartbeat row) or does not answer within :data:`HEALTH_DEADLINE`. App
   Service's health check restarts or replaces an instance that keeps answering 503, the cure for exactly these.
 - **200** otherwise, with fleet-wide conditions as ``warnings`` (restarting this instance would not cure
   them, and restarting every instance would make them worse): the dispatch tick is late (its heartbeat,
