@@ -406,6 +406,7 @@ async function serviceStatus() {
   await panel.getByLabel("Live counts", { exact: true }).waitFor({ timeout: WAIT });
   observed.health = await pairs("Health");
   observed.countsBefore = await pairs("Live counts");
+  observed.countsBeforeAt = Date.now() / 1000;
   observed.warnings = await panel.locator("ul.warnings li").allTextContents();
   await page.evaluate(() => { window.__sameDocument = true; });
   step("wait for the job's executions to show in the counts");
