@@ -136,8 +136,8 @@ def _history_reachable(s: Services, body: dict[str, Any]) -> bool:
     if s.settings.history_storage is None:
         return True
     try:
-        # the history tables queried (a point read would take a missing table for a missing row)
-        next(iter(s.stores.history.list(PROBE_JOB)), None)  # both tables, one query each
+        # the history tables queried (a point read would take a missing table for a missing row), each once
+        next(iter(s.stores.history.list(PROBE_JOB, once=True)), None)  # both tables, one query each
     except Exception as exc:
         log.warning("health: history storage not reachable: %s", type(exc).__name__)
         body.update(

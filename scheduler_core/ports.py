@@ -171,8 +171,9 @@ class History(Protocol):
         """Write an entry unless one with its key exists (which is kept). Returns whether it wrote."""
         ...
 
-    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
-        """The job's entries, newest first (by row key; one entry per row key)."""
+    def list(self, job: JobRef, *, once: bool = False) -> Iterator[HistoryEntry]:
+        """The job's entries, newest first (by row key; one entry per row key). ``once``: each read is tried once,
+        none of the client's retries (a probe reports storage as it is now, within its deadline)."""
         ...
 
     def trim(self, job: JobRef, retention: HistoryRetention, now: datetime) -> int:

@@ -87,8 +87,8 @@ class StreamedHistory:
         self.stream.send(job, record)
         return written
 
-    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
-        return self.inner.list(job)
+    def list(self, job: JobRef, *, once: bool = False) -> Iterator[HistoryEntry]:
+        return self.inner.list(job, once=once)
 
     def trim(self, job: JobRef, retention: HistoryRetention, now: datetime) -> int:
         return self.inner.trim(job, retention, now)

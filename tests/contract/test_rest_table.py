@@ -24,9 +24,10 @@ from azure.data.tables import EdmType, EntityProperty, TableClient, TableService
 from scheduler_core.adapters.azure.clients import data_tables, storage_transport, table_service
 from scheduler_core.adapters.azure.rest import RestTable, RestTableService
 from scheduler_core.adapters.azure.rest._auth import SharedKeyLite
-from scheduler_core.adapters.azure.tables import TableDueIndex
+from scheduler_core.adapters.azure.tables import TableDueIndex, TableHistory
 from scheduler_core.errors import StorageError
 from scheduler_core.settings import Settings
+from scheduler_core.storage.keys import CollectionRef, JobRef
 from tests.support.http_target import HttpTarget, http_target
 
 pytestmark = pytest.mark.azurite
@@ -286,17 +287,23 @@ def test_a_failed_call_is_retried_as_the_sdk_retries_it(
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["sdk", "own"])
-def test_a_due_index_read_once_is_one_request_where_a_plain_read_retries(which: int) -> None:
-    """``DueIndex.due_before(once=True)`` (the health probe's read) is one request, none of the client's retries,
-    through either client; a plain read of the same answers is retried."""
+@pytest.mark.parametrize("store", ["due index", "history"])
+def test_a_read_once_is_one_request_where_a_plain_read_retries(which: int, store: str) -> None:
+    """``DueIndex.due_before(once=True)`` and ``History.list(once=True)`` (the health probe's reads) are one
+    request, none of the client's retries, through either client; a plain read of the same answers is retried."""
     requests_made = []
     for once in (True, False):
         with http_target() as target:
             target.answer([503, 200], body=b'{"value": []}', content_type="application/json")
-            due = TableDueIndex(_clients(target)[which])
             try:
-                rows = list(due.due_before("shard", "~", once=once))
+                rows: list[Any] | None = _read(store, _clients(target)[which], once)
             except StorageError:
                 rows = None
             requests_made.append((rows, len(target.received)))
     assert requests_made == [(None, 1), ([], 2)]
+
+
+def _read(store: str, client: TableClient | RestTable, once: bool) -> list[Any]:
+    if store == "due index":
+        return list(TableDueIndex(client).due_before("shard", "~", once=once))
+    return list(TableHistory(client).list(JobRef(CollectionRef("s", "g", "c"), "j"), once=once))

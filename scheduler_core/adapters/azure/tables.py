@@ -610,21 +610,27 @@ class TableHistory:
             flow_wait=timedelta(seconds=float(row["FlowWait"])) if row.get("FlowWait") is not None else None,
         )
 
-    def _claim_rows(self, job: JobRef, select: list[str] | None = None) -> list[Any]:
-        """The rows of the job's claims that hold a history entry (history keys start with a digit)."""
+    def _claim_rows(self, job: JobRef, select: list[str] | None = None, **options: Any) -> list[Any]:
+        """The rows of the job's claims that hold a history entry (history keys start with a digit); ``options``:
+        the client's per-call options."""
         if self.claims is None:
             return []
         rows = self.claims.query_entities(
-            f"PartitionKey eq @p and {HISTORY_KEY} ge @lo", parameters={"p": job.identity, "lo": "0"}, select=select
+            f"PartitionKey eq @p and {HISTORY_KEY} ge @lo",
+            parameters={"p": job.identity, "lo": "0"},
+            select=select,
+            **options,
         )
         return [row for row in rows if row.get(HISTORY_KEY)]
 
-    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
-        """Newest first: the ``JobHistory`` rows and the entries held by claims, merged by row key."""
+    def list(self, job: JobRef, *, once: bool = False) -> Iterator[HistoryEntry]:
+        """Newest first: the ``JobHistory`` rows and the entries held by claims, merged by row key; ``once``:
+        ``retry_total=0``."""
+        options: dict[str, Any] = {"retry_total": 0} if once else {}
         entries: dict[str, HistoryEntry] = {}
-        for row in self._claim_rows(job):
+        for row in self._claim_rows(job, **options):
             entries[row[HISTORY_KEY]] = self._record(row, row[HISTORY_KEY])
-        for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": job.identity}):
+        for row in self.table.query_entities("PartitionKey eq @p", parameters={"p": job.identity}, **options):
             entries.setdefault(row["RowKey"], self._record(row, row["RowKey"]))
         for key in sorted(entries):
             yield entries[key]

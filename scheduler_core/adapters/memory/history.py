@@ -59,7 +59,7 @@ class MemoryHistory(FaultSeam):
             return True
 
     @faultable
-    def list(self, job: JobRef) -> Iterator[HistoryEntry]:
+    def list(self, job: JobRef, *, once: bool = False) -> Iterator[HistoryEntry]:
         identity = job.identity
         with self._lock:
             rows = self._rows.get(identity, {})
