@@ -99,6 +99,10 @@ def two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return [fault_host.spawn(CLAIM_LEASE.total_seconds(), log=tmp_path / f"host{i}.log") for i in range(2)]
 
 
+#: How far the test's reading of the due second in the target's clock may be off (the two clocks of one machine).
+CLOCKS = 0.05
+
+
 def put_jobs(
     services: Any, target: HttpTarget, due: datetime, count: int, flow: dict[str, Any], hold_ms: int, prefix: str
 ) -> list[JobRef]:
@@ -127,6 +131,7 @@ def test_two_hosts_keep_one_keys_rate_and_parallelism(
     try:
         # rate: 24 quick calls due at one second, 4 a second for the key
         due = (datetime.now(UTC) + timedelta(seconds=6)).replace(microsecond=0)
+        due_at = time.monotonic() + (due - datetime.now(UTC)).total_seconds()  # the target's clock
         put_jobs(services, target, due, 24, {"key": "Partner-API", "ratePerSecond": 4}, 0, "rate")
         wait_until(lambda: len(calls.spans) >= 24, 60, "the 24 rate-limited calls")
         starts = sorted(began for _, began, _ in calls.spans)
@@ -136,10 +141,12 @@ def test_two_hosts_keep_one_keys_rate_and_parallelism(
         shown = [round(s - starts[0], 2) for s in starts]
         assert 3.6 <= typical <= 4.4, f"{typical:.2f} calls/s between calls for a limit of 4: {shown}"
         assert 3.0 <= overall <= 4.4, f"{overall:.2f} calls/s over the run for a limit of 4: {shown}"
-        # no burst: in any 2 s, at most the limit's 8 and a call's jitter at the edge
-        assert max(sum(1 for s in starts if t <= s < t + 2.0) for t in starts) <= 9, [
-            round(s - starts[0], 3) for s in starts
-        ]
+        # Never ahead of the limit, under any load: the key's starts are reserved 1/4 s apart from the due second
+        # on, and a call reaches the target at its start or later (a busy sending host only delays it), so the
+        # i-th call to arrive arrives no earlier than due + i/4 s. (Counting arrivals in a 2-s window is not
+        # load-proof: one call delayed on a busy host arrives together with the next ones.)
+        ahead = [(i, round(s - due_at, 3)) for i, s in enumerate(starts) if s < due_at + i / 4 - CLOCKS]
+        assert not ahead, (ahead, [round(s - due_at, 3) for s in starts])
 
         # parallelism: 12 calls of 1.5 s, at most 3 at once for the key, on two hosts of 40 threads each
         calls.spans.clear()
