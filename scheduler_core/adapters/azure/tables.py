@@ -115,6 +115,11 @@ def _definition(definition: str, secrets: str) -> JobDefinition:
     return read_job_definition(json.loads(definition), json.loads(secrets))
 
 
+def _tried(once: bool) -> dict[str, Any]:
+    """A read's per-call options: ``once``, tried once (``retry_total=0``: a probe's read); else the client's."""
+    return {"retry_total": 0} if once else {}
+
+
 def _etag(entity: Any) -> str:
     return str(entity.metadata["etag"])
 
@@ -478,7 +483,7 @@ class TableDueIndex:
         """Rows of ``shard`` whose row key sorts before ``before`` (a formatted due time) and after ``after``,
         oldest first, at most ``limit`` (read in pages of at most that many); ``once``: ``retry_total=0``."""
         query = "PartitionKey eq @p and RowKey lt @b" + (" and RowKey gt @a" if after else "")
-        options: dict[str, Any] = {"retry_total": 0} if once else {}
+        options = _tried(once)
         rows = self.table.query_entities(
             query,
             parameters={"p": shard, "b": before, "a": after} if after else {"p": shard, "b": before},
@@ -626,7 +631,7 @@ class TableHistory:
     def list(self, job: JobRef, *, once: bool = False) -> Iterator[HistoryEntry]:
         """Newest first: the ``JobHistory`` rows and the entries held by claims, merged by row key; ``once``:
         ``retry_total=0``."""
-        options: dict[str, Any] = {"retry_total": 0} if once else {}
+        options = _tried(once)
         entries: dict[str, HistoryEntry] = {}
         for row in self._claim_rows(job, **options):
             entries[row[HISTORY_KEY]] = self._record(row, row[HISTORY_KEY])
