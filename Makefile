@@ -48,8 +48,8 @@ browser: node_modules/.installed
 run: install $(DASHBOARD_BUILT)
 	@$(PY) -m local_host run --azurite --init $(if $(PORT),--port $(PORT)) --azurite-ports $(AZURITE_PORTS) --option-names make
 
-# The suite runs on parallel workers (pytest-xdist), a test module whole on one worker; `auto` is three workers
-# per CPU, at most 8 (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
+# The suite runs on parallel workers (pytest-xdist), a test module whole on one worker; `auto` is five workers
+# per CPU, at most 10 (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= auto
 # Every worker collects the whole suite, and pytest rewrites each test module's asserts as it imports it: 13 s
 # of CPU a worker, six times at once. The suite keeps compiled modules (__pycache__/, ignored by git) whatever

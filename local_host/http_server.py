@@ -310,6 +310,17 @@ class HttpHost:
         with self._lock:
             return len(self._connections) + len(self._busy)
 
+    def peers(self) -> set[tuple[str, int]]:
+        """The client addresses of the connections held open (as :attr:`open_connections` counts them). For
+        tests that wait until every connection of a client is closed."""
+        with self._lock:
+            socks = [*self._connections, *self._busy]
+        addresses = set()
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                addresses.add(sock.getpeername()[:2])
+        return addresses
+
     @property
     def worker_threads(self) -> int:
         """Threads of the worker pool (never more than ``max_concurrent_requests``). For tests."""

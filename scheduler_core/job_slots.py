@@ -103,8 +103,9 @@ class _SlotRound:
 
 @dataclass(eq=False)
 class _Prefetched:
-    """Slots reserved ahead by this instance for creates validated against ``terms``."""
+    """Slots reserved ahead by this instance for creates in ``ref`` validated against ``terms``."""
 
+    ref: CollectionRef
     terms: _Terms
     free: int
     expires: float  # time.monotonic()
@@ -183,6 +184,19 @@ class JobSlots:
             if give_back and ahead is not None and ahead.free > 0:
                 self._give_back(ref, ahead.free)
 
+    def give_back_ahead(self) -> None:
+        """Give back now, rather than when they expire, every collection's unused slots reserved ahead, so
+        that no counter write of this instance is still to come (for a caller that needs the rows settled)."""
+        with self._guard:
+            keys = list(self._prefetched)
+        for key in keys:
+            with self._lock(key):
+                with self._guard:
+                    ahead = self._prefetched.pop(key, None)
+                if ahead is not None and ahead.free > 0:
+                    self._records.pop(key, None)
+                    self._give_back(ahead.ref, ahead.free)
+
     # ----------------------------------------------------------------------------------------- internals
 
     def _lock(self, key: str) -> threading.Lock:
@@ -235,7 +249,9 @@ class JobSlots:
             returned = 0
             if ahead:
                 with self._guard:
-                    self._prefetched[key] = _Prefetched(_terms(collection), ahead, time.monotonic() + PREFETCH_TTL)
+                    self._prefetched[key] = _Prefetched(
+                        collection.ref, _terms(collection), ahead, time.monotonic() + PREFETCH_TTL
+                    )
                 self._expire_later(collection.ref)
             return max(granted, 0), False
 

@@ -26,13 +26,12 @@ from local_host.azurite import Azurite
 from scheduler_core import settings
 
 #: At most this many workers for ``-n auto``: every worker costs an Azurite and a collection of the suite.
-MAX_AUTO_WORKERS = 8
+MAX_AUTO_WORKERS = 10
 #: Workers per CPU for ``-n auto``. The suite mostly waits (real time, Azurite, child processes): measured on
-#: 2 CPUs, the same machine and day, 4,389 tests took 6 min 55 s with six workers, 5 min 44 s with eight and
-#: 5 min 15 s with ten (the CPUs 48 %, 65 % and 75 % busy on average). Ten found, in eight fresh-clone runs, four
-#: tests whose timing broke under that load (each fixed but the last: tests/decisions/policies/
-#: test_backfill_limits.py's snapshot of a backfill still being written); until none is left, three per CPU.
-WORKERS_PER_CPU = 3
+#: 2 CPUs, the same machine and day, 4,389 tests took 6 min 55 s with six workers, 5 min 44 s with eight,
+#: 5 min 15 s with ten and 5 min 54 s with twelve (the CPUs 48 %, 65 % and 75 % busy on average with six, eight
+#: and ten; twelve thrash).
+WORKERS_PER_CPU = 5
 
 
 @pytest.hookimpl(optionalhook=True)

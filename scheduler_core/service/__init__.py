@@ -4,8 +4,9 @@
 - :mod:`.jobs`: jobs (:class:`JobService`), and the write order that keeps the due index consistent;
 - :mod:`.calendars`: a collection's named calendars (:class:`CalendarService`, api-version 2026-12-01-preview);
 - :mod:`.plans`: the plans' rules and the collections' quotas applied to jobs;
-- :mod:`.slots`: each collection's job counter (``maxJobCount`` exact across instances);
 - :mod:`.races`: the one concurrency rule: start over when a write race is lost, never on a final error.
+
+Each collection's job counter (``maxJobCount`` exact across instances) is :mod:`scheduler_core.job_slots`'s.
 
 :class:`SchedulerService` is what the API calls: one object with every operation. Plain Python (no HTTP,
 no Azure Functions, no Azure SDK).

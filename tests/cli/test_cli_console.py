@@ -21,6 +21,7 @@ import pytest
 
 from local_host.__main__ import _remove_endpoint, _write_endpoint
 from local_host.azurite import free_ports
+from local_host.http_server import HttpHost
 from scheduler_core.cli.common import DEFAULT_ENDPOINT, local_endpoint
 from scheduler_core.definitions import PREVIEW_VERSION
 from tests.cli.conftest import CLI_VARIABLES, RG, ROOT, SUB, Cli
@@ -295,6 +296,24 @@ def test_an_import_into_a_collection_with_another_plan_is_predicted_as_it_is_don
     assert shown["properties"]["sku"]["name"] == "Free"  # kept as it was
 
 
+def _server_of(cli: Cli) -> HttpHost:
+    assert cli.api.host is not None and cli.api.host.http is not None
+    return cli.api.host.http
+
+
+def _served_to_the_end(cli: Cli, server: HttpHost, before: set[tuple[str, int]]) -> None:
+    """Wait until the host has closed every connection opened since ``before`` was taken: each request a
+    killed client had sent has been answered (or its answer found the client gone), so what is stored no
+    longer changes by it. A request of our own goes first: the host accepts connections in order, so once it
+    is answered, a connection the client made before it died is being watched. (Connections this process
+    keeps alive were open before and are left out; the requests here ask the host to close theirs.)"""
+    cli.api.call("GET", _path("dst", "jobs"), headers={"Connection": "close"})
+    deadline = time.monotonic() + 30
+    while server.peers() - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not server.peers() - before
+
+
 def test_an_import_stopped_half_way_and_run_again_doubles_nothing(cli: Cli, tmp_path: Path) -> None:
     total = 40
     path = _export(cli, tmp_path, total)
@@ -302,6 +321,8 @@ def test_an_import_stopped_half_way_and_run_again_doubles_nothing(cli: Cli, tmp_
     assert all("startTime" in job["properties"] for job in expected)  # anchored at their creation
     environment = {k: v for k, v in os.environ.items() if k not in CLI_VARIABLES}
     environment.update(cli.env)
+    server = _server_of(cli)
+    before = server.peers()
     child = subprocess.Popen(
         [sys.executable, "-m", "scheduler_core", "import", str(path), "--collection", "dst", "--no-progress"],
         cwd=ROOT,
@@ -312,13 +333,14 @@ def test_an_import_stopped_half_way_and_run_again_doubles_nothing(cli: Cli, tmp_
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            response = cli.api.call("GET", _path("dst", "jobs"))
+            response = cli.api.call("GET", _path("dst", "jobs"), headers={"Connection": "close"})  # none left open
             if response.status_code == 200 and response.json()["value"]:
                 break
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=30)
+    _served_to_the_end(cli, server, before)  # a PUT the child had sent before it died is still written
     stopped_with = len(_jobs(cli, "dst"))
     assert 0 < stopped_with < total  # really stopped half way
 

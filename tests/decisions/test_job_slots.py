@@ -248,6 +248,26 @@ def test_unused_slots_reserved_ahead_expire_and_are_given_back(
     assert instances.jobs() == 1
 
 
+def test_slots_reserved_ahead_are_given_back_at_once_on_request_and_not_again_when_they_expire(
+    instances: Instances, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(job_slots, "PREFETCH_TTL", 0.05)
+    create_collection(instances, 1000)
+    other = CollectionRef("sub", "rg", "other")
+    instances.first.put_collection(other, {"location": "westus", "properties": {"sku": {"name": "P20Premium"}}})
+    assert create(instances.first, "j0") and create(instances.first, "j1")
+    instances.first.put_job(JobRef(other, "k0"), BODY)
+    assert instances.counter() == 1 + job_slots.PREFETCH
+    instances.first.slots.give_back_ahead()
+    assert instances.counter() == 2  # the 15 unused, at once
+    settled = instances.collections.get(other)
+    assert settled is not None and settled.job_count == 1  # every collection's
+    writes = instances.collections.writes
+    time.sleep(0.2)  # past the expiry: the timers find nothing left to give back
+    assert instances.collections.writes == writes and instances.counter() == 2
+    assert create(instances.first, "j2") and instances.counter() == 3 + job_slots.PREFETCH  # reserved ahead again
+
+
 def test_no_slots_are_reserved_ahead_near_the_limit(instances: Instances) -> None:
     create_collection(instances, 5)
     for i in range(5):

@@ -14,7 +14,7 @@ import pytest
 from scheduler_core.adapters.azure.clients import table_service
 from scheduler_core.storage.keys import MAX_NAME_UNITS
 from scheduler_core.storage.names import TABLES
-from tests.e2e.conftest import API_VERSION, Api
+from tests.e2e.conftest import API_VERSION, Api, give_back_slots_ahead
 from tests.support.jobs import every, http_action, job_body
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
@@ -53,6 +53,7 @@ COLLECTION_BODY = {"location": "westus", "properties": {"sku": {"name": "Standar
 
 def stored(api: Api) -> dict[str, list[dict[str, Any]]]:
     """Every row of every table of this test (job rows, due-index rows, collection rows with JobCount...)."""
+    give_back_slots_ahead()
     service = table_service(api.settings)
     snapshot: dict[str, list[dict[str, Any]]] = {}
     for base in TABLES:

@@ -40,6 +40,7 @@ from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.storage.names import table_names
 from tests.conftest import private_azurite
+from tests.e2e.conftest import give_back_slots_ahead
 from tests.e2e.test_entra_api import ManualClock, provider, test_ca
 from tests.support.jobs import every, http_action, job_body
 from tests.support.oidc import OidcProvider
@@ -100,6 +101,7 @@ class Tenants:
     def snapshot(self) -> dict[str, Any]:
         """Every table of the account (each entity with its ETag) and every queue (its count and the messages
         a peek shows, with their ids), whoever made them."""
+        give_back_slots_ahead()
         connection = self.settings.storage_connection_string
         assert connection is not None
         tables = TableServiceClient.from_connection_string(connection)

@@ -25,7 +25,7 @@ from azure.data.tables import TableServiceClient
 from scheduler_core.adapters.azure.clients import queue_client
 from scheduler_core.recurrence import format_instant
 from scheduler_core.storage.names import table_names
-from tests.e2e.conftest import Api
+from tests.e2e.conftest import Api, give_back_slots_ahead
 
 pytestmark = [pytest.mark.azurite, pytest.mark.e2e]
 
@@ -71,6 +71,7 @@ def secret_of(raw: bytes) -> str:
 
 def snapshot(api: Api) -> dict[str, Any]:
     """Every entity of the deployment's tables (with ETags) and the execution queue."""
+    give_back_slots_ahead()
     assert api.settings.storage_connection_string is not None
     service = TableServiceClient.from_connection_string(api.settings.storage_connection_string)
     state: dict[str, Any] = {}

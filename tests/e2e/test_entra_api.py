@@ -41,6 +41,7 @@ from scheduler_core.adapters.azure.provision import provision
 from scheduler_core.api.handler import ApiServices
 from scheduler_core.auth.entra import REFRESH_INTERVAL_SECONDS
 from scheduler_core.storage.names import table_names
+from tests.e2e.conftest import give_back_slots_ahead
 from tests.support.jobs import every, http_action, job_body
 from tests.support.oidc import Client, OidcProvider, SigningKey, oidc_provider
 from tests.support.oidc_tls_front import tls_front
@@ -111,6 +112,7 @@ class Deployment:
 
     def snapshot(self) -> dict[str, Any]:
         """Every entity of the deployment's tables (with ETag and timestamp) and the execution queue."""
+        give_back_slots_ahead()
         assert self.settings.storage_connection_string is not None
         service = TableServiceClient.from_connection_string(self.settings.storage_connection_string)
         state: dict[str, Any] = {}
