@@ -188,14 +188,9 @@ class JobSlots:
         """Give back now, rather than when they expire, every collection's unused slots reserved ahead, so
         that no counter write of this instance is still to come (for a caller that needs the rows settled)."""
         with self._guard:
-            keys = list(self._prefetched)
-        for key in keys:
-            with self._lock(key):
-                with self._guard:
-                    ahead = self._prefetched.pop(key, None)
-                if ahead is not None and ahead.free > 0:
-                    self._records.pop(key, None)
-                    self._give_back(ahead.ref, ahead.free)
+            refs = [ahead.ref for ahead in self._prefetched.values()]
+        for ref in refs:
+            self.forget(ref)
 
     # ----------------------------------------------------------------------------------------- internals
 
