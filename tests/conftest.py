@@ -50,11 +50,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """When the run includes ``tests/infra`` (the whole suite does), prepare its tools in a background process
     (:func:`tests.infra.conftest.prepare`) as the run begins: on a fresh clone they take a minute or two to
     install, under a lock that every worker reaching an infra module would otherwise wait on. Once by the
-    process that starts the run (pytest-xdist's controller, or the only process)."""
+    process that starts the run (pytest-xdist's controller, or the only process). It runs at the lowest CPU
+    priority (``nice`` 19, inherited by pip and npm): its installs overlap the first end-to-end modules, whose
+    real-time assertions (a rate limit's spacing, a lease's expiry) must not wait behind them."""
     if "PYTEST_XDIST_WORKER" in os.environ or not _runs_infra(session.config):
         return
     subprocess.Popen(
-        [sys.executable, "-c", "from tests.infra.conftest import prepare; prepare()"],
+        [sys.executable, "-c", "import os; os.nice(19); from tests.infra.conftest import prepare; prepare()"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
