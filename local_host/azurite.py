@@ -64,6 +64,11 @@ class AzuritePorts:
     table: int = 10002
 
     @classmethod
+    def any(cls) -> AzuritePorts:
+        """Port 0 for each service: the kernel picks a free one as Azurite binds it (known once it listens)."""
+        return cls(0, 0, 0)
+
+    @classmethod
     def free(cls) -> AzuritePorts:
         blob, queue, table = free_ports(3)
         return cls(blob=blob, queue=queue, table=table)
@@ -159,7 +164,7 @@ class Azurite:
     ) -> None:
         #: The ports asked for; None: the kernel picks free ones as Azurite binds them (:attr:`ports` once started).
         self.requested = ports
-        self.ports = ports or AzuritePorts(0, 0, 0)
+        self.ports = ports or AzuritePorts.any()
         self.location = location
         self.https = https
         #: Start Azurite in a session of its own, so that a Ctrl-C at the terminal reaches the host alone and
@@ -192,9 +197,8 @@ class Azurite:
         if self.requested is not None:
             for service, port in self.requested.by_service().items():
                 ensure_free("127.0.0.1", port, f"Azurite {service}")
-        ports = self.requested or AzuritePorts(0, 0, 0)
         args = [_executable(), "--silent", "--disableTelemetry", "--skipApiVersionCheck"]
-        for service, port in ports.by_service().items():
+        for service, port in (self.requested or AzuritePorts.any()).by_service().items():
             args += [f"--{service}Host", "127.0.0.1", f"--{service}Port", str(port)]
         if self.https is not None:
             args += self.https.arguments()
