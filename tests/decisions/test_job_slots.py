@@ -268,6 +268,31 @@ def test_slots_reserved_ahead_are_given_back_at_once_on_request_and_not_again_wh
     assert create(instances.first, "j2") and instances.counter() == 3 + job_slots.PREFETCH  # reserved ahead again
 
 
+def test_slots_given_back_while_creates_race_leave_the_counter_equal_to_the_jobs(instances: Instances) -> None:
+    create_collection(instances, 1000)
+    stop = threading.Event()
+
+    def give_back_again_and_again() -> None:
+        while not stop.is_set():
+            instances.first.slots.give_back_ahead()
+
+    def create_five(worker: int) -> None:
+        for i in range(5):
+            assert create(instances.first, f"w{worker}-{i}")
+
+    giver = threading.Thread(target=give_back_again_and_again)
+    creators = [threading.Thread(target=create_five, args=(worker,)) for worker in range(8)]
+    giver.start()
+    for thread in creators:
+        thread.start()
+    for thread in creators:
+        thread.join(timeout=30)
+    stop.set()
+    giver.join(timeout=10)
+    instances.first.slots.give_back_ahead()
+    assert (instances.jobs(), instances.counter()) == (40, 40)  # no slot given back twice, none kept
+
+
 def test_no_slots_are_reserved_ahead_near_the_limit(instances: Instances) -> None:
     create_collection(instances, 5)
     for i in range(5):
