@@ -157,6 +157,25 @@ def history_entry(
     )
 
 
+def wait_to_start(
+    message: ExecutionMessage, permit: Permit | None, clock: Clock, sleep: Callable[[float], None]
+) -> datetime:
+    """Wait until the attempt's call may start, and return that instant: its due instant when it came a little
+    early (at most :data:`MAX_EARLY_WAIT`: queues count whole seconds), and its flow control rate's start
+    (``permit``: :meth:`Permit.start_at`), asked again after each wait for it, so that a call never starts
+    further past its start than :func:`~scheduler_core.pipeline.flow.late_by`, however late the worker wakes
+    (one that overslept takes a new start and waits for it)."""
+    due = message.due_time
+    early = due - clock() if due is not None else timedelta(0)
+    if timedelta(0) < early <= MAX_EARLY_WAIT:
+        sleep(early.total_seconds())
+    start = permit.start_at(clock()) if permit is not None else None
+    while permit is not None and start is not None and start > clock():
+        sleep((start - clock()).total_seconds())
+        start = permit.start_at(clock())
+    return clock()
+
+
 class Executor:
     """Runs attempts (see the module). ``flow``: flow control keys' state (None: none, as in tests that build an
     executor by hand; ``wiring.build`` always gives it); ``stream``: the history stream (None: off)."""
@@ -336,27 +355,19 @@ class Executor:
         given_up: bool,
         permit: Permit | None = None,
     ) -> tuple[ActionResult, datetime, datetime]:
-        """Run the attempt's action (the result, when it started and ended), no sooner than its due time and its
-        flow control rate's start (``permit``: :meth:`Permit.start_at`); ``given_up``: its workers were lost
+        """Run the attempt's action (the result, when it started and ended), once :func:`wait_to_start` lets it;
+        ``given_up``: its workers were lost
         :data:`MAX_TAKEOVERS` times, most likely its action stops them: not run again, recorded as failed (it
         goes on to its retries or error action as any failed attempt)."""
         if given_up:
             now = self.clock()
             reporting.attempt_given_up(job, message, execution_id, MAX_TAKEOVERS)
             return given_up_result(), now, now
-        occurrence = message.occurrence_time
-        due = message.due_time
-        early = due - self.clock() if due is not None else timedelta(0)
-        if timedelta(0) < early <= MAX_EARLY_WAIT:
-            self.sleep(early.total_seconds())  # start at the due instant, not at the queue's whole second
-        start = permit.start_at(self.clock()) if permit is not None else None
-        if start is not None and start > self.clock():  # its flow control rate's start: kept to
-            self.sleep((start - self.clock()).total_seconds())
-        started = self.clock()
+        started = wait_to_start(message, permit, self.clock, self.sleep)
         context = ActionContext(
             job_id=job.ref.resource_id,
             collection_id=job.ref.collection.resource_id,
-            expected_time=occurrence,
+            expected_time=message.occurrence_time,
             execution_id=execution_id,
             retry_count=message.attempt,
             started_at=started,

@@ -88,7 +88,7 @@ class Permit:
     def start_at(self, now: datetime) -> datetime | None:
         """When the call may start (None: any time): its reserved start; or, when that passed more than
         :func:`late_by` ago (a claim slowed by a busy instance), a new one, so that the call does not start
-        alongside the one that has the next start. Called right before the call."""
+        alongside the one that has the next start. Called right before the call, and again after each wait for it."""
         if self.flow is None or self.start is None or self.spacing is None or now - self.start <= late_by(self.spacing):
             return self.start
         self.start = self.flow.reserve(self.key, self.spacing, now, self.reservation, passed=self.start)

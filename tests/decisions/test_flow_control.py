@@ -67,6 +67,28 @@ def test_a_rate_spaces_the_calls_of_every_job_naming_the_key_in_the_order_they_c
         assert abs(row.start_time - DUE - row.flow_wait) < timedelta(milliseconds=50)
 
 
+def test_a_worker_that_wakes_late_for_its_start_takes_a_new_one_rather_than_call_close_to_the_next(
+    deployment: Deployment, target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's wait for the second call's start ends 0.3 s late (a busy instance): a call may start at most
+    100 ms past its reserved start, so that call takes a new start (after the third's) and waits again."""
+    late = iter([0.0, 0.3])  # the first wait is the first call's for its due second
+
+    def oversleep(seconds: float) -> None:
+        deployment.clock.advance(seconds + next(late, 0.0))
+
+    monkeypatch.setattr(deployment.executor, "sleep", oversleep)
+    names = [f"j{i}" for i in range(3)]
+    for name in names:
+        put(deployment, name, limited(target, {"ratePerSecond": 0.2}, path=f"/{name}"))
+    deployment.run_until(DUE + timedelta(seconds=40), tick=timedelta(seconds=10))
+
+    starts = sorted(deployment.history(name)[0].start_time for name in names)
+    assert len(target.received) == 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert all(gap >= timedelta(seconds=5) - timedelta(milliseconds=100) for gap in gaps), (starts, gaps)
+
+
 def test_the_wait_is_shown_by_the_preview_history_and_not_by_the_classic_one(
     deployment: Deployment, target: HttpTarget
 ) -> None:
